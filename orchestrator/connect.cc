@@ -1,0 +1,17 @@
+// Opening the transport a study's [cluster] asks for; see connect.h.
+#include "orchestrator/connect.h"
+
+namespace sweep {
+
+Result<std::unique_ptr<slurm::Transport>> OpenTransport(const ClusterSpec& c) {
+  if (c.transport == "local") return slurm::NewLocalTransport();
+  slurm::SshOptions o;
+  o.host = c.host;
+  o.port = c.port;
+  o.user = c.user;
+  o.identity_file = c.identity_file;
+  o.known_hosts_file = c.known_hosts;
+  return slurm::ConnectSsh(o);
+}
+
+}  // namespace sweep

@@ -1,0 +1,188 @@
+// slurmsweep: the command line. Subcommands are one table; this is the only place that
+// prints errors and maps them to exit codes (documented in the README):
+//   0 success, 1 failure while running, 2 bad input (study file, template, flags),
+//   3 cluster unreachable (SSH or slurmctld), 4 refused for safety (unknown host key, newer db).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <functional>
+#include <iostream>
+
+#include "base/clock.h"
+#include "orchestrator/connect.h"
+#include "orchestrator/report_data.h"
+#include "orchestrator/runner.h"
+#include "orchestrator/study.h"
+#include "reports/csv.h"
+#include "store/store.h"
+
+namespace sweep {
+namespace {
+
+int ExitCode(const Status& s) {
+  switch (s.code()) {
+    case Status::Code::kOk: return 0;
+    case Status::Code::kInvalidArgument:
+    case Status::Code::kNotFound: return 2;
+    case Status::Code::kUnavailable: return 3;
+    case Status::Code::kFailedPrecondition: return 4;
+    default: return 1;
+  }
+}
+
+// Owns everything a subcommand needs; built lazily so `status` never opens a connection.
+struct App {
+  std::string study_path;
+  std::string csv_path;
+  int max_ticks = 0;
+
+  SystemClock clock;
+  Study study;
+  std::unique_ptr<store::Store> store;
+  std::unique_ptr<slurm::Transport> transport;
+
+  Status LoadStudyFile() {
+    auto s = LoadStudy(study_path);
+    if (!s.ok()) return s.status();
+    study = std::move(*s);
+    return Status::OK();
+  }
+  Status OpenStore(bool read_only) {
+    auto st = read_only ? store::Store::OpenReadOnly(study.database) : store::Store::Open(study.database);
+    if (!st.ok()) return st.status();
+    store = std::move(*st);
+    return Status::OK();
+  }
+  Status Connect() {
+    auto t = OpenTransport(study.cluster);
+    if (!t.ok()) return t.status();
+    transport = std::move(*t);
+    return Status::OK();
+  }
+
+  Status CmdRun() {
+    SWEEP_RETURN_IF_ERROR(LoadStudyFile());
+    SWEEP_RETURN_IF_ERROR(OpenStore(false));
+    SWEEP_RETURN_IF_ERROR(Connect());
+    Runner runner(study, *store, *transport, clock, std::cout);
+    SWEEP_RETURN_IF_ERROR(runner.Run(max_ticks));
+    const auto& s = runner.slurm_stats();
+    std::cout << fmt::format("slurm commands: {} sbatch, {} squeue, {} sacct, {} scancel\n", s.sbatch, s.squeue, s.sacct,
+                             s.scancel);
+    return PrintStatus(runner.study_id());
+  }
+
+  Status CmdStatus() {
+    SWEEP_RETURN_IF_ERROR(LoadStudyFile());
+    SWEEP_RETURN_IF_ERROR(OpenStore(true));
+    auto rec = store->GetStudy(study.name);
+    if (!rec.ok()) return rec.status().WithContext("nothing recorded yet for this study; run it first");
+    return PrintStatus(rec->id);
+  }
+
+  Status PrintStatus(int64_t study_id) {
+    auto rows = CollectTrialRows(*store, study_id, ParamNames(study), clock.Now());
+    if (!rows.ok()) return rows.status();
+    std::map<std::string, int> by_state;
+    std::cout << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>11} {:>8}  {}\n", "trial", "state", "job", "steps",
+                             "final_loss", "iter/s", "parameters / reason");
+    auto names = ParamNames(study);
+    for (const auto& r : *rows) {
+      ++by_state[r.state];
+      std::string params;
+      for (size_t i = 0; i < names.size(); ++i) params += fmt::format("{}{}={}", i ? " " : "", names[i], r.param_values[i]);
+      std::cout << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>11} {:>8}  {}{}\n", r.trial_key, r.state,
+                               r.job_id.empty() ? "-" : r.job_id, r.steps,
+                               r.final_loss ? fmt::format("{:.5g}", *r.final_loss) : "-",
+                               r.iters_per_s ? fmt::format("{:.3g}", *r.iters_per_s) : "-", params,
+                               r.reason.empty() ? "" : "  [" + r.reason + "]");
+    }
+    std::string summary;
+    for (const auto& [state, n] : by_state) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, state);
+    std::cout << fmt::format("{} trials: {}\n", rows->size(), summary);
+    return Status::OK();
+  }
+
+  Status CmdCancel() {
+    SWEEP_RETURN_IF_ERROR(LoadStudyFile());
+    SWEEP_RETURN_IF_ERROR(OpenStore(false));
+    SWEEP_RETURN_IF_ERROR(Connect());
+    Runner runner(study, *store, *transport, clock, std::cout);
+    auto n = runner.CancelAll();
+    if (!n.ok()) return n.status();
+    std::cout << fmt::format("cancelled {} trial(s)\n", *n);
+    return Status::OK();
+  }
+
+  Status CmdReport() {
+    SWEEP_RETURN_IF_ERROR(LoadStudyFile());
+    SWEEP_RETURN_IF_ERROR(OpenStore(true));
+    auto rec = store->GetStudy(study.name);
+    if (!rec.ok()) return rec.status().WithContext("nothing recorded yet for this study; run it first");
+    auto rows = CollectTrialRows(*store, rec->id, ParamNames(study), clock.Now());
+    if (!rows.ok()) return rows.status();
+    std::string csv = reports::RenderTrialsCsv(ParamNames(study), *rows);
+    // Written beside, then renamed, so a reader never sees half a report.
+    std::string tmp = csv_path + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out << csv;
+      if (!out.flush()) return Status::IOError("cannot write " + tmp);
+    }
+    if (std::rename(tmp.c_str(), csv_path.c_str()) != 0) return Status::IOError("cannot rename " + tmp + " to " + csv_path);
+    std::cout << fmt::format("wrote {} ({} trials)\n", csv_path, rows->size());
+    return Status::OK();
+  }
+};
+
+struct Command {
+  const char* name;
+  const char* help;
+  Status (App::*run)();
+};
+
+constexpr Command kCommands[] = {
+    {"run", "Submit the study's trials, track them and ingest their metrics until all have ended. "
+            "Run it again to resume: trials that already have a job are never submitted twice.",
+     &App::CmdRun},
+    {"status", "Show every trial's state, job and latest metrics from the study database.", &App::CmdStatus},
+    {"cancel", "Cancel every queued or running job of the study (one scancel) and the trials not yet submitted.",
+     &App::CmdCancel},
+    {"report", "Write trials.csv: one row per trial with parameters, state, final loss and throughput.",
+     &App::CmdReport},
+};
+
+}  // namespace
+}  // namespace sweep
+
+int main(int argc, char** argv) {
+  using namespace sweep;
+  App app;
+  CLI::App cli{"slurmsweep: performance and hyperparameter sweeps of training jobs on Slurm clusters"};
+  cli.set_version_flag("--version", std::string("slurmsweep ") + SLURMSWEEP_VERSION);
+  cli.require_subcommand(1);
+  const Command* chosen = nullptr;
+  for (const Command& c : kCommands) {
+    CLI::App* sub = cli.add_subcommand(c.name, c.help);
+    sub->add_option("study", app.study_path, "Study file (TOML)")->required()->check(CLI::ExistingFile);
+    if (std::string_view(c.name) == "run") {
+      sub->add_option("--max-ticks", app.max_ticks, "Stop after N polling rounds (0: until every trial ends)");
+    }
+    if (std::string_view(c.name) == "report") {
+      sub->add_option("--csv", app.csv_path, "Where to write trials.csv")->required();
+    }
+    sub->callback([&chosen, &c] { chosen = &c; });
+  }
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return cli.exit(e) == 0 ? 0 : 2;
+  }
+  Status st = (app.*(chosen->run))();
+  if (!st.ok()) {
+    std::cerr << "slurmsweep " << chosen->name << ": " << st.ToString() << "\n";
+    return ExitCode(st);
+  }
+  return 0;
+}

@@ -1,0 +1,51 @@
+// Parsing of training logs into metric points: Megatron-LM iteration lines and JSON lines.
+// Works on raw chunks read from a byte offset; only complete lines are consumed, so a line
+// cut by a read boundary (or still being written) is parsed once it is whole.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sweep {
+
+enum class MetricFormat { kMegatron, kJsonLines };
+
+// "megatron" | "jsonl"; false if unknown.
+bool ParseMetricFormat(std::string_view text, MetricFormat* out);
+
+struct MetricPoint {
+  int64_t step = 0;
+  double time_s = 0;  // training time since the first logged iteration (see ParserState)
+  std::string name;
+  double value = 0;
+};
+
+// The running time axis. Megatron logs "elapsed time per iteration (ms)" averaged over the
+// log interval, so training time is the sum of (steps since last line) x (ms per step).
+// Saved implicitly in the store (last step and its time) so a restarted orchestrator resumes it.
+struct ParserState {
+  int64_t last_step = 0;
+  double time_s = 0;
+  // Set after the head of an over-long line was consumed: the rest of that line, up to its
+  // newline, is dropped by the next call. Not persisted: after a restart the tail is read as
+  // one ordinary non-metric line.
+  bool skipping_long_line = false;
+};
+
+struct ParseOutput {
+  std::vector<MetricPoint> points;
+  size_t consumed = 0;   // bytes of the chunk up to and including the last complete line
+  size_t lines = 0;      // complete lines seen
+  size_t malformed = 0;  // lines that looked like metric lines but could not be parsed
+};
+
+// Parses the complete lines of `chunk`. Lines that are not metric lines (start-up banners,
+// warnings) are skipped silently; metric-looking lines that fail to parse are counted in
+// `malformed`, never fatal. Lines longer than kMaxLineBytes are skipped and counted malformed.
+ParseOutput ParseMetrics(std::string_view chunk, MetricFormat format, ParserState& state);
+
+inline constexpr size_t kMaxLineBytes = 1 << 20;
+
+}  // namespace sweep

@@ -1,0 +1,365 @@
+// The run loop; see runner.h.
+#include "orchestrator/runner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "orchestrator/space.h"
+#include "slurm/job_state.h"
+#include "slurm/sbatch_script.h"
+
+namespace sweep {
+namespace {
+
+constexpr size_t kReadChunk = 4 << 20;  // per trial per read; a busy log is read in several
+
+std::string ReadLocalFile(const std::string& path, Status* st) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *st = Status::NotFound(fmt::format("cannot read {}", path));
+    return "";
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string BaseName(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+// "42:0" -> "exit code 42", "0:9" -> "killed by signal 9".
+std::string DescribeExit(const std::string& exit_code) {
+  auto colon = exit_code.find(':');
+  if (colon == std::string::npos) return exit_code.empty() ? "" : "exit code " + exit_code;
+  std::string code = exit_code.substr(0, colon), sig = exit_code.substr(colon + 1);
+  if (sig != "0") return "killed by signal " + sig;
+  return "exit code " + code;
+}
+
+}  // namespace
+
+bool IsFinalTrialState(std::string_view state) {
+  if (state == kTrialDropped || state == kTrialLost) return true;
+  auto js = slurm::JobStateFromName(state);
+  return slurm::IsTerminal(js);
+}
+
+Runner::Runner(const Study& study, store::Store& store, slurm::Transport& transport, Clock& clock, std::ostream& log)
+    : study_(study), store_(store), transport_(transport), client_(transport), clock_(clock), log_(log) {}
+
+void Runner::Event(std::optional<int64_t> trial_id, const std::string& kind, const std::string& message) {
+  log_ << fmt::format("[{}] {}{}\n", FormatUtc(clock_.Now()), trial_id ? fmt::format("trial {}: ", *trial_id) : "",
+                      message);
+  log_.flush();
+  // An event that cannot be stored is not worth stopping the sweep for; the log line stands.
+  (void)store_.AddEvent(study_id_, trial_id, clock_.Now(), kind, message);
+}
+
+std::string Runner::JobName(const std::string& trial_key) const { return "ss-" + study_.name + "-" + trial_key; }
+
+Status Runner::Prepare() {
+  auto id = store_.UpsertStudy(study_.name, study_.path, study_.hash, clock_.Now());
+  if (!id.ok()) return id.status();
+  study_id_ = *id;
+
+  auto specs = ExpandSpace(study_);
+  if (!specs.ok()) return specs.status();
+  std::vector<store::TrialRecord> records;
+  specs_.clear();
+  for (const auto& spec : *specs) {
+    specs_[spec.key] = spec;
+    store::TrialRecord r;
+    r.trial_key = spec.key;
+    r.params_json = spec.params_json;
+    r.state = spec.dropped_reason.empty() ? std::string(kTrialNew) : std::string(kTrialDropped);
+    r.reason = spec.dropped_reason;
+    records.push_back(std::move(r));
+  }
+  SWEEP_RETURN_IF_ERROR(store_.InsertTrialsIfAbsent(study_id_, records));
+
+  const std::string& w = study_.cluster.workdir;
+  auto mk = transport_.Run(fmt::format("mkdir -p {} {} {}", slurm::ShellQuote(w), slurm::ShellQuote(w + "/scripts"),
+                                       slurm::ShellQuote(w + "/logs")));
+  if (!mk.ok()) return mk.status().WithContext("creating the work directory on the cluster");
+  if (mk->exit_code != 0) {
+    return Status::FailedPrecondition(fmt::format("cannot create {} on the cluster: {}", w, mk->err));
+  }
+  for (const auto& local : study_.job.stage) {
+    Status st;
+    std::string content = ReadLocalFile(local, &st);
+    SWEEP_RETURN_IF_ERROR(st);
+    SWEEP_RETURN_IF_ERROR(transport_.WriteFile(w + "/" + BaseName(local), content, 0755).WithContext("staging " + local));
+  }
+  size_t dropped = std::count_if(specs->begin(), specs->end(), [](const TrialSpec& t) { return !t.dropped_reason.empty(); });
+  Event(std::nullopt, "prepare",
+        fmt::format("study '{}': {} trials ({} dropped by constraints) via {}", study_.name, specs->size(), dropped,
+                    transport_.Describe()));
+  prepared_ = true;
+  return Status::OK();
+}
+
+Result<std::string> Runner::RenderScript(const store::TrialRecord& t) {
+  auto spec = specs_.find(t.trial_key);
+  if (spec == specs_.end()) return Status::Internal("trial " + t.trial_key + " is not in this study file");
+  const std::string& w = study_.cluster.workdir;
+  std::map<std::string, std::string> vars = study_.job.vars;
+  for (const auto& [name, v] : spec->second.params) vars[name] = ParamToString(v);
+  vars["study"] = study_.name;
+  vars["trial"] = t.trial_key;
+  vars["attempt"] = std::to_string(t.attempt);
+  vars["workdir"] = w;
+  vars["trial_dir"] = w + "/trials/" + t.trial_key;
+  vars["log"] = t.log_path;
+  vars["nodes"] = std::to_string(study_.job.nodes);
+  vars["gpus_per_node"] = std::to_string(study_.job.gpus_per_node);
+  vars["gpus"] = std::to_string(study_.job.nodes * study_.job.gpus_per_node);
+  vars["cpus_per_task"] = std::to_string(study_.job.cpus_per_task);
+  auto body = slurm::RenderTemplate(study_.job.template_text, study_.job.template_path, vars);
+  if (!body.ok()) return body.status();
+
+  slurm::SbatchHeader h;
+  h.job_name = JobName(t.trial_key);
+  h.output = t.log_path;
+  h.comment = fmt::format("slurmsweep:study={}:trial={}:attempt={}", study_.name, t.trial_key, t.attempt);
+  h.workdir = w;
+  h.partition = study_.cluster.partition;
+  h.account = study_.cluster.account;
+  h.qos = study_.cluster.qos;
+  h.nodes = study_.job.nodes;
+  h.gpus_per_node = study_.job.gpus_per_node;
+  h.cpus_per_task = study_.job.cpus_per_task;
+  h.mem = study_.job.mem;
+  h.time_limit = study_.job.time_limit;
+  return slurm::AddSbatchHeader(*body, h);
+}
+
+// A crash between recording the intent and storing the job id leaves trials "submitting".
+// Before anything new is submitted, look for their jobs by name (one squeue call) and adopt
+// them; only trials with no job at all go back to "new".
+Status Runner::Reconcile(std::vector<store::TrialRecord>& trials) {
+  std::vector<std::string> names;
+  for (const auto& t : trials) {
+    if (t.state == kTrialSubmitting) names.push_back(JobName(t.trial_key));
+  }
+  if (names.empty()) return Status::OK();
+  auto found = client_.FindByName(names);
+  if (!found.ok()) return found.status();
+  for (auto& t : trials) {
+    if (t.state != kTrialSubmitting) continue;
+    const slurm::JobInfo* job = nullptr;
+    for (const auto& j : *found) {
+      if (j.name == JobName(t.trial_key)) job = &j;  // the newest (last listed) wins
+    }
+    if (job) {
+      t.job_id = job->job_id;
+      t.state = std::string(slurm::JobStateName(slurm::IsTerminal(job->state) || job->state == slurm::JobState::kUnknown
+                                                    ? slurm::JobState::kPending
+                                                    : job->state));
+      Event(t.id, "adopt", fmt::format("adopted job {} submitted before a restart", job->job_id));
+    } else {
+      t.state = std::string(kTrialNew);
+      Event(t.id, "resubmit", "no job found for an interrupted submission; it will be submitted");
+    }
+    SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+  }
+  return Status::OK();
+}
+
+Result<int64_t> Runner::Ingest(store::TrialRecord& t) {
+  if (t.log_path.empty()) return int64_t{0};
+  auto ps = parsers_.find(t.id);
+  if (ps == parsers_.end()) {
+    // Resume the time axis where the stored metrics end.
+    ParserState state;
+    auto rows = store_.Metrics(t.id);
+    if (!rows.ok()) return rows.status();
+    for (const auto& r : *rows) {
+      if (r.step >= state.last_step) state.last_step = r.step, state.time_s = r.time_s;
+    }
+    ps = parsers_.emplace(t.id, state).first;
+  }
+  int64_t stored = 0;
+  while (true) {
+    auto chunk = transport_.ReadFrom(t.log_path, static_cast<uint64_t>(t.log_offset), kReadChunk);
+    if (!chunk.ok()) {
+      if (chunk.status().IsNotFound()) return stored;  // not started writing yet
+      return chunk.status();
+    }
+    if (chunk->empty()) return stored;
+    ParserState next = ps->second;
+    ParseOutput parsed = ParseMetrics(*chunk, study_.metric_format, next);
+    if (parsed.consumed == 0) return stored;  // only a partial line so far
+    std::vector<store::MetricRow> rows;
+    rows.reserve(parsed.points.size());
+    for (auto& p : parsed.points) rows.push_back({p.step, p.time_s, std::move(p.name), p.value});
+    int64_t new_offset = t.log_offset + static_cast<int64_t>(parsed.consumed);
+    SWEEP_RETURN_IF_ERROR(store_.AppendMetrics(t.id, rows, new_offset));
+    // Only after the commit: a failed write leaves offset and parser where they were.
+    t.log_offset = new_offset;
+    ps->second = next;
+    stored += static_cast<int64_t>(rows.size());
+    if (parsed.malformed > 0) {
+      Event(t.id, "malformed", fmt::format("{} malformed metric line(s) skipped in {}", parsed.malformed, t.log_path));
+    }
+    if (chunk->size() < kReadChunk) return stored;
+  }
+}
+
+Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickReport& report) {
+  std::vector<std::string> ids;
+  for (const auto& t : trials) {
+    if (!t.job_id.empty() && !IsFinalTrialState(t.state)) ids.push_back(t.job_id);
+  }
+  report.active = static_cast<int>(ids.size());
+  if (ids.empty()) return Status::OK();
+  auto before = client_.stats();
+  auto jobs = client_.Query(ids);
+  report.slurm_queries = (client_.stats().squeue - before.squeue) + (client_.stats().sacct - before.sacct);
+  if (!jobs.ok()) return jobs.status();
+
+  for (auto& t : trials) {
+    if (t.job_id.empty() || IsFinalTrialState(t.state)) continue;
+    auto it = jobs->find(t.job_id);
+    std::string new_state;
+    std::string reason;
+    if (it == jobs->end()) {
+      new_state = std::string(kTrialLost);
+      reason = "job " + t.job_id + " left the queue and the cluster keeps no accounting of how it ended";
+    } else {
+      const slurm::JobInfo& j = it->second;
+      new_state = std::string(slurm::JobStateName(j.state));
+      t.slurm_state = j.slurm_state;
+      t.exit_code = j.exit_code;
+      reason = j.reason == "None" ? "" : j.reason;
+      if (j.state == slurm::JobState::kFailed) reason = DescribeExit(j.exit_code) + (reason.empty() ? "" : " (" + reason + ")");
+      if (j.state == slurm::JobState::kRunning && !t.started_at) t.started_at = clock_.Now();
+    }
+    bool running_or_ending = new_state != kTrialNew && new_state != "pending" && new_state != "unknown";
+    if (running_or_ending) {
+      // Ingest before recording the end: a crash in between re-reads, never skips, the tail.
+      auto n = Ingest(t);
+      if (!n.ok()) return n.status();
+      report.points += *n;
+    }
+    if (new_state != t.state || reason != t.reason) {
+      bool ended = IsFinalTrialState(new_state);
+      if (ended) {
+        t.ended_at = clock_.Now();
+        if (!t.started_at) t.started_at = t.ended_at;
+        ++report.ended;
+      }
+      Event(t.id, ended ? "end" : "state",
+            fmt::format("job {}: {} -> {}{}", t.job_id, t.state, new_state, reason.empty() ? "" : " (" + reason + ")"));
+      t.state = new_state;
+      t.reason = reason;
+      SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+    }
+  }
+  return Status::OK();
+}
+
+Status Runner::SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& report) {
+  int live = 0;
+  for (const auto& t : trials) {
+    if (!IsFinalTrialState(t.state) && t.state != kTrialNew) ++live;
+  }
+  for (auto& t : trials) {
+    if (live >= study_.cluster.max_concurrent) break;
+    if (t.state != kTrialNew || !specs_.count(t.trial_key)) continue;
+    t.attempt += 1;
+    t.log_path = fmt::format("{}/logs/{}.{}.out", study_.cluster.workdir, t.trial_key, t.attempt);
+    auto script = RenderScript(t);
+    if (!script.ok()) return script.status();
+    std::string script_path = fmt::format("{}/scripts/{}.{}.sbatch", study_.cluster.workdir, t.trial_key, t.attempt);
+    SWEEP_RETURN_IF_ERROR(transport_.WriteFile(script_path, *script, 0644));
+    // Record the intent first: if we die after sbatch but before storing the id, Reconcile
+    // finds the job by name instead of submitting a second one.
+    t.state = std::string(kTrialSubmitting);
+    SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+    auto job = client_.Submit(script_path);
+    if (!job.ok()) {
+      if (job.status().IsUnavailable()) return job.status();  // stays "submitting"; reconciled next tick
+      t.state = std::string(slurm::JobStateName(slurm::JobState::kFailed));
+      t.reason = "sbatch refused the job: " + job.status().message();
+      t.ended_at = clock_.Now();
+      Event(t.id, "submit_failed", t.reason);
+      SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+      continue;
+    }
+    t.job_id = *job;
+    t.state = std::string(slurm::JobStateName(slurm::JobState::kPending));
+    t.submitted_at = clock_.Now();
+    SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+    Event(t.id, "submit", fmt::format("submitted {} as job {}", t.trial_key, t.job_id));
+    ++live;
+    ++report.submitted;
+  }
+  return Status::OK();
+}
+
+Result<TickReport> Runner::Tick() {
+  if (!prepared_) SWEEP_RETURN_IF_ERROR(Prepare());
+  ++tick_;
+  TickReport report;
+  auto trials = store_.ListTrials(study_id_);
+  if (!trials.ok()) return trials.status();
+
+  Status st = Reconcile(*trials);
+  if (st.ok()) st = QueryAndIngest(*trials, report);
+  // Never submit while the state of the cluster is unknown: that is how duplicates happen.
+  if (st.ok()) st = SubmitNew(*trials, report);
+  if (!st.ok()) {
+    if (!st.IsUnavailable()) return st;
+    Event(std::nullopt, "unavailable", "cluster unreachable, will retry: " + st.message());
+  }
+  report.done = st.ok() && std::all_of(trials->begin(), trials->end(), [&](const store::TrialRecord& t) {
+    return IsFinalTrialState(t.state) || !specs_.count(t.trial_key);
+  });
+  log_ << fmt::format("[{}] tick {}: {} active, {} submitted, {} ended, {} points, {} squeue/sacct call(s)\n",
+                      FormatUtc(clock_.Now()), tick_, report.active, report.submitted, report.ended, report.points,
+                      report.slurm_queries);
+  log_.flush();
+  return report;
+}
+
+Status Runner::Run(int max_ticks) {
+  SWEEP_RETURN_IF_ERROR(Prepare());
+  for (int i = 0; max_ticks == 0 || i < max_ticks; ++i) {
+    auto r = Tick();
+    if (!r.ok()) return r.status();
+    if (r->done) {
+      Event(std::nullopt, "done", "every trial has ended");
+      return Status::OK();
+    }
+    clock_.SleepFor(study_.cluster.poll_interval_s);
+  }
+  return Status::OK();
+}
+
+Result<int> Runner::CancelAll() {
+  auto id = store_.UpsertStudy(study_.name, study_.path, study_.hash, clock_.Now());
+  if (!id.ok()) return id.status();
+  study_id_ = *id;
+  auto trials = store_.ListTrials(study_id_);
+  if (!trials.ok()) return trials.status();
+  std::vector<std::string> ids;
+  for (const auto& t : *trials) {
+    if (!t.job_id.empty() && !IsFinalTrialState(t.state)) ids.push_back(t.job_id);
+  }
+  SWEEP_RETURN_IF_ERROR(client_.Cancel(ids));
+  int unsubmitted = 0;
+  for (auto& t : *trials) {
+    if (t.state != kTrialNew) continue;
+    t.state = std::string(slurm::JobStateName(slurm::JobState::kCancelled));
+    t.reason = "cancelled by the user before submission";
+    SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+    ++unsubmitted;
+  }
+  Event(std::nullopt, "cancel",
+        fmt::format("cancel requested: scancel of {} job(s), {} unsubmitted trial(s) cancelled", ids.size(), unsubmitted));
+  return static_cast<int>(ids.size()) + unsubmitted;
+}
+
+}  // namespace sweep

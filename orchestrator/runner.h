@@ -1,0 +1,85 @@
+// Runner: the run loop. Each tick asks Slurm about every active trial with one query,
+// ingests new log bytes of running and just-ended trials, then submits new trials up to the
+// concurrency limit. All state lives in the store, so a killed orchestrator resumes where
+// it stopped: a trial that has a job is never submitted again.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "orchestrator/metrics_parser.h"
+#include "orchestrator/space.h"
+#include "orchestrator/study.h"
+#include "slurm/slurm_client.h"
+#include "slurm/transport.h"
+#include "store/store.h"
+
+namespace sweep {
+
+// Trial states kept in the store, beyond Slurm's (slurm::JobStateName).
+inline constexpr std::string_view kTrialNew = "new";
+inline constexpr std::string_view kTrialDropped = "dropped";        // a constraint ruled it out
+inline constexpr std::string_view kTrialSubmitting = "submitting";  // intent recorded, sbatch not confirmed
+inline constexpr std::string_view kTrialLost = "lost";              // left the queue, no record of its end
+
+// Ended for good: the run loop neither submits nor watches it.
+bool IsFinalTrialState(std::string_view state);
+
+struct TickReport {
+  int active = 0;        // trials with a job that had not ended before this tick
+  int submitted = 0;
+  int ended = 0;
+  int64_t points = 0;    // metric rows ingested
+  int slurm_queries = 0; // squeue + sacct calls this tick
+  bool done = false;     // every trial has ended
+};
+
+class Runner {
+ public:
+  Runner(const Study& study, store::Store& store, slurm::Transport& transport, Clock& clock, std::ostream& log);
+
+  // Records the study and its trials (new ones only), creates the work directories on the
+  // cluster and stages the study's files there. Idempotent.
+  Status Prepare();
+
+  // One round of query, ingest, submit. kUnavailable errors (link or scheduler down) are
+  // logged and swallowed: nothing is marked, the next tick tries again.
+  Result<TickReport> Tick();
+
+  // Prepare, then tick every poll interval until every trial has ended (or `max_ticks`).
+  Status Run(int max_ticks = 0);
+
+  // scancel every live job of the study (one call) and mark unsubmitted trials cancelled.
+  Result<int> CancelAll();
+
+  int64_t study_id() const { return study_id_; }
+  const slurm::SlurmClient::Stats& slurm_stats() const { return client_.stats(); }
+
+ private:
+  Status Reconcile(std::vector<store::TrialRecord>& trials);
+  Status QueryAndIngest(std::vector<store::TrialRecord>& trials, TickReport& report);
+  Result<int64_t> Ingest(store::TrialRecord& trial);
+  Status SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& report);
+  Result<std::string> RenderScript(const store::TrialRecord& trial);
+  std::string JobName(const std::string& trial_key) const;
+  void Event(std::optional<int64_t> trial_id, const std::string& kind, const std::string& message);
+
+  const Study& study_;
+  store::Store& store_;
+  slurm::Transport& transport_;
+  slurm::SlurmClient client_;
+  Clock& clock_;
+  std::ostream& log_;
+  int64_t study_id_ = 0;
+  bool prepared_ = false;
+  std::map<std::string, TrialSpec> specs_;  // by trial key: this study file's trials
+  std::map<int64_t, ParserState> parsers_;  // per trial, restored from the store on first use
+  int tick_ = 0;
+};
+
+}  // namespace sweep

@@ -1,0 +1,133 @@
+// Expanding a study's search space into trials; see space.h.
+#include "orchestrator/space.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+
+#include "orchestrator/expr.h"
+
+namespace sweep {
+namespace {
+
+using Params = std::vector<std::pair<std::string, ParamValue>>;
+
+ExprValue ToExpr(const ParamValue& v) {
+  if (auto i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  if (auto d = std::get_if<double>(&v)) return *d;
+  if (auto b = std::get_if<bool>(&v)) return *b;
+  return std::get<std::string>(v);
+}
+
+std::string ParamsJson(const Params& params) {
+  nlohmann::json j = nlohmann::json::object();  // std::map-backed: keys come out sorted
+  for (const auto& [name, v] : params) {
+    std::visit([&](const auto& x) { j[name] = x; }, v);
+  }
+  return j.dump();
+}
+
+// Uniform in [0, 1) from the generator's raw bits: std::uniform_real_distribution is not
+// the same on every standard library, and trial keys must not change with the compiler.
+double Uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+ParamValue Draw(const ParamSpec& p, std::mt19937_64& rng) {
+  if (!p.choices.empty()) {
+    size_t i = static_cast<size_t>(Uniform(rng) * static_cast<double>(p.choices.size()));
+    return p.choices[std::min(i, p.choices.size() - 1)];
+  }
+  double lo = *p.min, hi = *p.max, u = Uniform(rng);
+  double x = p.log ? std::exp(std::log(lo) + u * (std::log(hi) - std::log(lo))) : lo + u * (hi - lo);
+  if (p.integer) return static_cast<int64_t>(std::llround(x));
+  // Six significant digits: readable in reports, and the key stays stable when printed.
+  return std::stod(fmt::format("{:.6g}", x));
+}
+
+}  // namespace
+
+std::string TrialKey(const Params& params) {
+  std::vector<std::string> parts;
+  for (const auto& [name, v] : params) {
+    const char* type = std::holds_alternative<std::string>(v) ? "s" : std::holds_alternative<bool>(v) ? "b" : "n";
+    parts.push_back(fmt::format("{}={}:{}", name, type, ParamToString(v)));
+  }
+  std::sort(parts.begin(), parts.end());
+  uint64_t h = 1469598103934665603ULL;
+  for (const auto& part : parts) {
+    for (unsigned char c : part) {
+      h ^= c;
+      h *= 1099511628211ULL;
+    }
+    h ^= 0xff;
+    h *= 1099511628211ULL;
+  }
+  return fmt::format("t-{:012x}", h & 0xffffffffffffULL);
+}
+
+Result<std::vector<TrialSpec>> ExpandSpace(const Study& study) {
+  std::vector<Params> configs;
+  if (study.sampler == "grid") {
+    configs.push_back({});
+    for (const auto& p : study.space) {
+      std::vector<Params> next;
+      for (const auto& base : configs) {
+        for (const auto& v : p.choices) {
+          Params c = base;
+          c.emplace_back(p.name, v);
+          next.push_back(std::move(c));
+        }
+      }
+      configs = std::move(next);
+    }
+  } else {
+    std::mt19937_64 rng(study.seed);
+    std::set<std::string> seen;
+    for (int draws = 0; static_cast<int>(configs.size()) < study.trials && draws < study.trials * 50; ++draws) {
+      Params c;
+      for (const auto& p : study.space) c.emplace_back(p.name, Draw(p, rng));
+      if (seen.insert(TrialKey(c)).second) configs.push_back(std::move(c));
+    }
+  }
+
+  std::vector<std::pair<Constraint, Expr>> constraints;
+  for (const auto& c : study.constraints) {
+    auto e = Expr::Parse(c.expr);
+    if (!e.ok()) return e.status().WithContext(fmt::format("{}:{}: constraint '{}'", study.path, c.line, c.expr));
+    constraints.emplace_back(c, *e);
+  }
+  std::map<std::string, ExprValue> builtins = {
+      {"nodes", static_cast<double>(study.job.nodes)},
+      {"gpus_per_node", static_cast<double>(study.job.gpus_per_node)},
+      {"gpus", static_cast<double>(study.job.nodes * study.job.gpus_per_node)},
+  };
+
+  std::vector<TrialSpec> out;
+  out.reserve(configs.size());
+  for (auto& c : configs) {
+    TrialSpec t;
+    t.key = TrialKey(c);
+    t.params_json = ParamsJson(c);
+    std::map<std::string, ExprValue> vars = builtins;
+    for (const auto& [name, v] : c) vars[name] = ToExpr(v);
+    for (const auto& [spec, expr] : constraints) {
+      auto ok = expr.EvalBool(vars);
+      if (!ok.ok()) {
+        return ok.status().WithContext(
+            fmt::format("{}:{}: constraint '{}' for {}", study.path, spec.line, spec.expr, t.params_json));
+      }
+      if (!*ok) {
+        t.dropped_reason = fmt::format("constraint '{}' is false", spec.expr);
+        break;
+      }
+    }
+    t.params = std::move(c);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace sweep

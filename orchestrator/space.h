@@ -1,0 +1,30 @@
+// Search space expansion: the study's parameters become trials, each with a stable key
+// derived from its values (so a rerun maps to the same trials), and constraints drop
+// configurations before they cost queue time, recording which constraint dropped them.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "orchestrator/study.h"
+
+namespace sweep {
+
+struct TrialSpec {
+  std::string key;                          // "t-" + 12 hex digits of a hash of the values
+  std::vector<std::pair<std::string, ParamValue>> params;  // in the study's parameter order
+  std::string params_json;                  // keys sorted, for the store
+  std::string dropped_reason;               // non-empty: a constraint failed
+};
+
+// Grid: the cartesian product, last parameter varying fastest. Random: `trials` distinct
+// draws from a generator seeded by the study's seed (same study file, same trials).
+// Errors only for constraints that cannot be evaluated (e.g. comparing a string to a number).
+Result<std::vector<TrialSpec>> ExpandSpace(const Study& study);
+
+// The key of a set of parameter values; order-independent.
+std::string TrialKey(const std::vector<std::pair<std::string, ParamValue>>& params);
+
+}  // namespace sweep

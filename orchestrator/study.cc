@@ -1,0 +1,411 @@
+// Loading and checking a study file; see study.h. toml++ does the parsing; this file turns
+// its nodes into a Study and says exactly where anything is wrong.
+#include "orchestrator/study.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "orchestrator/expr.h"
+#include "orchestrator/template_vars.h"
+#include "slurm/sbatch_script.h"
+
+namespace sweep {
+namespace fs = std::filesystem;
+
+std::string ParamToString(const ParamValue& v) {
+  return std::visit(
+      [](const auto& x) -> std::string {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::string>) return x;
+        else if constexpr (std::is_same_v<T, bool>) return x ? "true" : "false";
+        else if constexpr (std::is_same_v<T, double>) return fmt::format("{}", x);
+        else return std::to_string(x);
+      },
+      v);
+}
+
+namespace {
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+bool IsIdentifier(std::string_view s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+bool IsSafeName(std::string_view s) {
+  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+         });
+}
+
+bool IsSafePath(std::string_view s) {
+  return !s.empty() && s.front() == '/' && std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/';
+         });
+}
+
+std::string Fnv1a64Hex(std::string_view data) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : data) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+// Reads one study file; every error is "FILE:LINE: key 'a.b': what is wrong".
+class Loader {
+ public:
+  Loader(std::string path) : path_(std::move(path)) {}
+
+  Status Error(const toml::node* node, std::string_view key, std::string_view what) const {
+    int line = node ? static_cast<int>(node->source().begin.line) : 0;
+    return Status::InvalidArgument(fmt::format("{}:{}: key '{}': {}", path_, line, key, what));
+  }
+  Status ErrorAt(int line, std::string_view key, std::string_view what) const {
+    return Status::InvalidArgument(fmt::format("{}:{}: key '{}': {}", path_, line, key, what));
+  }
+
+  // Unknown keys are errors, with the closest allowed key suggested.
+  Status CheckKeys(const toml::table& table, std::string_view prefix, std::initializer_list<std::string_view> allowed) {
+    for (const auto& [k, node] : table) {
+      std::string_view key = k.str();
+      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+      std::string_view best;
+      size_t best_d = 99;
+      for (auto a : allowed) {
+        size_t d = EditDistance(key, a);
+        if (d < best_d) best_d = d, best = a;
+      }
+      std::string full = prefix.empty() ? std::string(key) : fmt::format("{}.{}", prefix, key);
+      std::string hint = best_d <= 3 ? fmt::format(" (did you mean '{}'?)", best) : "";
+      return Status::InvalidArgument(fmt::format("{}:{}: unknown key '{}'{}", path_, k.source().begin.line, full, hint));
+    }
+    return Status::OK();
+  }
+
+  Result<const toml::table*> Table(const toml::table& parent, std::string_view key, bool required) {
+    const toml::node* n = parent.get(key);
+    if (!n) {
+      if (required) return Status::InvalidArgument(fmt::format("{}: missing table [{}]", path_, key));
+      return static_cast<const toml::table*>(nullptr);
+    }
+    if (!n->is_table()) return Error(n, key, "must be a table");
+    return n->as_table();
+  }
+
+  Status String(const toml::table& t, std::string_view prefix, std::string_view key, std::string* out, bool required) {
+    const toml::node* n = t.get(key);
+    std::string full = fmt::format("{}.{}", prefix, key);
+    if (!n) {
+      return required ? Status::InvalidArgument(fmt::format("{}: missing key '{}'", path_, full)) : Status::OK();
+    }
+    auto v = n->value<std::string>();
+    if (!n->is_string() || !v) return Error(n, full, "must be a string");
+    *out = *v;
+    return Status::OK();
+  }
+
+  Status Int(const toml::table& t, std::string_view prefix, std::string_view key, int* out, int lo, int hi) {
+    const toml::node* n = t.get(key);
+    if (!n) return Status::OK();
+    std::string full = fmt::format("{}.{}", prefix, key);
+    if (!n->is_integer()) return Error(n, full, "must be an integer");
+    int64_t v = n->as_integer()->get();
+    if (v < lo || v > hi) return Error(n, full, fmt::format("must be between {} and {}", lo, hi));
+    *out = static_cast<int>(v);
+    return Status::OK();
+  }
+
+  Status Number(const toml::table& t, std::string_view prefix, std::string_view key, double* out, double lo) {
+    const toml::node* n = t.get(key);
+    if (!n) return Status::OK();
+    std::string full = fmt::format("{}.{}", prefix, key);
+    if (!n->is_number()) return Error(n, full, "must be a number");
+    double v = n->value<double>().value_or(0);
+    if (v < lo) return Error(n, full, fmt::format("must be at least {}", lo));
+    *out = v;
+    return Status::OK();
+  }
+
+  // Local paths in a study are relative to the study file's directory; "~/" is the home dir.
+  std::string Resolve(const std::string& dir, const std::string& p) const {
+    if (p.empty()) return p;
+    if (p.rfind("~/", 0) == 0) {
+      const char* home = std::getenv("HOME");
+      return (fs::path(home ? home : "/") / p.substr(2)).string();
+    }
+    fs::path path(p);
+    return (path.is_absolute() ? path : fs::path(dir) / path).lexically_normal().string();
+  }
+
+  Result<Study> Load(const std::string& text) {
+    Study s;
+    s.path = path_;
+    s.dir = fs::absolute(fs::path(path_)).parent_path().string();
+    s.hash = Fnv1a64Hex(text);
+    toml::table root;
+    try {
+      root = toml::parse(text, path_);
+    } catch (const toml::parse_error& e) {
+      return Status::InvalidArgument(fmt::format("{}:{}:{}: {}", path_, e.source().begin.line,
+                                                 e.source().begin.column, e.description()));
+    }
+    SWEEP_RETURN_IF_ERROR(CheckKeys(root, "", {"study", "objective", "cluster", "job", "search", "space"}));
+
+    // [study]
+    auto study = Table(root, "study", true);
+    if (!study.ok()) return study.status();
+    const toml::table& st = **study;
+    SWEEP_RETURN_IF_ERROR(CheckKeys(st, "study", {"name", "database", "metric_format"}));
+    SWEEP_RETURN_IF_ERROR(String(st, "study", "name", &s.name, true));
+    if (!IsSafeName(s.name)) {
+      return Error(st.get("name"), "study.name", "use 1-64 letters, digits, '_', '-' or '.'");
+    }
+    std::string db = s.name + ".db";
+    SWEEP_RETURN_IF_ERROR(String(st, "study", "database", &db, false));
+    s.database = Resolve(s.dir, db);
+    std::string format = "megatron";
+    SWEEP_RETURN_IF_ERROR(String(st, "study", "metric_format", &format, false));
+    if (!ParseMetricFormat(format, &s.metric_format)) {
+      return Error(st.get("metric_format"), "study.metric_format", "must be \"megatron\" or \"jsonl\"");
+    }
+
+    // [objective]
+    auto obj = Table(root, "objective", false);
+    if (!obj.ok()) return obj.status();
+    if (*obj) {
+      SWEEP_RETURN_IF_ERROR(CheckKeys(**obj, "objective", {"metric", "mode"}));
+      SWEEP_RETURN_IF_ERROR(String(**obj, "objective", "metric", &s.objective.metric, false));
+      std::string mode = "min";
+      SWEEP_RETURN_IF_ERROR(String(**obj, "objective", "mode", &mode, false));
+      if (mode != "min" && mode != "max") return Error((*obj)->get("mode"), "objective.mode", "must be \"min\" or \"max\"");
+      s.objective.minimize = mode == "min";
+    }
+
+    SWEEP_RETURN_IF_ERROR(LoadCluster(root, s));
+    SWEEP_RETURN_IF_ERROR(LoadSearch(root, s));
+    SWEEP_RETURN_IF_ERROR(LoadJob(root, s));
+    return s;
+  }
+
+  Status LoadCluster(const toml::table& root, Study& s) {
+    auto cl = Table(root, "cluster", true);
+    if (!cl.ok()) return cl.status();
+    const toml::table& c = **cl;
+    SWEEP_RETURN_IF_ERROR(CheckKeys(c, "cluster",
+                                    {"transport", "host", "port", "user", "identity_file", "known_hosts", "partition",
+                                     "account", "qos", "workdir", "max_concurrent", "poll_interval_s"}));
+    ClusterSpec& k = s.cluster;
+    SWEEP_RETURN_IF_ERROR(String(c, "cluster", "transport", &k.transport, false));
+    if (k.transport != "ssh" && k.transport != "local") {
+      return Error(c.get("transport"), "cluster.transport", "must be \"ssh\" or \"local\"");
+    }
+    SWEEP_RETURN_IF_ERROR(String(c, "cluster", "host", &k.host, k.transport == "ssh"));
+    SWEEP_RETURN_IF_ERROR(Int(c, "cluster", "port", &k.port, 1, 65535));
+    SWEEP_RETURN_IF_ERROR(String(c, "cluster", "user", &k.user, false));
+    SWEEP_RETURN_IF_ERROR(String(c, "cluster", "identity_file", &k.identity_file, false));
+    SWEEP_RETURN_IF_ERROR(String(c, "cluster", "known_hosts", &k.known_hosts, false));
+    k.identity_file = Resolve(s.dir, k.identity_file);
+    k.known_hosts = Resolve(s.dir, k.known_hosts);
+    for (auto [key, out] : {std::pair{"partition", &k.partition}, {"account", &k.account}, {"qos", &k.qos}}) {
+      SWEEP_RETURN_IF_ERROR(String(c, "cluster", key, out, false));
+      if (!out->empty() && !IsSafeName(*out)) {
+        return Error(c.get(key), fmt::format("cluster.{}", key), "use letters, digits, '_', '-' or '.'");
+      }
+    }
+    SWEEP_RETURN_IF_ERROR(String(c, "cluster", "workdir", &k.workdir, true));
+    if (!IsSafePath(k.workdir)) {
+      return Error(c.get("workdir"), "cluster.workdir",
+                   "must be an absolute path of letters, digits, '_', '-', '.' and '/' (it goes into #SBATCH lines)");
+    }
+    SWEEP_RETURN_IF_ERROR(Int(c, "cluster", "max_concurrent", &k.max_concurrent, 1, 100000));
+    SWEEP_RETURN_IF_ERROR(Number(c, "cluster", "poll_interval_s", &k.poll_interval_s, 0.2));
+    return Status::OK();
+  }
+
+  Status LoadSearch(const toml::table& root, Study& s) {
+    auto se = Table(root, "search", false);
+    if (!se.ok()) return se.status();
+    if (*se) {
+      const toml::table& t = **se;
+      SWEEP_RETURN_IF_ERROR(CheckKeys(t, "search", {"sampler", "trials", "seed", "constraints"}));
+      SWEEP_RETURN_IF_ERROR(String(t, "search", "sampler", &s.sampler, false));
+      if (s.sampler != "grid" && s.sampler != "random") {
+        return Error(t.get("sampler"), "search.sampler", "must be \"grid\" or \"random\"");
+      }
+      SWEEP_RETURN_IF_ERROR(Int(t, "search", "trials", &s.trials, 1, 1000000));
+      int seed = 1;
+      SWEEP_RETURN_IF_ERROR(Int(t, "search", "seed", &seed, 0, INT32_MAX));
+      s.seed = static_cast<uint64_t>(seed);
+      if (const toml::node* n = t.get("constraints")) {
+        const toml::array* arr = n->as_array();
+        if (!arr) return Error(n, "search.constraints", "must be a list of strings");
+        for (const toml::node& e : *arr) {
+          auto v = e.value<std::string>();
+          if (!e.is_string() || !v) return Error(&e, "search.constraints", "each constraint must be a string");
+          s.constraints.push_back({*v, static_cast<int>(e.source().begin.line)});
+        }
+      }
+      if (s.sampler == "random" && s.trials == 0) {
+        return Error(&t, "search.trials", "the random sampler needs a trial budget (trials = N)");
+      }
+    }
+
+    auto sp = Table(root, "space", true);
+    if (!sp.ok()) return sp.status();
+    for (const auto& [k, node] : **sp) {
+      ParamSpec p;
+      p.name = k.str();
+      p.line = static_cast<int>(k.source().begin.line);
+      std::string full = "space." + p.name;
+      if (!IsIdentifier(p.name)) return ErrorAt(p.line, full, "parameter names must be identifiers (letters, digits, '_')");
+      if (IsBuiltinTemplateVar(p.name)) {
+        return ErrorAt(p.line, full, "this name is reserved for a built-in template variable");
+      }
+      if (const toml::array* arr = node.as_array()) {
+        if (arr->empty()) return Error(&node, full, "the list of values is empty");
+        for (const toml::node& e : *arr) {
+          if (auto i = e.as_integer()) p.choices.emplace_back(i->get());
+          else if (auto d = e.as_floating_point()) p.choices.emplace_back(d->get());
+          else if (auto str = e.as_string()) p.choices.emplace_back(str->get());
+          else if (auto b = e.as_boolean()) p.choices.emplace_back(b->get());
+          else return Error(&e, full, "values must be integers, floats, strings or booleans");
+        }
+      } else if (const toml::table* range = node.as_table()) {
+        SWEEP_RETURN_IF_ERROR(CheckKeys(*range, full, {"min", "max", "log", "int"}));
+        double lo = 0, hi = 0;
+        if (!range->get("min") || !range->get("max")) return Error(&node, full, "a range needs min and max");
+        SWEEP_RETURN_IF_ERROR(Number(*range, full, "min", &lo, -1e300));
+        SWEEP_RETURN_IF_ERROR(Number(*range, full, "max", &hi, -1e300));
+        if (!(lo < hi)) return Error(&node, full, "min must be less than max");
+        p.min = lo;
+        p.max = hi;
+        p.log = range->get("log") && range->get("log")->value<bool>().value_or(false);
+        p.integer = range->get("int") && range->get("int")->value<bool>().value_or(false);
+        if (p.log && lo <= 0) return Error(&node, full, "a log range needs min > 0");
+        if (s.sampler == "grid") {
+          return Error(&node, full, "a range needs the random sampler ([search] sampler = \"random\"); grid takes lists");
+        }
+      } else {
+        return Error(&node, full, "must be a list of values, or a range { min = .., max = .. }");
+      }
+      s.space.push_back(std::move(p));
+    }
+    if (s.space.empty()) return Status::InvalidArgument(fmt::format("{}: [space] has no parameters", path_));
+
+    std::set<std::string> names;
+    for (const auto& p : s.space) names.insert(p.name);
+    for (const auto& n : BuiltinExprVars()) names.insert(n);
+    for (const auto& c : s.constraints) {
+      auto e = Expr::Parse(c.expr);
+      if (!e.ok()) return ErrorAt(c.line, "search.constraints", fmt::format("'{}': {}", c.expr, e.status().message()));
+      for (const auto& v : e->Variables()) {
+        if (!names.count(v)) {
+          return ErrorAt(c.line, "search.constraints", fmt::format("'{}' uses '{}', which is not a parameter", c.expr, v));
+        }
+      }
+    }
+    return Status::OK();
+  }
+
+  Status LoadJob(const toml::table& root, Study& s) {
+    auto jb = Table(root, "job", true);
+    if (!jb.ok()) return jb.status();
+    const toml::table& j = **jb;
+    SWEEP_RETURN_IF_ERROR(CheckKeys(j, "job",
+                                    {"template", "nodes", "gpus_per_node", "cpus_per_task", "mem", "time_limit",
+                                     "stage", "vars"}));
+    JobSpec& job = s.job;
+    SWEEP_RETURN_IF_ERROR(String(j, "job", "template", &job.template_path, true));
+    job.template_path = Resolve(s.dir, job.template_path);
+    SWEEP_RETURN_IF_ERROR(Int(j, "job", "nodes", &job.nodes, 1, 100000));
+    SWEEP_RETURN_IF_ERROR(Int(j, "job", "gpus_per_node", &job.gpus_per_node, 0, 1024));
+    SWEEP_RETURN_IF_ERROR(Int(j, "job", "cpus_per_task", &job.cpus_per_task, 0, 100000));
+    SWEEP_RETURN_IF_ERROR(String(j, "job", "mem", &job.mem, false));
+    SWEEP_RETURN_IF_ERROR(String(j, "job", "time_limit", &job.time_limit, false));
+    for (auto [key, value] : {std::pair{"mem", &job.mem}, {"time_limit", &job.time_limit}}) {
+      if (!value->empty() && !IsSafeName(*value) &&
+          !std::all_of(value->begin(), value->end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == ':' || c == '-'; })) {
+        return Error(j.get(key), fmt::format("job.{}", key), "use Slurm's syntax, e.g. \"2G\" or \"01:30:00\"");
+      }
+    }
+    if (const toml::node* n = j.get("stage")) {
+      const toml::array* arr = n->as_array();
+      if (!arr) return Error(n, "job.stage", "must be a list of local file paths");
+      for (const toml::node& e : *arr) {
+        auto v = e.value<std::string>();
+        if (!e.is_string() || !v) return Error(&e, "job.stage", "each entry must be a string path");
+        std::string p = Resolve(s.dir, *v);
+        if (!fs::is_regular_file(p)) return Error(&e, "job.stage", fmt::format("no such file: {}", p));
+        job.stage.push_back(p);
+      }
+    }
+    if (const toml::node* n = j.get("vars")) {
+      const toml::table* vars = n->as_table();
+      if (!vars) return Error(n, "job.vars", "must be a table of name = value");
+      for (const auto& [k, v] : *vars) {
+        std::string full = fmt::format("job.vars.{}", k.str());
+        if (!IsIdentifier(k.str())) return Error(&v, full, "variable names must be identifiers");
+        if (IsBuiltinTemplateVar(k.str())) return Error(&v, full, "this name is reserved for a built-in template variable");
+        if (auto str = v.value<std::string>(); v.is_string() && str) job.vars[std::string(k.str())] = *str;
+        else if (auto i = v.as_integer()) job.vars[std::string(k.str())] = std::to_string(i->get());
+        else if (auto d = v.as_floating_point()) job.vars[std::string(k.str())] = fmt::format("{}", d->get());
+        else if (auto b = v.as_boolean()) job.vars[std::string(k.str())] = b->get() ? "true" : "false";
+        else return Error(&v, full, "must be a string, number or boolean");
+      }
+    }
+    for (const auto& p : s.space) {
+      if (job.vars.count(p.name)) return ErrorAt(p.line, "space." + p.name, "also defined in [job.vars]; pick one");
+    }
+
+    std::ifstream in(job.template_path, std::ios::binary);
+    if (!in) return Error(j.get("template"), "job.template", fmt::format("cannot read {}", job.template_path));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    job.template_text = ss.str();
+    // Render once with every known name so an unknown placeholder is reported with the
+    // template's own file and line, before anything is submitted.
+    std::map<std::string, std::string> known = job.vars;
+    for (const auto& p : s.space) known[p.name] = "";
+    for (const auto& b : BuiltinTemplateVars()) known[b] = "";
+    auto rendered = slurm::RenderTemplate(job.template_text, job.template_path, known);
+    if (!rendered.ok()) return rendered.status().WithContext(path_ + ": job.template");
+    return Status::OK();
+  }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+Result<Study> ParseStudy(const std::string& text, const std::string& path) { return Loader(path).Load(text); }
+
+Result<Study> LoadStudy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(fmt::format("cannot read study file {}", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseStudy(ss.str(), path);
+}
+
+}  // namespace sweep

@@ -1,0 +1,88 @@
+// Study: what a study file (TOML) asks for, loaded and checked before anything touches the
+// cluster. Every error names the file, line and key. The file format is versioned by what
+// this loader accepts; unknown keys are errors (with the closest known key suggested), so a
+// typo never silently becomes a default.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "base/status.h"
+#include "orchestrator/metrics_parser.h"
+
+namespace sweep {
+
+// A parameter value: TOML integer, float, string or boolean.
+using ParamValue = std::variant<int64_t, double, std::string, bool>;
+std::string ParamToString(const ParamValue& v);
+
+struct ParamSpec {
+  std::string name;
+  std::vector<ParamValue> choices;  // a list in the study file
+  // Or a range for the random sampler: { min = .., max = .., log = true, int = false }.
+  std::optional<double> min, max;
+  bool log = false;
+  bool integer = false;
+  int line = 0;
+};
+
+struct Constraint {
+  std::string expr;
+  int line = 0;
+};
+
+struct ClusterSpec {
+  std::string transport = "ssh";  // "ssh" | "local"
+  std::string host;
+  int port = 22;
+  std::string user;
+  std::string identity_file;
+  std::string known_hosts;
+  std::string partition, account, qos;
+  std::string workdir;      // on the cluster; scripts/ and logs/ go under it
+  int max_concurrent = 4;   // trials queued or running at once
+  double poll_interval_s = 5;
+};
+
+struct JobSpec {
+  std::string template_path;  // local file, resolved against the study file's directory
+  std::string template_text;
+  int nodes = 1;
+  int gpus_per_node = 0;
+  int cpus_per_task = 0;
+  std::string mem;
+  std::string time_limit;
+  std::vector<std::string> stage;  // local files copied into workdir before submission
+  std::map<std::string, std::string> vars;  // extra template variables
+};
+
+struct Objective {
+  std::string metric = "lm_loss";
+  bool minimize = true;
+};
+
+struct Study {
+  std::string path;       // the study file as given
+  std::string dir;        // its directory, absolute
+  std::string hash;       // of the file's bytes, for the report
+  std::string name;
+  std::string database;   // local SQLite file, absolute
+  MetricFormat metric_format = MetricFormat::kMegatron;
+  Objective objective;
+  ClusterSpec cluster;
+  JobSpec job;
+  std::vector<ParamSpec> space;  // in file order
+  std::string sampler = "grid";  // "grid" | "random"
+  int trials = 0;                // random: budget
+  uint64_t seed = 1;
+  std::vector<Constraint> constraints;
+};
+
+Result<Study> LoadStudy(const std::string& path);
+// For tests and tools: `text` as if read from `path`.
+Result<Study> ParseStudy(const std::string& text, const std::string& path);
+
+}  // namespace sweep

@@ -1,0 +1,177 @@
+// Tests of study loading, constraint expressions and space expansion: what a user sees when
+// the study file is right, and the file:line:key they get when it is not.
+#include <catch2/catch.hpp>
+
+#include "orchestrator/expr.h"
+#include "orchestrator/space.h"
+#include "orchestrator/study.h"
+#include "tests/test_util.h"
+
+using namespace sweep;
+
+namespace {
+
+// A valid study in `dir`, with its template; `extra` is appended (later tables win nothing:
+// TOML forbids redefinition, so tests pass whole sections).
+std::string MinimalStudy(const std::string& space = "[space]\nlr = [0.1, 0.01]\nopt = [\"sgd\", \"adam\"]\n",
+                         const std::string& search = "") {
+  return "[study]\nname = \"t1\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"/tmp/x\"\n\n"
+         "[job]\ntemplate = \"job.sbatch\"\n\n" +
+         search + space;
+}
+
+struct StudyDir {
+  testing::TempDir dir;
+  StudyDir(const std::string& tmpl = "#!/bin/bash\ntrain --lr {{lr}} --opt {{opt}} --trial {{trial}}\n") {
+    testing::WriteAll(dir.file("job.sbatch"), tmpl);
+  }
+  Result<Study> Parse(const std::string& text) { return ParseStudy(text, dir.file("study.toml")); }
+};
+
+}  // namespace
+
+TEST_CASE("a valid study loads with defaults and resolved paths", "[study]") {
+  StudyDir d;
+  auto s = d.Parse(MinimalStudy());
+  REQUIRE(s.ok());
+  CHECK(s->name == "t1");
+  CHECK(s->database == d.dir.file("t1.db"));
+  CHECK(s->job.template_path == d.dir.file("job.sbatch"));
+  CHECK(s->space.size() == 2);
+  CHECK(s->sampler == "grid");
+  CHECK(s->cluster.max_concurrent == 4);
+}
+
+TEST_CASE("TOML syntax errors name file and line", "[study]") {
+  StudyDir d;
+  auto s = d.Parse("[study]\nname = \"x\"\nbroken = = 3\n");
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.status().code() == Status::Code::kInvalidArgument);
+  CHECK_THAT(s.status().message(), Catch::Contains("study.toml:3"));
+}
+
+TEST_CASE("wrong types and unknown keys name file, line and key", "[study]") {
+  StudyDir d;
+  auto s = d.Parse("[study]\nname = \"t1\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"/tmp/x\"\n"
+                   "max_concurrent = \"four\"\n\n[job]\ntemplate = \"job.sbatch\"\n[space]\nlr = [1]\nopt = [\"a\"]\n");
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(s.status().message(), Catch::Contains("study.toml:7") && Catch::Contains("cluster.max_concurrent") &&
+                                       Catch::Contains("integer"));
+
+  auto typo = d.Parse("[study]\nname = \"t1\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"/tmp/x\"\n"
+                      "max_concurent = 3\n[job]\ntemplate = \"job.sbatch\"\n[space]\nlr = [1]\nopt = [\"a\"]\n");
+  REQUIRE_FALSE(typo.ok());
+  CHECK_THAT(typo.status().message(), Catch::Contains("study.toml:7") && Catch::Contains("cluster.max_concurent") &&
+                                          Catch::Contains("did you mean 'max_concurrent'"));
+}
+
+TEST_CASE("missing sections and bad values are reported", "[study]") {
+  StudyDir d;
+  auto no_cluster = d.Parse("[study]\nname = \"t1\"\n[job]\ntemplate = \"job.sbatch\"\n[space]\nlr = [1]\n");
+  REQUIRE_FALSE(no_cluster.ok());
+  CHECK_THAT(no_cluster.status().message(), Catch::Contains("[cluster]"));
+
+  auto bad_name = d.Parse(MinimalStudy().replace(MinimalStudy().find("\"t1\""), 4, "\"a b; rm\""));
+  REQUIRE_FALSE(bad_name.ok());
+  CHECK_THAT(bad_name.status().message(), Catch::Contains("study.toml:2") && Catch::Contains("study.name"));
+
+  auto empty_list = d.Parse(MinimalStudy("[space]\nlr = []\nopt = [\"a\"]\n"));
+  REQUIRE_FALSE(empty_list.ok());
+  CHECK_THAT(empty_list.status().message(), Catch::Contains("space.lr") && Catch::Contains("empty"));
+}
+
+TEST_CASE("template placeholders are checked before anything runs", "[study]") {
+  StudyDir d("#!/bin/bash\necho ok\ntrain --lr {{lr}} --typo {{optt}}\n");
+  auto s = d.Parse(MinimalStudy());
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(s.status().message(), Catch::Contains("job.sbatch:3") && Catch::Contains("optt"));
+
+  StudyDir unbalanced("#!/bin/bash\ntrain --lr {{lr\n");
+  auto u = unbalanced.Parse(MinimalStudy());
+  REQUIRE_FALSE(u.ok());
+  CHECK_THAT(u.status().message(), Catch::Contains("job.sbatch:2"));
+}
+
+TEST_CASE("constraint expressions", "[study][expr]") {
+  auto e = Expr::Parse("tp * pp <= gpus && (precision == \"fp8\" or not fast)");
+  REQUIRE(e.ok());
+  std::map<std::string, ExprValue> vars = {
+      {"tp", 2.0}, {"pp", 4.0}, {"gpus", 8.0}, {"precision", std::string("bf16")}, {"fast", false}};
+  CHECK(e->EvalBool(vars).value() == true);
+  vars["tp"] = 4.0;
+  CHECK(e->EvalBool(vars).value() == false);
+  CHECK(Expr::Parse("a % 3 == 1 - -1").value().EvalBool({{"a", 5.0}}).value() == true);
+  CHECK(e->Variables() == std::vector<std::string>{"tp", "pp", "gpus", "precision", "fast"});
+
+  CHECK_FALSE(Expr::Parse("tp * ").ok());
+  CHECK_FALSE(Expr::Parse("(tp").ok());
+  CHECK_FALSE(Expr::Parse("tp <= 'x").ok());
+  CHECK_THAT(Expr::Parse("tp $ 2").status().message(), Catch::Contains("character 4"));
+  auto mixed = Expr::Parse("precision < 3").value().EvalBool({{"precision", std::string("fp8")}});
+  REQUIRE_FALSE(mixed.ok());
+  CHECK_THAT(mixed.status().message(), Catch::Contains("string") && Catch::Contains("number"));
+  CHECK_FALSE(Expr::Parse("1 / 0 > 1").value().EvalBool({}).ok());
+  CHECK_FALSE(Expr::Parse("tp + 1").value().EvalBool({{"tp", 1.0}}).ok());  // not a boolean
+}
+
+TEST_CASE("a constraint that does not parse or names no parameter is a study error", "[study]") {
+  StudyDir d;
+  auto bad = d.Parse(MinimalStudy("[space]\nlr = [0.1]\nopt = [\"a\"]\n", "[search]\nconstraints = [\"lr <\"]\n"));
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("study.toml:12") && Catch::Contains("search.constraints"));
+  auto unknown =
+      d.Parse(MinimalStudy("[space]\nlr = [0.1]\nopt = [\"a\"]\n", "[search]\nconstraints = [\"lrr < 1\"]\n"));
+  REQUIRE_FALSE(unknown.ok());
+  CHECK_THAT(unknown.status().message(), Catch::Contains("lrr"));
+}
+
+TEST_CASE("grid expansion drops constrained configurations and keys are stable", "[space]") {
+  StudyDir d;
+  auto s = d.Parse(MinimalStudy("[space]\nlr = [0.1, 0.01]\nopt = [\"sgd\", \"adam\"]\n",
+                                "[search]\nconstraints = [\"opt != 'sgd' || lr < 0.05\"]\n"));
+  REQUIRE(s.ok());
+  auto trials = ExpandSpace(*s);
+  REQUIRE(trials.ok());
+  REQUIRE(trials->size() == 4);
+  int dropped = 0;
+  for (const auto& t : *trials) {
+    if (!t.dropped_reason.empty()) {
+      ++dropped;
+      CHECK(t.params_json == R"({"lr":0.1,"opt":"sgd"})");
+      CHECK_THAT(t.dropped_reason, Catch::Contains("opt != 'sgd'"));
+    }
+  }
+  CHECK(dropped == 1);
+  // Same values in another order give the same key; another value gives another key.
+  std::vector<std::pair<std::string, ParamValue>> a = {{"lr", 0.1}, {"opt", std::string("sgd")}};
+  std::vector<std::pair<std::string, ParamValue>> b = {{"opt", std::string("sgd")}, {"lr", 0.1}};
+  std::vector<std::pair<std::string, ParamValue>> c = {{"opt", std::string("sgd")}, {"lr", 0.2}};
+  CHECK(TrialKey(a) == TrialKey(b));
+  CHECK(TrialKey(a) != TrialKey(c));
+  auto again = ExpandSpace(*s);
+  CHECK((*again)[2].key == (*trials)[2].key);
+}
+
+TEST_CASE("the random sampler draws a reproducible budget of distinct trials", "[space]") {
+  StudyDir d;
+  auto s = d.Parse(MinimalStudy("[space]\nlr = { min = 1e-4, max = 1e-1, log = true }\nopt = [\"sgd\", \"adam\"]\n",
+                                "[search]\nsampler = \"random\"\ntrials = 10\nseed = 3\n"));
+  REQUIRE(s.ok());
+  auto a = ExpandSpace(*s);
+  auto b = ExpandSpace(*s);
+  REQUIRE(a.ok());
+  REQUIRE(a->size() == 10);
+  std::set<std::string> keys;
+  for (size_t i = 0; i < a->size(); ++i) {
+    CHECK((*a)[i].key == (*b)[i].key);
+    keys.insert((*a)[i].key);
+    double lr = std::get<double>((*a)[i].params[0].second);
+    CHECK(lr >= 1e-4);
+    CHECK(lr <= 1e-1);
+  }
+  CHECK(keys.size() == 10);
+
+  auto grid_range = d.Parse(MinimalStudy("[space]\nlr = { min = 1, max = 2 }\nopt = [\"a\"]\n"));
+  REQUIRE_FALSE(grid_range.ok());
+  CHECK_THAT(grid_range.status().message(), Catch::Contains("random sampler"));
+}

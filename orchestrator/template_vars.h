@@ -1,0 +1,19 @@
+// The built-in template variables (version 1 of the template contract: names are only ever
+// added). Parameters and [job.vars] may not reuse these names.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sweep {
+
+// study, trial, attempt, workdir, trial_dir, log, nodes, gpus_per_node, gpus, cpus_per_task
+const std::vector<std::string>& BuiltinTemplateVars();
+bool IsBuiltinTemplateVar(std::string_view name);
+std::string BuiltinTemplateVarList();
+
+// Names usable in constraints besides the parameters: nodes, gpus_per_node, gpus.
+const std::vector<std::string>& BuiltinExprVars();
+
+}  // namespace sweep

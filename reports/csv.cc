@@ -1,0 +1,114 @@
+// Rendering of trials.csv: RFC 4180 quoting, fixed number formats, and a guard so a
+// parameter value or failure reason cannot run as a spreadsheet formula when the file is opened.
+#include "reports/csv.h"
+
+#include <fmt/format.h>
+
+#include <iterator>
+#include <string_view>
+
+namespace sweep::reports {
+namespace {
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// [+-]digits[.digits][(e|E)[+-]digits], the spellings a spreadsheet reads as a number and not a formula.
+bool IsPlainNumber(std::string_view s) {
+  size_t i = 0;
+  auto digits = [&] {
+    size_t start = i;
+    while (i < s.size() && IsDigit(s[i])) ++i;
+    return i - start;
+  };
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+  size_t mantissa = digits();
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    mantissa += digits();
+  }
+  if (mantissa == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == s.size();
+}
+
+bool StartsLikeFormula(std::string_view s) {
+  if (s.empty()) return false;
+  switch (s.front()) {
+    case '=':
+    case '+':
+    case '-':
+    case '@':
+    case '\t':
+    case '\r':
+      return !IsPlainNumber(s);
+    default:
+      return false;
+  }
+}
+
+// Text from users or jobs (param values, failure reasons): formula-guarded, then quoted.
+void AppendText(std::string_view text, std::string& out) {
+  std::string_view guard = StartsLikeFormula(text) ? "'" : "";
+  if (text.find_first_of(",\"\r\n") == std::string_view::npos) {
+    out.append(guard).append(text);
+    return;
+  }
+  out.push_back('"');
+  out.append(guard);
+  for (char c : text) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  out.push_back('"');
+}
+
+// fmt_spec is one of the fixed formats of the columns; a missing value is an empty cell.
+void AppendNumber(const std::optional<double>& value, fmt::format_string<double> fmt_spec, std::string& out) {
+  if (value) fmt::format_to(std::back_inserter(out), fmt_spec, double{*value});
+}
+
+}  // namespace
+
+std::string RenderTrialsCsv(const std::vector<std::string>& param_names, const std::vector<TrialRow>& rows) {
+  std::string out;
+  out.append("trial_id,trial_key");
+  for (const std::string& name : param_names) {
+    out.push_back(',');
+    AppendText(name, out);
+  }
+  out.append(
+      ",state,reason,job_id,exit_code,steps,final_loss,median_iter_time_ms,iters_per_s,train_time_s,"
+      "wall_time_s\n");
+
+  for (const TrialRow& row : rows) {
+    fmt::format_to(std::back_inserter(out), "{},", row.trial_id);
+    AppendText(row.trial_key, out);
+    for (size_t i = 0; i < param_names.size(); ++i) {
+      out.push_back(',');
+      if (i < row.param_values.size()) AppendText(row.param_values[i], out);
+    }
+    for (const std::string* text : {&row.state, &row.reason, &row.job_id, &row.exit_code}) {
+      out.push_back(',');
+      AppendText(*text, out);
+    }
+    fmt::format_to(std::back_inserter(out), ",{},", row.steps);
+    // Loss keeps six significant digits, enough to rank trials; times need no more than 0.1.
+    AppendNumber(row.final_loss, "{:.6g}", out);
+    out.push_back(',');
+    AppendNumber(row.median_iter_time_ms, "{:.1f}", out);
+    out.push_back(',');
+    AppendNumber(row.iters_per_s, "{:.4g}", out);
+    out.push_back(',');
+    AppendNumber(row.train_time_s, "{:.1f}", out);
+    out.push_back(',');
+    AppendNumber(row.wall_time_s, "{:.1f}", out);
+    out.push_back('\n');
+  }
+  return out;
+}
+
+}  // namespace sweep::reports

@@ -1,0 +1,36 @@
+// trials.csv: one row per trial of a study, for spreadsheets and pandas. The columns are a
+// versioned format (see kTrialsCsvVersion); reports only render plain data handed to them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sweep::reports {
+
+// Version 1 columns:
+//   trial_id,trial_key,<param names...>,state,reason,job_id,exit_code,steps,final_loss,
+//   median_iter_time_ms,iters_per_s,train_time_s,wall_time_s
+// Bump when a column is renamed, removed or reordered; the README documents each version.
+inline constexpr int kTrialsCsvVersion = 1;
+
+struct TrialRow {
+  int64_t trial_id = 0;
+  std::string trial_key;
+  std::vector<std::string> param_values;  // same order as param_names
+  std::string state, reason, job_id, exit_code;
+  int64_t steps = 0;                 // last logged step
+  std::optional<double> final_loss;  // last lm_loss (or 'loss')
+  std::optional<double> median_iter_time_ms;
+  std::optional<double> iters_per_s;   // 1000 / median_iter_time_ms
+  std::optional<double> train_time_s;  // training time axis at the last point
+  std::optional<double> wall_time_s;   // job end - start (or now - start if running)
+};
+
+// A header row then one row per trial, RFC 4180 quoting, '\n' line ends. Missing values are
+// empty cells; text cells that a spreadsheet would run as a formula are prefixed with '.
+// A row with fewer or more param values than param_names is padded or cut to keep columns aligned.
+std::string RenderTrialsCsv(const std::vector<std::string>& param_names, const std::vector<TrialRow>& rows);
+
+}  // namespace sweep::reports

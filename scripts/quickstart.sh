@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The README's first command: install, build, start the local test cluster, run the
+# quickstart study over SSH end to end, and write its report. Run as root on Debian 12.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+tests/cluster/start.sh
+build/bin/slurmsweep run examples/quickstart.toml
+build/bin/slurmsweep report examples/quickstart.toml --csv build/quickstart-trials.csv
+echo "quickstart: report written to build/quickstart-trials.csv; database build/quickstart.db"
+echo "quickstart: the test cluster keeps running; stop it with tests/cluster/stop.sh"

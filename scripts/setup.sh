@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Installs everything slurmsweep needs to build and to run its tests/cluster lab on a fresh Debian 12.
+# Run as root. Idempotent: when every package is already installed it returns in well under a second.
+set -euo pipefail
+
+export DEBIAN_FRONTEND=noninteractive
+
+PACKAGES=(
+  # build tool chain
+  build-essential make cmake g++ pkg-config git ca-certificates
+  # libraries
+  libsqlite3-dev sqlite3 libboost1.81-dev libssh-dev libtomlplusplus-dev catch2
+  nlohmann-json3-dev libcli11-dev libfmt-dev
+  # test lab: Slurm, munge, sshd and the tools tests/cluster/start.sh uses
+  slurmctld slurmd slurm-client munge openssh-server openssh-client
+  iproute2 util-linux procps python3
+)
+
+step() { echo "setup: $*"; }
+
+check_root() {
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup: must run as root" >&2
+    exit 1
+  fi
+}
+
+# Prints the packages that dpkg does not report as fully installed.
+missing_packages() {
+  local installed pkg
+  installed=$(dpkg-query -W -f='${Package} ${Status}\n' "${PACKAGES[@]}" 2>/dev/null |
+    awk '$NF == "installed" && $(NF-1) == "ok" {print $1}' || true)
+  for pkg in "${PACKAGES[@]}"; do
+    grep -qxF "$pkg" <<<"$installed" || echo "$pkg"
+  done
+}
+
+install_packages() {
+  local missing
+  missing=$(missing_packages | tr '\n' ' ')
+  if [[ -z ${missing// /} ]]; then
+    step "all ${#PACKAGES[@]} packages already installed, skipping apt-get"
+    return
+  fi
+  step "missing: $missing"
+  step "apt-get update"
+  apt-get update -q
+  step "apt-get install -y --no-install-recommends (${#PACKAGES[@]} packages)"
+  apt-get install -y -q --no-install-recommends "${PACKAGES[@]}"
+}
+
+check_tools() {
+  local tool
+  for tool in cmake make g++ slurmctld slurmd sbatch munged mungekey /usr/sbin/sshd ssh-keygen ip nsenter unshare mknod; do
+    command -v "$tool" >/dev/null || { echo "setup: $tool not found after install" >&2; exit 1; }
+  done
+  step "tools present: cmake $(cmake --version | head -1 | awk '{print $3}'), slurm $(dpkg-query -W -f='${Version}' slurmctld)"
+}
+
+main() {
+  check_root
+  install_packages
+  check_tools
+  step "done"
+}
+
+main "$@"

@@ -1,0 +1,51 @@
+// sbatch scripts: rendering a template with trial values, every value shell-quoted, and the
+// #SBATCH header slurmsweep owns (job name, output file, comment tag, resources).
+//
+// Template syntax (version 1): `{{name}}` is replaced by the value shell-quoted, so it is
+// one literal word to the shell whatever it holds; `{{raw:name}}` inserts the text verbatim for
+// templates that need it (e.g. a flag list built by the study) — the study author takes
+// responsibility. A placeholder that names no known variable, or an unbalanced `{{`, is an
+// error naming the template and line, reported before anything is submitted.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace sweep::slurm {
+
+// POSIX shell single-quoting: 'it'\''s'. Safe for any byte string except NUL, which a shell
+// cannot carry; values with NUL are rejected earlier (RenderTemplate).
+std::string ShellQuote(std::string_view value);
+
+// Names used by the placeholders in `tmpl` (without the raw: prefix), in order of appearance,
+// or an error for unbalanced braces or an empty name.
+Result<std::vector<std::string>> TemplatePlaceholders(std::string_view tmpl, std::string_view template_name);
+
+Result<std::string> RenderTemplate(std::string_view tmpl, std::string_view template_name,
+                                   const std::map<std::string, std::string>& vars);
+
+// The #SBATCH lines slurmsweep itself sets. Values are checked to hold only characters that
+// sbatch reads literally in a directive (no spaces, quotes or shell syntax), because #SBATCH
+// lines are not shell-parsed and cannot be quoted.
+struct SbatchHeader {
+  std::string job_name;
+  std::string output;     // per-trial log file, absolute path on the cluster
+  std::string comment;    // "slurmsweep:study=NAME:trial=KEY:attempt=N"
+  std::string workdir;    // --chdir
+  std::string partition, account, qos;
+  int nodes = 1;
+  int gpus_per_node = 0;
+  int cpus_per_task = 0;
+  std::string mem;        // e.g. "2G"
+  std::string time_limit; // e.g. "00:10:00"
+};
+
+// Inserts the header after the template's first line if it is a shebang, else prepends
+// "#!/bin/bash" and the header.
+Result<std::string> AddSbatchHeader(std::string_view script, const SbatchHeader& header);
+
+}  // namespace sweep::slurm

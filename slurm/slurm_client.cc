@@ -1,0 +1,278 @@
+// Submitting, querying and cancelling Slurm jobs; parsers for squeue, sacct, scontrol, sbatch.
+#include "slurm/slurm_client.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "slurm/sbatch_script.h"
+
+namespace sweep::slurm {
+namespace {
+
+// squeue --Format fields, each ended by '|'; Comment last so a '|' inside it survives.
+constexpr std::string_view kSqueueFormat =
+    "JobArrayID:|,State:|,Reason:|,exit_code:|,Name:|,StartTime:|,EndTime:|,Comment:";
+constexpr std::string_view kSacctFields = "JobID,State,ExitCode,Reason,JobName,Start,End,Comment";
+
+std::vector<std::string_view> Split(std::string_view line, char sep, size_t max_fields) {
+  std::vector<std::string_view> out;
+  while (out.size() + 1 < max_fields) {
+    size_t p = line.find(sep);
+    if (p == std::string_view::npos) break;
+    out.push_back(line.substr(0, p));
+    line.remove_prefix(p + 1);
+  }
+  out.push_back(line);
+  return out;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+template <class Fn>
+void ForEachLine(std::string_view text, Fn fn) {
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    if (!Trim(line).empty()) fn(line);
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
+}
+
+// squeue -O exit_code prints the raw wait status (exit << 8 | signal); show it as sacct does.
+std::string WaitStatusToExitCode(std::string_view raw) {
+  int status = 0;
+  auto [p, ec] = std::from_chars(raw.data(), raw.data() + raw.size(), status);
+  if (ec != std::errc() || p != raw.data() + raw.size()) return std::string(raw);
+  return fmt::format("{}:{}", (status >> 8) & 0xff, status & 0x7f);
+}
+
+// Digits, and for array jobs "10_3" or a pending range "10_[1-3%1]".
+bool IsJobIdChar(char c) {
+  return (c >= '0' && c <= '9') || c == '_' || c == '[' || c == ']' || c == '-' || c == '%' || c == ',';
+}
+
+// What we pass on a command line: "123" or "123_4", nothing a shell would read.
+bool IsPlainJobId(std::string_view id) {
+  return !id.empty() && id.front() != '_' &&
+         std::all_of(id.begin(), id.end(), [](char c) { return (c >= '0' && c <= '9') || c == '_'; });
+}
+
+std::string JoinIds(const std::vector<std::string>& ids) {
+  std::string out;
+  for (const auto& id : ids) {
+    if (!out.empty()) out.push_back(',');
+    out += id;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<JobInfo> ParseSqueue(std::string_view out, size_t* malformed) {
+  std::vector<JobInfo> jobs;
+  size_t bad = 0;
+  ForEachLine(out, [&](std::string_view line) {
+    auto f = Split(line, '|', 8);
+    if (f.size() != 8 || Trim(f[0]).empty() ||
+        !std::all_of(Trim(f[0]).begin(), Trim(f[0]).end(), IsJobIdChar)) {
+      ++bad;
+      return;
+    }
+    JobInfo j;
+    j.job_id = Trim(f[0]);
+    j.slurm_state = Trim(f[1]);
+    j.state = FromSlurmState(j.slurm_state);
+    j.reason = Trim(f[2]);
+    j.exit_code = WaitStatusToExitCode(Trim(f[3]));
+    j.name = Trim(f[4]);
+    j.start_time = Trim(f[5]);
+    j.end_time = Trim(f[6]);
+    std::string_view comment = Trim(f[7]);
+    j.comment = comment == "(null)" ? "" : std::string(comment);
+    jobs.push_back(std::move(j));
+  });
+  if (malformed) *malformed = bad;
+  return jobs;
+}
+
+std::vector<JobInfo> ParseSacct(std::string_view out, size_t* malformed) {
+  std::vector<JobInfo> jobs;
+  size_t bad = 0;
+  ForEachLine(out, [&](std::string_view line) {
+    auto f = Split(line, '|', 8);
+    if (f.size() != 8 || Trim(f[0]).empty()) {
+      ++bad;
+      return;
+    }
+    std::string_view id = Trim(f[0]);
+    if (id.find('.') != std::string_view::npos) return;  // a step (123.batch), not the job
+    JobInfo j;
+    j.job_id = id;
+    j.slurm_state = Trim(f[1]);
+    j.state = FromSlurmState(j.slurm_state);
+    j.exit_code = Trim(f[2]);
+    j.reason = Trim(f[3]);
+    j.name = Trim(f[4]);
+    j.start_time = Trim(f[5]);
+    j.end_time = Trim(f[6]);
+    j.comment = Trim(f[7]);
+    jobs.push_back(std::move(j));
+  });
+  if (malformed) *malformed = bad;
+  return jobs;
+}
+
+std::vector<JobInfo> ParseScontrolShowJob(std::string_view out) {
+  std::vector<JobInfo> jobs;
+  ForEachLine(out, [&](std::string_view line) {
+    // Key=Value pairs separated by spaces; values of Comment/Command may hold spaces, so a
+    // token without '=' belongs to the previous value.
+    std::map<std::string, std::string, std::less<>> kv;
+    std::string last;
+    for (std::string_view tok : Split(line, ' ', SIZE_MAX)) {
+      if (tok.empty()) continue;
+      size_t eq = tok.find('=');
+      if (eq == std::string_view::npos || eq == 0) {
+        if (!last.empty()) kv[last] += " " + std::string(tok);
+        continue;
+      }
+      last = tok.substr(0, eq);
+      kv[last] = tok.substr(eq + 1);
+    }
+    auto get = [&](std::string_view k) {
+      auto it = kv.find(k);
+      return it == kv.end() ? std::string() : it->second;
+    };
+    JobInfo j;
+    j.job_id = get("JobId");
+    if (j.job_id.empty()) return;
+    if (std::string task = get("ArrayTaskId"); !task.empty() && !get("ArrayJobId").empty()) {
+      j.job_id = get("ArrayJobId") + "_" + task;
+    }
+    j.slurm_state = get("JobState");
+    j.state = FromSlurmState(j.slurm_state);
+    j.reason = get("Reason");
+    j.exit_code = get("ExitCode");
+    j.name = get("JobName");
+    j.start_time = get("StartTime");
+    j.end_time = get("EndTime");
+    j.comment = get("Comment");
+    if (j.comment == "(null)") j.comment.clear();
+    jobs.push_back(std::move(j));
+  });
+  return jobs;
+}
+
+Result<std::string> ParseSbatchParsable(std::string_view out) {
+  std::string_view id = Trim(out.substr(0, out.find('\n')));
+  id = id.substr(0, id.find(';'));
+  if (id.empty() || !std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return Status::Internal(fmt::format("sbatch --parsable printed '{}', expected a job id", Trim(out)));
+  }
+  return std::string(id);
+}
+
+bool IsSchedulerUnavailable(std::string_view err) {
+  for (std::string_view needle :
+       {"Socket timed out", "Unable to contact slurm controller", "Connection refused", "Zero Bytes were transmitted",
+        "Communication connection failure", "slurm_persist_conn_open", "Resource temporarily unavailable",
+        "Transport endpoint is not connected"}) {
+    if (err.find(needle) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+Result<CommandOutput> SlurmClient::RunSlurm(const std::string& command, int* counter) {
+  ++*counter;
+  auto r = transport_.Run(command);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0 && IsSchedulerUnavailable(r->err)) {
+    return Status::Unavailable(fmt::format("'{}': {}", command.substr(0, command.find(' ')), Trim(r->err)));
+  }
+  return r;
+}
+
+Result<std::string> SlurmClient::Submit(const std::string& script_path) {
+  auto r = RunSlurm("sbatch --parsable " + ShellQuote(script_path), &stats_.sbatch);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) {
+    return Status::InvalidArgument(fmt::format("sbatch refused {} (exit {}): {}", script_path, r->exit_code,
+                                               Trim(r->err)));
+  }
+  return ParseSbatchParsable(r->out);
+}
+
+Result<std::map<std::string, JobInfo>> SlurmClient::Query(const std::vector<std::string>& job_ids) {
+  std::map<std::string, JobInfo> found;
+  if (job_ids.empty()) return found;
+  for (const auto& id : job_ids) {
+    if (!IsPlainJobId(id)) {
+      return Status::InvalidArgument(fmt::format("'{}' is not a Slurm job id", id));
+    }
+  }
+  std::string ids = JoinIds(job_ids);
+  auto sq = RunSlurm(fmt::format("squeue -h -t all -j {} -O {}", ids, ShellQuote(kSqueueFormat)), &stats_.squeue);
+  if (!sq.ok()) return sq.status();
+  // "Invalid job id specified" (exit 1) only when none of the ids is known any more.
+  bool none_known = sq->exit_code != 0 && sq->err.find("Invalid job id") != std::string::npos;
+  if (sq->exit_code != 0 && !none_known) {
+    return Status::Unavailable(fmt::format("squeue exited {}: {}", sq->exit_code, Trim(sq->err)));
+  }
+  for (auto& j : ParseSqueue(sq->out)) found[j.job_id] = std::move(j);
+
+  std::vector<std::string> missing;
+  for (const auto& id : job_ids) {
+    if (!found.count(id)) missing.push_back(id);
+  }
+  if (missing.empty() || sacct_unavailable_) return found;
+  auto sa = RunSlurm(fmt::format("sacct -X -n -P -j {} -o {}", JoinIds(missing), kSacctFields), &stats_.sacct);
+  if (!sa.ok()) return sa.status();
+  if (sa->exit_code != 0) {
+    // "accounting storage is disabled": the cluster has no slurmdbd; never ask again.
+    if (sa->err.find("disabled") != std::string::npos) sacct_unavailable_ = true;
+    return found;
+  }
+  for (auto& j : ParseSacct(sa->out)) {
+    if (std::find(missing.begin(), missing.end(), j.job_id) != missing.end()) found[j.job_id] = std::move(j);
+  }
+  return found;
+}
+
+Result<std::vector<JobInfo>> SlurmClient::FindByName(const std::vector<std::string>& names) {
+  if (names.empty()) return std::vector<JobInfo>{};
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ",") + n;
+  auto sq = RunSlurm(fmt::format("squeue -h -t all --name={} -O {}", ShellQuote(list), ShellQuote(kSqueueFormat)),
+                     &stats_.squeue);
+  if (!sq.ok()) return sq.status();
+  if (sq->exit_code != 0) return Status::Unavailable(fmt::format("squeue exited {}: {}", sq->exit_code, Trim(sq->err)));
+  return ParseSqueue(sq->out);
+}
+
+Status SlurmClient::Cancel(const std::vector<std::string>& job_ids) {
+  if (job_ids.empty()) return Status::OK();
+  for (const auto& id : job_ids) {
+    if (!IsPlainJobId(id)) {
+      return Status::InvalidArgument(fmt::format("'{}' is not a Slurm job id", id));
+    }
+  }
+  std::string cmd = "scancel";
+  for (const auto& id : job_ids) cmd += " " + id;
+  auto r = RunSlurm(cmd, &stats_.scancel);
+  if (!r.ok()) return r.status();
+  // scancel of an already-finished job prints a warning and may exit 1: the goal is met.
+  if (r->exit_code != 0 && r->err.find("already completing or completed") == std::string::npos &&
+      r->err.find("Invalid job id") == std::string::npos) {
+    return Status::Unavailable(fmt::format("scancel exited {}: {}", r->exit_code, Trim(r->err)));
+  }
+  return Status::OK();
+}
+
+}  // namespace sweep::slurm

@@ -1,0 +1,76 @@
+// SlurmClient: submit, query and cancel jobs through a Transport, and parse what the Slurm
+// commands print. The scheduler is shared: Query asks about ALL of a study's jobs with one
+// squeue call, and falls back to one sacct call for the jobs squeue no longer knows.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "slurm/job_state.h"
+#include "slurm/transport.h"
+
+namespace sweep::slurm {
+
+struct JobInfo {
+  std::string job_id;       // "123" or "123_4" for an array task
+  JobState state = JobState::kUnknown;
+  std::string slurm_state;  // as printed, e.g. "CANCELLED by 0"
+  std::string reason;       // squeue's reason ("NonZeroExitCode", "Priority", "None")
+  std::string exit_code;    // "exit:signal" as sacct prints it, e.g. "42:0" or "0:15"; empty if unknown
+  std::string name;
+  std::string start_time, end_time;  // ISO times as Slurm prints them, or "N/A"/"Unknown"
+  std::string comment;
+};
+
+// Parsers for recorded or live output. Lines that do not fit are counted, never fatal.
+// squeue -h -O with the fields of kSqueueFormat (slurm_client.cc), '|'-separated.
+std::vector<JobInfo> ParseSqueue(std::string_view out, size_t* malformed = nullptr);
+// sacct -X -n -P -o JobID,State,ExitCode,Reason,JobName,Start,End,Comment
+std::vector<JobInfo> ParseSacct(std::string_view out, size_t* malformed = nullptr);
+// "scontrol -o show job [ID]": one job per line of Key=Value pairs.
+std::vector<JobInfo> ParseScontrolShowJob(std::string_view out);
+// "sbatch --parsable" prints "ID" or "ID;CLUSTER".
+Result<std::string> ParseSbatchParsable(std::string_view out);
+
+// True for the errors Slurm clients print when slurmctld is down or overloaded: retry later.
+bool IsSchedulerUnavailable(std::string_view err);
+
+class SlurmClient {
+ public:
+  // Counts of Slurm commands issued, so tests and logs can prove the load per tick.
+  struct Stats {
+    int sbatch = 0, squeue = 0, sacct = 0, scontrol = 0, scancel = 0;
+    int total() const { return sbatch + squeue + sacct + scontrol + scancel; }
+  };
+
+  explicit SlurmClient(Transport& transport) : transport_(transport) {}
+
+  // sbatch --parsable SCRIPT; the job id. kUnavailable when the controller cannot be reached
+  // (the caller retries), kInvalidArgument when sbatch rejects the script.
+  Result<std::string> Submit(const std::string& script_path);
+
+  // The state of every job in `job_ids`: one squeue call, plus one sacct call for those squeue
+  // no longer lists (if accounting exists). Jobs found nowhere are absent from the map.
+  Result<std::map<std::string, JobInfo>> Query(const std::vector<std::string>& job_ids);
+
+  // Jobs (any state squeue still knows) whose name is one of `names`: one squeue call. Used on
+  // start-up to find jobs submitted just before a crash, before anything is submitted again.
+  Result<std::vector<JobInfo>> FindByName(const std::vector<std::string>& names);
+
+  // One scancel call for all `job_ids`.
+  Status Cancel(const std::vector<std::string>& job_ids);
+
+  const Stats& stats() const { return stats_; }
+
+ private:
+  Result<CommandOutput> RunSlurm(const std::string& command, int* counter);
+
+  Transport& transport_;
+  Stats stats_;
+  bool sacct_unavailable_ = false;  // learned once, so we stop asking
+};
+
+}  // namespace sweep::slurm

@@ -1,0 +1,164 @@
+// Tests of the Slurm layer that need no cluster: parsers on recorded real output (Slurm 22.05
+// on our test cluster), state mapping, template rendering and quoting.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "slurm/job_state.h"
+#include "slurm/sbatch_script.h"
+#include "slurm/slurm_client.h"
+#include "tests/test_util.h"
+
+using namespace sweep;
+using namespace sweep::slurm;
+
+namespace {
+const JobInfo* Find(const std::vector<JobInfo>& jobs, const std::string& id) {
+  for (const auto& j : jobs)
+    if (j.job_id == id) return &j;
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("squeue output of finished, failed, cancelled and pending jobs parses", "[slurm]") {
+  size_t malformed = 99;
+  auto jobs = ParseSqueue(testing::TestData("squeue_22.05_mixed.txt"), &malformed);
+  CHECK(malformed == 0);
+  REQUIRE(jobs.size() == 8);
+  const JobInfo* ok = Find(jobs, "4");
+  REQUIRE(ok);
+  CHECK(ok->state == JobState::kCompleted);
+  CHECK(ok->exit_code == "0:0");
+  CHECK(ok->comment == "slurmsweep:study=rec:trial=t-ok:attempt=1");
+  const JobInfo* fail = Find(jobs, "5");
+  REQUIRE(fail);
+  CHECK(fail->state == JobState::kFailed);
+  CHECK(fail->exit_code == "42:0");  // squeue prints the wait status 10752
+  CHECK(fail->reason == "NonZeroExitCode");
+  const JobInfo* segv = Find(jobs, "9");
+  REQUIRE(segv);
+  CHECK(segv->exit_code == "0:11");
+  const JobInfo* cancelled = Find(jobs, "6");
+  REQUIRE(cancelled);
+  CHECK(cancelled->state == JobState::kCancelled);
+  CHECK(cancelled->comment == "with|pipe and spaces");  // last field keeps its '|'
+  const JobInfo* pending = Find(jobs, "7");
+  REQUIRE(pending);
+  CHECK(pending->state == JobState::kPending);
+  CHECK(pending->reason == "Resources");
+  CHECK(pending->comment.empty());  // "(null)"
+}
+
+TEST_CASE("squeue -r output lists array tasks one by one", "[slurm]") {
+  auto jobs = ParseSqueue(testing::TestData("squeue_22.05_array.txt"));
+  REQUIRE(jobs.size() == 4);
+  CHECK(Find(jobs, "10_0")->state == JobState::kRunning);
+  CHECK(Find(jobs, "10_3")->reason == "JobArrayTaskLimit");
+}
+
+TEST_CASE("squeue lines with unexpected columns are counted, not fatal", "[slurm]") {
+  size_t malformed = 0;
+  auto jobs = ParseSqueue("4|COMPLETED|None|0\ngarbage line\n$(rm -rf /)|R|x|0|n|s|e|c\n\n", &malformed);
+  CHECK(jobs.empty());
+  CHECK(malformed == 3);
+}
+
+TEST_CASE("sacct -P output parses and skips steps", "[slurm]") {
+  auto jobs = ParseSacct(testing::TestData("sacct_c_22.05.txt") + "5.batch|FAILED|42:0||batch|||\n");
+  REQUIRE(jobs.size() == 3);
+  CHECK(Find(jobs, "5")->exit_code == "42:0");
+  CHECK(Find(jobs, "5")->state == JobState::kFailed);
+  CHECK(Find(jobs, "6")->state == JobState::kCancelled);
+}
+
+TEST_CASE("scontrol -o show job parses state, exit code and comment", "[slurm]") {
+  auto jobs = ParseScontrolShowJob(testing::TestData("scontrol_22.05_show_job.txt"));
+  REQUIRE(jobs.size() == 6);
+  CHECK(Find(jobs, "5")->exit_code == "42:0");
+  CHECK(Find(jobs, "5")->state == JobState::kFailed);
+  CHECK(Find(jobs, "6")->comment == "with|pipe and spaces");
+  CHECK(Find(jobs, "4")->comment == "slurmsweep:study=rec:trial=t-ok:attempt=1");
+}
+
+TEST_CASE("sbatch --parsable output", "[slurm]") {
+  CHECK(ParseSbatchParsable("123\n").value() == "123");
+  CHECK(ParseSbatchParsable("77;cluster2\n").value() == "77");
+  CHECK_FALSE(ParseSbatchParsable("sbatch: error: Batch job submission failed\n").ok());
+  CHECK_FALSE(ParseSbatchParsable("").ok());
+}
+
+TEST_CASE("Slurm states map to ours", "[slurm]") {
+  CHECK(FromSlurmState("CANCELLED by 0") == JobState::kCancelled);
+  CHECK(FromSlurmState("CANCELLED+") == JobState::kCancelled);
+  CHECK(FromSlurmState("OUT_OF_MEMORY") == JobState::kOutOfMemory);
+  CHECK(FromSlurmState("NODE_FAIL") == JobState::kNodeFail);
+  CHECK(FromSlurmState("PREEMPTED") == JobState::kPreempted);
+  CHECK(FromSlurmState("TIMEOUT") == JobState::kTimeout);
+  CHECK(FromSlurmState("COMPLETING") == JobState::kRunning);
+  CHECK(FromSlurmState("REQUEUED") == JobState::kPending);
+  CHECK(FromSlurmState("PD") == JobState::kPending);
+  CHECK(FromSlurmState("WHATEVER") == JobState::kUnknown);
+  CHECK_FALSE(IsTerminal(JobState::kRunning));
+  CHECK(IsTerminal(JobState::kTimeout));
+  for (auto s : {JobState::kPending, JobState::kOutOfMemory, JobState::kNodeFail}) {
+    CHECK(JobStateFromName(JobStateName(s)) == s);
+  }
+}
+
+TEST_CASE("scheduler-down messages are recognised", "[slurm]") {
+  CHECK(IsSchedulerUnavailable("squeue: error: Unable to contact slurm controller (connect failure)"));
+  CHECK(IsSchedulerUnavailable("slurm_load_jobs error: Socket timed out on send/recv operation"));
+  CHECK_FALSE(IsSchedulerUnavailable("sbatch: error: invalid partition specified: gpu"));
+}
+
+TEST_CASE("shell quoting keeps hostile values literal", "[slurm]") {
+  testing::TempDir dir;
+  std::string marker = dir.file("pwned");
+  std::string value = "$(touch " + marker + "); `touch " + marker + "` '\"\n;|&";
+  std::string cmd = "printf %s " + ShellQuote(value) + " > " + ShellQuote(dir.file("out"));
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  CHECK(testing::ReadAll(dir.file("out")) == value);
+  CHECK_FALSE(std::filesystem::exists(marker));
+  CHECK(ShellQuote("it's") == "'it'\\''s'");
+}
+
+TEST_CASE("templates render quoted values and reject unknown or unbalanced placeholders", "[slurm]") {
+  std::map<std::string, std::string> vars = {{"lr", "0.01"}, {"opt", "$(reboot)"}, {"flags", "--a --b"}};
+  auto r = RenderTemplate("#!/bin/bash\ntrain --lr {{lr}} --opt {{ opt }} {{raw:flags}}\n", "t.sbatch", vars);
+  REQUIRE(r.ok());
+  CHECK(*r == "#!/bin/bash\ntrain --lr '0.01' --opt '$(reboot)' --a --b\n");
+
+  auto unknown = RenderTemplate("a\nb {{nope}}\n", "t.sbatch", vars);
+  REQUIRE_FALSE(unknown.ok());
+  CHECK_THAT(unknown.status().message(), Catch::Contains("t.sbatch:2") && Catch::Contains("nope"));
+
+  auto open = RenderTemplate("x {{lr\n}}", "t.sbatch", vars);
+  REQUIRE_FALSE(open.ok());
+  CHECK_THAT(open.status().message(), Catch::Contains("t.sbatch:1"));
+  CHECK_FALSE(RenderTemplate("x }} y", "t.sbatch", vars).ok());
+  CHECK_FALSE(RenderTemplate("x {{a b}} y", "t.sbatch", vars).ok());
+
+  auto names = TemplatePlaceholders("{{a}} {{raw:b}} {{a}}", "t");
+  REQUIRE(names.ok());
+  CHECK(*names == std::vector<std::string>{"a", "b"});
+
+  std::map<std::string, std::string> nul = {{"v", std::string("a\0b", 3)}};
+  CHECK_FALSE(RenderTemplate("{{v}}", "t", nul).ok());
+}
+
+TEST_CASE("the #SBATCH header goes after the shebang and refuses unsafe values", "[slurm]") {
+  SbatchHeader h;
+  h.job_name = "ss-quick-t-abc";
+  h.output = "/w/logs/t-abc.out";
+  h.comment = "slurmsweep:study=quick:trial=t-abc:attempt=1";
+  h.partition = "debug";
+  h.time_limit = "00:05:00";
+  auto s = AddSbatchHeader("#!/bin/sh\necho hi\n", h);
+  REQUIRE(s.ok());
+  CHECK_THAT(*s, Catch::StartsWith("#!/bin/sh\n#SBATCH --job-name=ss-quick-t-abc\n"));
+  CHECK_THAT(*s, Catch::Contains("#SBATCH --comment=slurmsweep:study=quick:trial=t-abc:attempt=1\n"));
+  CHECK_THAT(*s, Catch::EndsWith("#SBATCH --time=00:05:00\necho hi\n"));
+  h.partition = "debug --wrap=x";
+  CHECK_FALSE(AddSbatchHeader("echo\n", h).ok());
+}

@@ -1,0 +1,62 @@
+// Transport: the one way slurmsweep reaches the cluster. Run a command, write a file,
+// read a file from a byte offset. Local (Boost.Process) for login nodes, SSH (libssh)
+// from a workstation. Nothing is installed on the cluster side.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace sweep::slurm {
+
+struct CommandOutput {
+  int exit_code = 0;
+  std::string out;
+  std::string err;
+};
+
+/// Abstract so tests can inject faults (a dropped link, sbatch failing). The real
+/// implementations are LocalTransport (transport_local.cc) and SshTransport (transport_ssh.cc).
+/// Not thread-safe: one run loop owns one transport.
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // Runs `command` with /bin/sh -c on the cluster side. A non-zero exit is NOT an error
+  // Status; an error Status means the command could not be run at all (kUnavailable for a
+  // lost connection, so callers retry instead of marking trials failed).
+  virtual Result<CommandOutput> Run(const std::string& command) = 0;
+
+  // Writes `content` to `path` (replacing it) with permission bits `mode`. The parent
+  // directory must exist. Written to a temporary name and renamed, so readers never see half.
+  virtual Status WriteFile(const std::string& path, std::string_view content, int mode) = 0;
+
+  // Reads at most `max_bytes` starting at byte `offset`. Returns "" at or past EOF.
+  // kNotFound if the file does not exist (a pending job has no log yet).
+  virtual Result<std::string> ReadFrom(const std::string& path, uint64_t offset, size_t max_bytes) = 0;
+
+  // "local" or "ssh root@127.0.0.1:22022", for logs and reports.
+  virtual std::string Describe() const = 0;
+};
+
+std::unique_ptr<Transport> NewLocalTransport();
+
+struct SshOptions {
+  std::string host;
+  int port = 22;
+  std::string user;               // empty: from ~/.ssh/config or the local user name
+  std::string identity_file;      // empty: ssh-agent, then ~/.ssh/config and default keys, as ssh(1)
+  std::string known_hosts_file;   // empty: ~/.ssh/known_hosts
+  bool process_ssh_config = true; // tests turn this off to stay hermetic
+  int connect_timeout_s = 15;
+};
+
+// Connects and authenticates once; the session is reused for every call. The server's host
+// key must already be in known_hosts: unknown or changed keys are refused (kFailedPrecondition
+// with the fingerprint in the message), never silently accepted.
+Result<std::unique_ptr<Transport>> ConnectSsh(const SshOptions& options);
+
+}  // namespace sweep::slurm

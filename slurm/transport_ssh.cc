@@ -1,0 +1,408 @@
+// SshTransport: the Transport from a workstation, over one libssh session: an exec channel per
+// command, one SFTP session for files. The only file in slurmsweep that includes libssh.
+//
+// Failure model: any sign that the session is gone makes the call return kUnavailable and
+// marks the session dead; the next call reconnects once (same options, same host key checks)
+// and fails again if that does not work. A call never retries by itself: a command whose
+// connection dropped may have run (sbatch twice is worse than a retry later).
+#include <fcntl.h>
+#include <libssh/callbacks.h>
+#include <libssh/libssh.h>
+#include <libssh/sftp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "slurm/transport.h"
+
+namespace sweep::slurm {
+namespace {
+
+// SFTP servers must accept 32 KiB of data per request; larger ones may be refused or cut.
+constexpr size_t kSftpChunk = 32 * 1024;
+constexpr size_t kReadChunk = 64 * 1024;
+// How long one wait for output blocks before stderr is drained again.
+constexpr int kPollMs = 100;
+// libssh 0.10 has no client keepalive, so a link that dies silently would leave a command
+// waiting forever. Slurm's clients answer in seconds; ten minutes means the link is gone.
+constexpr auto kCommandTimeout = std::chrono::minutes(10);
+
+struct SessionFree {
+  void operator()(ssh_session s) const {
+    ssh_disconnect(s);
+    ssh_free(s);
+  }
+};
+struct SftpFree {
+  void operator()(sftp_session s) const { sftp_free(s); }
+};
+struct SftpFileClose {
+  void operator()(sftp_file f) const { sftp_close(f); }
+};
+struct ChannelFree {
+  void operator()(ssh_channel c) const { ssh_channel_free(c); }
+};
+struct KeyFree {
+  void operator()(ssh_key k) const { ssh_key_free(k); }
+};
+using SessionPtr = std::unique_ptr<ssh_session_struct, SessionFree>;
+using SftpPtr = std::unique_ptr<sftp_session_struct, SftpFree>;
+using SftpFilePtr = std::unique_ptr<sftp_file_struct, SftpFileClose>;
+using ChannelPtr = std::unique_ptr<ssh_channel_struct, ChannelFree>;
+using KeyPtr = std::unique_ptr<ssh_key_struct, KeyFree>;
+
+std::string ErrorText(ssh_session s) {
+  const char* text = ssh_get_error(s);
+  return text && *text ? text : "unknown libssh error";
+}
+
+// Single quotes survive every login shell (bash, zsh, tcsh, fish), so the command reaches
+// /bin/sh exactly as written whatever the user's shell on the cluster is.
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+// Commands can be whole scripts; error messages carry only their start.
+std::string Abbreviate(const std::string& command) {
+  constexpr size_t kMax = 60;
+  return command.size() <= kMax ? command : command.substr(0, kMax) + "...";
+}
+
+// A command killed by a signal ends with an "exit-signal" naming it instead of an exit status.
+void OnExitSignal(ssh_session, ssh_channel, const char* signal, int, const char*, const char*, void* userdata) {
+  *static_cast<std::string*>(userdata) = signal ? signal : "";
+}
+
+// "KILL" -> 9; 0 if unknown.
+int SignalNumber(const std::string& name) {
+  for (int i = 1; i < NSIG; ++i) {
+    const char* abbrev = sigabbrev_np(i);
+    if (abbrev && name == abbrev) return i;
+  }
+  return 0;
+}
+
+std::string ServerFingerprint(ssh_session s) {
+  ssh_key raw = nullptr;
+  if (ssh_get_server_publickey(s, &raw) != SSH_OK) return "unavailable";
+  KeyPtr key(raw);
+  unsigned char* hash = nullptr;
+  size_t len = 0;
+  if (ssh_get_publickey_hash(key.get(), SSH_PUBLICKEY_HASH_SHA256, &hash, &len) != 0) return "unavailable";
+  char* text = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, len);
+  ssh_clean_pubkey_hash(&hash);
+  std::string fingerprint = text ? text : "unavailable";  // already "SHA256:..."
+  ssh_string_free_char(text);
+  return fingerprint;
+}
+
+// Only a key already in known_hosts passes: a tool that runs unattended for days must never
+// trust on first use, and a changed key stops everything until a human looks.
+Status VerifyHostKey(ssh_session s, const std::string& host_port, const std::string& known_hosts) {
+  int state = ssh_session_is_known_server(s);
+  if (state == SSH_KNOWN_HOSTS_OK) return Status::OK();
+  std::string fingerprint = ServerFingerprint(s);
+  switch (state) {
+    case SSH_KNOWN_HOSTS_CHANGED:
+      return Status::FailedPrecondition("host key for " + host_port + " has CHANGED (fingerprint " + fingerprint +
+                                        ") — possible man-in-the-middle; refusing");
+    case SSH_KNOWN_HOSTS_OTHER:
+      return Status::FailedPrecondition("host key for " + host_port + " is of another type than the one in " +
+                                        known_hosts + " (fingerprint " + fingerprint +
+                                        ") — possible man-in-the-middle; refusing");
+    case SSH_KNOWN_HOSTS_UNKNOWN:
+    case SSH_KNOWN_HOSTS_NOT_FOUND:
+      return Status::FailedPrecondition("host key for " + host_port + " is not in " + known_hosts + " (fingerprint " +
+                                        fingerprint + "); verify it and add it with ssh-keyscan or ssh once, then retry");
+    default:
+      return Status::FailedPrecondition("cannot check the host key for " + host_port + " against " + known_hosts +
+                                        ": " + ErrorText(s));
+  }
+}
+
+Status Authenticate(ssh_session s, const SshOptions& o, const std::string& where) {
+  int rc;
+  std::string tried;
+  if (!o.identity_file.empty()) {
+    ssh_key raw = nullptr;
+    // No passphrase callback: we run unattended. Encrypted keys belong in ssh-agent.
+    if (ssh_pki_import_privkey_file(o.identity_file.c_str(), nullptr, nullptr, nullptr, &raw) != SSH_OK) {
+      return Status::FailedPrecondition("cannot load identity file " + o.identity_file +
+                                        " (missing, unreadable, or passphrase-protected: use ssh-agent for those)");
+    }
+    KeyPtr key(raw);
+    rc = ssh_userauth_publickey(s, nullptr, key.get());
+    tried = "identity file " + o.identity_file;
+  } else {
+    rc = ssh_userauth_publickey_auto(s, nullptr, nullptr);
+    tried = "ssh-agent and default keys";
+  }
+  switch (rc) {
+    case SSH_AUTH_SUCCESS:
+      return Status::OK();
+    case SSH_AUTH_DENIED:
+    case SSH_AUTH_PARTIAL:
+      return Status::FailedPrecondition("public key authentication as " + where + " was refused (tried " + tried + ")");
+    default:
+      return Status::Unavailable("public key authentication as " + where + " failed: " + ErrorText(s));
+  }
+}
+
+// A connected, verified, authenticated session. `where` receives "USER@HOST:PORT" as
+// resolved after ~/.ssh/config.
+Result<SessionPtr> OpenSession(const SshOptions& o, std::string* where) {
+  SessionPtr session(ssh_new());
+  if (!session) return Status::Internal("ssh_new failed");
+  ssh_session s = session.get();
+
+  if (ssh_options_set(s, SSH_OPTIONS_HOST, o.host.c_str()) != SSH_OK) {
+    return Status::InvalidArgument("bad ssh host '" + o.host + "': " + ErrorText(s));
+  }
+  // 22 is the default, so ~/.ssh/config may override it as it would for ssh(1); any other
+  // port was asked for and is set after the config so that it wins.
+  int port = o.port;
+  if (port == 22) ssh_options_set(s, SSH_OPTIONS_PORT, &port);
+  if (o.process_ssh_config) {
+    if (ssh_options_parse_config(s, nullptr) != SSH_OK) {
+      return Status::InvalidArgument("cannot read ssh config: " + ErrorText(s));
+    }
+  } else {
+    bool process = false;
+    ssh_options_set(s, SSH_OPTIONS_PROCESS_CONFIG, &process);
+  }
+  if (port != 22) ssh_options_set(s, SSH_OPTIONS_PORT, &port);
+  if (!o.user.empty()) ssh_options_set(s, SSH_OPTIONS_USER, o.user.c_str());
+  if (!o.known_hosts_file.empty()) {
+    ssh_options_set(s, SSH_OPTIONS_KNOWNHOSTS, o.known_hosts_file.c_str());
+    // An explicit file is the whole truth: /etc/ssh/ssh_known_hosts must not vouch for a key.
+    ssh_options_set(s, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null");
+  }
+  long timeout = o.connect_timeout_s;
+  ssh_options_set(s, SSH_OPTIONS_TIMEOUT, &timeout);
+
+  char* host = nullptr;
+  std::string host_name = o.host;
+  if (ssh_options_get(s, SSH_OPTIONS_HOST, &host) == SSH_OK) host_name = host;
+  ssh_string_free_char(host);
+  unsigned int resolved_port = static_cast<unsigned int>(port);
+  ssh_options_get_port(s, &resolved_port);
+  std::string host_port = host_name + ":" + std::to_string(resolved_port);
+  std::string known_hosts = o.known_hosts_file.empty() ? "~/.ssh/known_hosts" : o.known_hosts_file;
+
+  if (ssh_connect(s) != SSH_OK) return Status::Unavailable("cannot connect to " + host_port + ": " + ErrorText(s));
+  // The user name is only settled by ssh_connect (config, else the local user).
+  char* user = nullptr;
+  std::string user_name = o.user;
+  if (ssh_options_get(s, SSH_OPTIONS_USER, &user) == SSH_OK) user_name = user;
+  ssh_string_free_char(user);
+  *where = user_name + "@" + host_port;
+
+  SWEEP_RETURN_IF_ERROR(VerifyHostKey(s, host_port, known_hosts));
+  SWEEP_RETURN_IF_ERROR(Authenticate(s, o, *where));
+  return session;
+}
+
+std::string SftpCodeText(int code) {
+  switch (code) {
+    case SSH_FX_EOF: return "end of file";
+    case SSH_FX_NO_SUCH_FILE: return "no such file";
+    case SSH_FX_PERMISSION_DENIED: return "permission denied";
+    case SSH_FX_FAILURE: return "failure";
+    case SSH_FX_BAD_MESSAGE: return "bad message";
+    case SSH_FX_OP_UNSUPPORTED: return "operation unsupported";
+    case SSH_FX_NO_SUCH_PATH: return "no such path";
+    case SSH_FX_FILE_ALREADY_EXISTS: return "file already exists";
+    case SSH_FX_WRITE_PROTECT: return "write-protected";
+    case SSH_FX_NO_MEDIA: return "no media";
+    default: return "SFTP error " + std::to_string(code);
+  }
+}
+
+class SshTransport final : public Transport {
+ public:
+  SshTransport(SshOptions options, SessionPtr session, std::string where)
+      : options_(std::move(options)), where_(std::move(where)), session_(std::move(session)) {}
+
+  Result<CommandOutput> Run(const std::string& command) override {
+    SWEEP_RETURN_IF_ERROR(EnsureSession());
+    std::string exit_signal;
+    ssh_channel_callbacks_struct callbacks{};  // must outlive the channel: declared before it
+    callbacks.size = sizeof(callbacks);
+    callbacks.userdata = &exit_signal;
+    callbacks.channel_exit_signal_function = OnExitSignal;
+    ChannelPtr channel(ssh_channel_new(session_.get()));
+    if (!channel || ssh_channel_open_session(channel.get()) != SSH_OK) return Lost("cannot open a channel");
+    ssh_channel ch = channel.get();
+    ssh_set_channel_callbacks(ch, &callbacks);
+    std::string remote = "/bin/sh -c " + ShellQuote(command);
+    if (ssh_channel_request_exec(ch, remote.c_str()) != SSH_OK) return Lost("cannot start " + Abbreviate(command));
+    // No stdin: a command that reads it sees EOF at once instead of hanging.
+    ssh_channel_send_eof(ch);
+
+    CommandOutput result;
+    std::string buf(kReadChunk, '\0');
+    auto deadline = std::chrono::steady_clock::now() + kCommandTimeout;
+    // stdout and stderr share one flow-control window: reading only stdout while stderr
+    // fills would stall the server. So wait on stdout briefly, then drain stderr, in turn.
+    while (!ssh_channel_is_eof(ch)) {
+      int n = ssh_channel_read_timeout(ch, buf.data(), kReadChunk, 0, kPollMs);
+      if (n < 0) return Lost("lost the connection while running " + Abbreviate(command));
+      result.out.append(buf.data(), static_cast<size_t>(n));
+      while ((n = ssh_channel_read_timeout(ch, buf.data(), kReadChunk, 1, 0)) > 0) {
+        result.err.append(buf.data(), static_cast<size_t>(n));
+      }
+      if (n < 0 || SessionLost()) return Lost("lost the connection while running " + Abbreviate(command));
+      if (std::chrono::steady_clock::now() > deadline) {
+        return Lost(Abbreviate(command) + " did not finish within 10 minutes");
+      }
+    }
+    result.exit_code = ssh_channel_get_exit_status(ch);
+    if (result.exit_code < 0 && SessionLost()) return Lost("lost the connection while running " + Abbreviate(command));
+    // Killed by signal N: 128+N, as a shell (and LocalTransport) reports it. -1 if the
+    // server said nothing at all.
+    if (int sig = SignalNumber(exit_signal); result.exit_code < 0 && sig > 0) result.exit_code = 128 + sig;
+    ssh_channel_close(ch);
+    return result;
+  }
+
+  Status WriteFile(const std::string& path, std::string_view content, int mode) override {
+    auto sftp_or = Sftp();
+    if (!sftp_or.ok()) return sftp_or.status();
+    sftp_session sftp = *sftp_or;
+    std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    auto abandon = [&](Status st) {
+      if (!dead_) sftp_unlink(sftp, tmp.c_str());
+      // A missing parent directory is the caller's setup problem, not a missing file to poll.
+      return st.IsNotFound() ? Status::IOError(st.message()) : st;
+    };
+
+    // 0600 until written: nobody runs or reads a half-written script.
+    SftpFilePtr file(sftp_open(sftp, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600));
+    if (!file) return abandon(SftpFailure("cannot create", tmp));
+    for (size_t done = 0; done < content.size();) {
+      size_t want = std::min(kSftpChunk, content.size() - done);
+      ssize_t n = sftp_write(file.get(), content.data() + done, want);
+      if (n <= 0) return abandon(SftpFailure("cannot write", tmp));
+      done += static_cast<size_t>(n);
+    }
+    if (sftp_close(file.release()) != SSH_OK) return abandon(SftpFailure("cannot write", tmp));
+    // chmod after open: the server's umask applies to the open() mode.
+    if (sftp_chmod(sftp, tmp.c_str(), static_cast<mode_t>(mode)) != 0) return abandon(SftpFailure("cannot chmod", tmp));
+    if (sftp_rename(sftp, tmp.c_str(), path.c_str()) != 0) {
+      // OpenSSH's SFTP rename refuses an existing target, and libssh 0.10 has no call for
+      // posix-rename@openssh.com. Unlink and retry: a reader may find the file missing for
+      // that instant, never half-written.
+      if (SessionLost()) return Lost("cannot rename " + tmp);
+      if (sftp_unlink(sftp, path.c_str()) != 0 && sftp_get_error(sftp) != SSH_FX_NO_SUCH_FILE) {
+        return abandon(SftpFailure("cannot replace", path));
+      }
+      if (sftp_rename(sftp, tmp.c_str(), path.c_str()) != 0) return abandon(SftpFailure("cannot rename to", path));
+    }
+    return Status::OK();
+  }
+
+  Result<std::string> ReadFrom(const std::string& path, uint64_t offset, size_t max_bytes) override {
+    auto sftp_or = Sftp();
+    if (!sftp_or.ok()) return sftp_or.status();
+    SftpFilePtr file(sftp_open(*sftp_or, path.c_str(), O_RDONLY, 0));
+    if (!file) return SftpFailure("cannot open", path);
+    if (sftp_seek64(file.get(), offset) != 0) return SftpFailure("cannot seek in", path);
+    std::string data;
+    // Grown chunk by chunk: max_bytes may be far larger than the file. A short read is not
+    // the end (servers cap replies); only 0 is.
+    while (data.size() < max_bytes) {
+      size_t have = data.size();
+      size_t want = std::min(kSftpChunk, max_bytes - have);
+      data.resize(have + want);
+      ssize_t n = sftp_read(file.get(), data.data() + have, want);
+      if (n < 0) return SftpFailure("cannot read", path);
+      data.resize(have + static_cast<size_t>(n));
+      if (n == 0) break;
+    }
+    return data;
+  }
+
+  std::string Describe() const override { return "ssh " + where_; }
+
+ private:
+  // Reconnects once if an earlier call found the session dead. The dead session is freed
+  // here, not where it died, because channels and files of that call still pointed into it.
+  Status EnsureSession() {
+    if (session_ && !dead_) return Status::OK();
+    sftp_.reset();
+    session_.reset();
+    dead_ = false;
+    std::string where;
+    auto session = OpenSession(options_, &where);
+    if (!session.ok()) return session.status().WithContext("reconnecting to " + where_);
+    session_ = std::move(session).value();
+    where_ = where;
+    return Status::OK();
+  }
+
+  // Opened on first use: runs that only call commands never start an SFTP subsystem.
+  Result<sftp_session> Sftp() {
+    SWEEP_RETURN_IF_ERROR(EnsureSession());
+    if (sftp_) return sftp_.get();
+    SftpPtr sftp(sftp_new(session_.get()));
+    if (!sftp) return Lost("cannot open an SFTP channel");
+    if (sftp_init(sftp.get()) != SSH_OK) {
+      if (SessionLost()) return Lost("cannot start SFTP");
+      return Status::FailedPrecondition(where_ + ": cannot start SFTP (is the sftp subsystem enabled?): " +
+                                        ErrorText(session_.get()));
+    }
+    sftp_ = std::move(sftp);
+    return sftp_.get();
+  }
+
+  bool SessionLost() const {
+    return !ssh_is_connected(session_.get()) || (ssh_get_status(session_.get()) & (SSH_CLOSED | SSH_CLOSED_ERROR));
+  }
+
+  Status Lost(const std::string& what) {
+    dead_ = true;
+    return Status::Unavailable(where_ + ": " + what + ": " + ErrorText(session_.get()) +
+                               " (will reconnect on the next call)");
+  }
+
+  // Classifies a failed SFTP call: a dead link is kUnavailable, a missing file kNotFound.
+  Status SftpFailure(const std::string& what, const std::string& path) {
+    if (SessionLost()) return Lost(what + " " + path);
+    int code = sftp_get_error(sftp_.get());
+    std::string msg = where_ + ": " + what + " " + path + ": " + SftpCodeText(code);
+    if (code == SSH_FX_NO_SUCH_FILE || code == SSH_FX_NO_SUCH_PATH) return Status::NotFound(msg);
+    return Status::IOError(msg);
+  }
+
+  SshOptions options_;
+  std::string where_;
+  SessionPtr session_;
+  SftpPtr sftp_;  // after session_: destroyed first, as libssh requires
+  bool dead_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Transport>> ConnectSsh(const SshOptions& options) {
+  std::string where = options.user + "@" + options.host + ":" + std::to_string(options.port);
+  auto session = OpenSession(options, &where);
+  if (!session.ok()) return session.status();
+  return std::unique_ptr<Transport>(
+      std::make_unique<SshTransport>(options, std::move(session).value(), std::move(where)));
+}
+
+}  // namespace sweep::slurm

@@ -1,0 +1,260 @@
+// Tests for both Transports: one contract checked against LocalTransport (unit) and against
+// SshTransport on the test cluster's sshd ([cluster]), plus SSH's own refusals and reconnect.
+#include "slurm/transport.h"
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "tests/test_util.h"
+
+namespace sweep::slurm {
+namespace {
+
+using sweep::testing::TempDir;
+
+// Checked through the transport itself, so the same check holds on the far side of SSH.
+std::string ModeOf(Transport& t, const std::string& path) {
+  auto r = t.Run("stat -c %a '" + path + "'");
+  REQUIRE(r.ok());
+  return r->out;
+}
+
+bool Exists(Transport& t, const std::string& path) {
+  auto r = t.Run("test -e '" + path + "'");
+  REQUIRE(r.ok());
+  return r->exit_code == 0;
+}
+
+// The Transport contract. Each SECTION reruns the calling TEST_CASE from the top.
+void CheckContract(Transport& t) {
+  TempDir dir;
+
+  SECTION("Run returns stdout, stderr and the exit code") {
+    auto r = t.Run("echo out; echo err >&2; exit 3");
+    REQUIRE(r.ok());
+    CHECK(r->out == "out\n");
+    CHECK(r->err == "err\n");
+    CHECK(r->exit_code == 3);
+  }
+
+  SECTION("Run does not deadlock when stderr and stdout each exceed 1 MiB") {
+    auto r = t.Run(
+        "head -c 1500000 /dev/zero | tr '\\0' e >&2; head -c 1500000 /dev/zero | tr '\\0' o;"
+        "head -c 1500000 /dev/zero | tr '\\0' E >&2");
+    REQUIRE(r.ok());
+    CHECK(r->exit_code == 0);
+    CHECK(r->out == std::string(1500000, 'o'));
+    CHECK(r->err == std::string(1500000, 'e') + std::string(1500000, 'E'));
+  }
+
+  SECTION("Run reports a command killed by signal N as 128+N, like a shell") {
+    auto r = t.Run("kill -9 $$");
+    REQUIRE(r.ok());
+    CHECK(r->exit_code == 128 + 9);
+  }
+
+  SECTION("Run gives the command an empty stdin") {
+    auto r = t.Run("cat; echo done");
+    REQUIRE(r.ok());
+    CHECK(r->out == "done\n");
+  }
+
+  SECTION("Run passes quotes through to /bin/sh untouched") {
+    auto r = t.Run("printf '%s|' \"it's\" 'a \"b\"' '$HOME'");
+    REQUIRE(r.ok());
+    CHECK(r->out == "it's|a \"b\"|$HOME|");
+  }
+
+  SECTION("WriteFile then ReadFrom from offsets") {
+    std::string path = dir.file("data.txt");
+    REQUIRE(t.WriteFile(path, "0123456789", 0640).ok());
+    CHECK(ModeOf(t, path) == "640\n");
+    CHECK(*t.ReadFrom(path, 0, 100) == "0123456789");
+    CHECK(*t.ReadFrom(path, 3, 4) == "3456");
+    CHECK(*t.ReadFrom(path, 7, 100) == "789");
+    CHECK(*t.ReadFrom(path, 10, 5) == "");
+    CHECK(*t.ReadFrom(path, 1000, 5) == "");
+    CHECK(*t.ReadFrom(path, 0, 0) == "");
+
+    // Replacing an existing file, with a new mode, leaves no temporary file behind.
+    REQUIRE(t.WriteFile(path, "new", 0755).ok());
+    CHECK(*t.ReadFrom(path, 0, 100) == "new");
+    CHECK(ModeOf(t, path) == "755\n");
+    CHECK(t.Run("ls -A '" + dir.path().string() + "'")->out == "data.txt\n");
+  }
+
+  SECTION("a large binary file round-trips") {
+    std::string content;
+    for (int i = 0; i < 300000; ++i) content += static_cast<char>(i * 7 % 256);
+    std::string path = dir.file("big.bin");
+    REQUIRE(t.WriteFile(path, content, 0644).ok());
+    CHECK(*t.ReadFrom(path, 0, content.size() + 10) == content);
+    CHECK(*t.ReadFrom(path, 100000, 150000) == content.substr(100000, 150000));
+  }
+
+  SECTION("ReadFrom a missing file is NotFound") {
+    auto r = t.ReadFrom(dir.file("no-such-log.out"), 0, 100);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().IsNotFound());
+  }
+
+  SECTION("WriteFile into a missing directory fails, but not as NotFound") {
+    Status st = t.WriteFile(dir.file("no-such-dir/x.sh"), "x", 0644);
+    CHECK_FALSE(st.ok());
+    CHECK_FALSE(st.IsNotFound());
+  }
+
+  SECTION("file content and names are data, never run by a shell") {
+    std::string marker = dir.file("pwned");
+    std::string content = "echo $(touch " + marker + ") `touch " + marker + "`; '\"\n";
+    std::string name = "a $(touch pwned) `touch pwned` b.sh";
+    std::string path = dir.file(name);
+    REQUIRE(t.WriteFile(path, content, 0755).ok());
+    CHECK(*t.ReadFrom(path, 0, 1000) == content);
+    CHECK_FALSE(Exists(t, marker));
+    // Expanded by a shell, the name would have lost its $(...) part.
+    CHECK(t.Run("ls -A '" + dir.path().string() + "'")->out == name + "\n");
+  }
+}
+
+TEST_CASE("LocalTransport keeps the Transport contract") {
+  auto t = NewLocalTransport();
+  CHECK(t->Describe() == "local");
+  CheckContract(*t);
+}
+
+
+// ---- SSH, against the test cluster ----
+
+std::map<std::string, std::string> LabEnv() {
+  auto env = sweep::testing::ClusterEnv();
+  if (env.count("SLURMSWEEP_SSH_HOST") == 0) FAIL("test cluster not running: run tests/cluster/start.sh first");
+  return env;
+}
+
+SshOptions LabOptions() {
+  auto env = LabEnv();
+  SshOptions o;
+  o.host = env["SLURMSWEEP_SSH_HOST"];
+  o.port = std::stoi(env["SLURMSWEEP_SSH_PORT"]);
+  o.user = env["SLURMSWEEP_SSH_USER"];
+  o.identity_file = env["SLURMSWEEP_SSH_KEY"];
+  o.known_hosts_file = env["SLURMSWEEP_SSH_KNOWN_HOSTS"];
+  o.process_ssh_config = false;
+  o.connect_timeout_s = 5;
+  return o;
+}
+
+std::unique_ptr<Transport> ConnectLab() {
+  auto r = ConnectSsh(LabOptions());
+  INFO(r.status().ToString());
+  REQUIRE(r.ok());
+  return std::move(r).value();
+}
+
+TEST_CASE("SshTransport keeps the Transport contract", "[cluster]") {
+  auto t = ConnectLab();
+  SshOptions o = LabOptions();
+  CHECK(t->Describe() == "ssh " + o.user + "@" + o.host + ":" + std::to_string(o.port));
+  CheckContract(*t);
+}
+
+TEST_CASE("SshTransport reaches the cluster's Slurm", "[cluster]") {
+  auto r = ConnectLab()->Run("sinfo -h");
+  REQUIRE(r.ok());
+  INFO(r->err);
+  CHECK(r->exit_code == 0);
+  CHECK_FALSE(r->out.empty());
+}
+
+TEST_CASE("SshTransport refuses host keys it cannot verify", "[cluster]") {
+  SshOptions o = LabOptions();
+  TempDir dir;
+
+  SECTION("a changed key") {
+    o.known_hosts_file = LabEnv()["SLURMSWEEP_SSH_WRONG_KNOWN_HOSTS"];
+    auto r = ConnectSsh(o);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == Status::Code::kFailedPrecondition);
+    CHECK_THAT(r.status().message(), Catch::Contains("CHANGED") && Catch::Contains("SHA256:"));
+  }
+  SECTION("an empty known_hosts") {
+    o.known_hosts_file = dir.file("known_hosts");
+    sweep::testing::WriteAll(o.known_hosts_file, "");
+    auto r = ConnectSsh(o);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == Status::Code::kFailedPrecondition);
+    CHECK_THAT(r.status().message(), Catch::Contains("is not in") && Catch::Contains("SHA256:"));
+  }
+  SECTION("a missing known_hosts") {
+    o.known_hosts_file = dir.file("does-not-exist");
+    auto r = ConnectSsh(o);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == Status::Code::kFailedPrecondition);
+  }
+}
+
+TEST_CASE("SshTransport refuses to go on without authentication", "[cluster]") {
+  SshOptions o = LabOptions();
+  TempDir dir;
+
+  SECTION("a key the server does not know") {
+    o.identity_file = dir.file("id_ed25519");
+    REQUIRE(std::system(("ssh-keygen -q -t ed25519 -N '' -f " + o.identity_file).c_str()) == 0);
+    auto r = ConnectSsh(o);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == Status::Code::kFailedPrecondition);
+    CHECK_THAT(r.status().message(), Catch::Contains("refused"));
+  }
+  SECTION("a missing identity file") {
+    o.identity_file = dir.file("nope");
+    auto r = ConnectSsh(o);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == Status::Code::kFailedPrecondition);
+  }
+}
+
+TEST_CASE("SshTransport reports an unreachable server as Unavailable", "[cluster]") {
+  SshOptions o = LabOptions();
+  o.port = 9;  // discard: nothing listens there on the test machine
+  auto r = ConnectSsh(o);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().IsUnavailable());
+}
+
+TEST_CASE("SshTransport reconnects once the session is dropped", "[cluster]") {
+  auto t = ConnectLab();
+  TempDir dir;
+  std::string path = dir.file("still-here.txt");
+  REQUIRE(t->WriteFile(path, "hello", 0644).ok());  // opens the SFTP session too
+
+  // Kill, by pid, the sshd process serving this very connection: our nearest sshd ancestor.
+  auto killed = t->Run(
+      "p=$$; while [ \"$p\" -gt 1 ]; do"
+      "  if [ \"$(cat /proc/$p/comm)\" = sshd ]; then kill -9 \"$p\"; sleep 5; exit 0; fi;"
+      "  p=$(awk '/^PPid:/ {print $2}' /proc/$p/status);"
+      "done; exit 1");
+  bool saw_unavailable = !killed.ok() && killed.status().IsUnavailable();
+  INFO(killed.status().ToString());
+  CHECK((saw_unavailable || killed->exit_code != 1));
+
+  // The dropped call (or the first after it) says Unavailable; a later one reconnects.
+  Result<CommandOutput> r = Status::Unavailable("not tried");
+  for (int attempt = 0; attempt < 3 && !r.ok(); ++attempt) {
+    r = t->Run("echo back");
+    if (!r.ok()) {
+      CHECK(r.status().IsUnavailable());
+      saw_unavailable = true;
+    }
+  }
+  CHECK(saw_unavailable);
+  REQUIRE(r.ok());
+  CHECK(r->out == "back\n");
+  CHECK(*t->ReadFrom(path, 0, 100) == "hello");
+}
+
+}  // namespace
+}  // namespace sweep::slurm

@@ -1,0 +1,789 @@
+// SqliteStore: the Store on SQLite, and the only file that includes sqlite3.h. All SQL is a
+// named constant below, prepared once per connection (flux-core's content-sqlite does the same);
+// schema changes are numbered migrations tracked in PRAGMA user_version.
+#include "store/store.h"
+
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <iterator>
+#include <limits>
+#include <string_view>
+#include <utility>
+
+namespace sweep::store {
+namespace {
+
+// ---- Schema ----------------------------------------------------------------------------------
+
+// kMigrations[i] takes a database from user_version i to i + 1. Never edit a migration that has
+// shipped: databases in the field already ran its old text. Append a new one instead.
+constexpr const char* kMigrations[] = {
+    // 1: the initial schema (see the essay in store.h).
+    R"sql(
+CREATE TABLE studies (
+  id         INTEGER PRIMARY KEY,
+  name       TEXT NOT NULL UNIQUE,
+  spec_path  TEXT NOT NULL,
+  spec_hash  TEXT NOT NULL,
+  created_at REAL NOT NULL
+);
+CREATE TABLE trials (
+  id           INTEGER PRIMARY KEY,
+  study_id     INTEGER NOT NULL REFERENCES studies(id),
+  trial_key    TEXT NOT NULL,
+  params_json  TEXT NOT NULL,
+  state        TEXT NOT NULL,
+  reason       TEXT NOT NULL DEFAULT '',
+  job_id       TEXT NOT NULL DEFAULT '',
+  slurm_state  TEXT NOT NULL DEFAULT '',
+  exit_code    TEXT NOT NULL DEFAULT '',
+  attempt      INTEGER NOT NULL DEFAULT 0,
+  submitted_at REAL,
+  started_at   REAL,
+  ended_at     REAL,
+  log_path     TEXT NOT NULL DEFAULT '',
+  log_offset   INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (study_id, trial_key)
+);
+-- time_s and value are nullable because SQLite stores NaN as NULL, and a diverged run logs
+-- "lm_loss nan": NOT NULL would make that row fail ingestion forever. NULL reads back as NaN.
+CREATE TABLE metrics (
+  trial_id INTEGER NOT NULL REFERENCES trials(id),
+  step     INTEGER NOT NULL,
+  time_s   REAL,
+  name     TEXT NOT NULL,
+  value    REAL,
+  PRIMARY KEY (trial_id, name, step)
+) WITHOUT ROWID;
+CREATE TABLE events (
+  id       INTEGER PRIMARY KEY,
+  study_id INTEGER NOT NULL REFERENCES studies(id),
+  trial_id INTEGER REFERENCES trials(id),
+  at       REAL NOT NULL,
+  kind     TEXT NOT NULL,
+  message  TEXT NOT NULL
+);
+CREATE INDEX events_by_study ON events (study_id, id);
+)sql",
+};
+
+// ---- Connection setup --------------------------------------------------------------------------
+
+// busy_timeout comes first so that the statements after it wait for a lock instead of failing.
+constexpr const char* kSqlConnectionPragmas =
+    "PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;";
+constexpr const char* kSqlEnableWal = "PRAGMA journal_mode = WAL";
+constexpr const char* kSqlReadUserVersion = "PRAGMA user_version";
+constexpr const char* kSqlSetUserVersionPrefix = "PRAGMA user_version = ";  // + the number
+constexpr const char* kSqlCountSchemaObjects = "SELECT count(*) FROM sqlite_master";
+
+// ---- Statements, prepared once per connection ------------------------------------------------
+
+// IMMEDIATE takes the write lock up front: a deferred transaction that upgrades from read to
+// write can get SQLITE_BUSY without the busy handler ever being consulted.
+constexpr const char* kSqlBegin = "BEGIN IMMEDIATE";
+constexpr const char* kSqlCommit = "COMMIT";
+constexpr const char* kSqlRollback = "ROLLBACK";
+
+constexpr const char* kSqlUpsertStudy =
+    "INSERT INTO studies (name, spec_path, spec_hash, created_at) VALUES (?1, ?2, ?3, ?4) "
+    "ON CONFLICT (name) DO UPDATE SET spec_path = excluded.spec_path, spec_hash = excluded.spec_hash";
+constexpr const char* kSqlGetStudy =
+    "SELECT id, name, spec_path, spec_hash, created_at FROM studies WHERE name = ?1";
+constexpr const char* kSqlStudyExists = "SELECT 1 FROM studies WHERE id = ?1";
+
+// DO NOTHING on the key only (not INSERT OR IGNORE, which would also swallow NOT NULL and
+// CHECK failures): an existing trial keeps its state, so a rerun never resets it.
+constexpr const char* kSqlInsertTrial =
+    "INSERT INTO trials (study_id, trial_key, params_json, state, reason, job_id, slurm_state, "
+    "exit_code, attempt, submitted_at, started_at, ended_at, log_path, log_offset) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
+    "ON CONFLICT (study_id, trial_key) DO NOTHING";
+constexpr const char* kSqlTrialIdByKey = "SELECT id FROM trials WHERE study_id = ?1 AND trial_key = ?2";
+// Column order is what ReadTrial expects.
+constexpr const char* kSqlListTrials =
+    "SELECT id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code, "
+    "attempt, submitted_at, started_at, ended_at, log_path, log_offset "
+    "FROM trials WHERE study_id = ?1 ORDER BY id";
+constexpr const char* kSqlGetTrial =
+    "SELECT id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code, "
+    "attempt, submitted_at, started_at, ended_at, log_path, log_offset "
+    "FROM trials WHERE id = ?1";
+// log_offset is absent on purpose: only AppendMetrics moves it, together with the rows.
+constexpr const char* kSqlUpdateTrial =
+    "UPDATE trials SET state = ?2, reason = ?3, job_id = ?4, slurm_state = ?5, exit_code = ?6, "
+    "attempt = ?7, submitted_at = ?8, started_at = ?9, ended_at = ?10, log_path = ?11 WHERE id = ?1";
+constexpr const char* kSqlSetLogOffset = "UPDATE trials SET log_offset = ?2 WHERE id = ?1";
+
+// A replayed row hits the primary key and is dropped; that is what makes ingestion exactly-once.
+constexpr const char* kSqlInsertMetric =
+    "INSERT INTO metrics (trial_id, step, time_s, name, value) VALUES (?1, ?2, ?3, ?4, ?5) "
+    "ON CONFLICT (trial_id, name, step) DO NOTHING";
+// (name, step) is the primary key's order, so this needs no sort.
+constexpr const char* kSqlMetrics =
+    "SELECT step, time_s, name, value FROM metrics WHERE trial_id = ?1 ORDER BY name, step";
+constexpr const char* kSqlLastMetric =
+    "SELECT step, time_s, name, value FROM metrics WHERE trial_id = ?1 AND name = ?2 "
+    "ORDER BY step DESC LIMIT 1";
+constexpr const char* kSqlCountMetrics = "SELECT count(*) FROM metrics WHERE trial_id = ?1";
+
+constexpr const char* kSqlAddEvent =
+    "INSERT INTO events (study_id, trial_id, at, kind, message) VALUES (?1, ?2, ?3, ?4, ?5)";
+constexpr const char* kSqlEvents =
+    "SELECT id, trial_id, at, kind, message FROM events WHERE study_id = ?1 ORDER BY id";
+
+// ---- SQLite plumbing ---------------------------------------------------------------------------
+
+struct DbCloser {
+  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+};
+using DbPtr = std::unique_ptr<sqlite3, DbCloser>;
+
+struct StmtFinalizer {
+  void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
+};
+using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
+
+// Maps a failed SQLite call to a Status naming the file and the operation. BUSY means another
+// process held the lock past busy_timeout: kUnavailable tells callers to retry, not to give up.
+Status SqliteError(sqlite3* db, const std::string& path, std::string_view what, int rc) {
+  std::string msg = path + ": " + std::string(what) + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return Status::Unavailable(msg + " (another process holds the database lock)");
+    case SQLITE_CONSTRAINT:
+      if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
+        return Status::NotFound(msg + " (it refers to a study or trial that does not exist)");
+      }
+      return Status::IOError(msg);
+    default:
+      return Status::IOError(msg);
+  }
+}
+
+// Runs SQL that returns no rows we need: pragmas, migrations, transaction control during Open.
+Status ExecScript(sqlite3* db, const std::string& path, const char* sql, std::string_view what) {
+  int rc = sqlite3_exec(db, sql, nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) return SqliteError(db, path, what, rc);
+  return Status::OK();
+}
+
+// The first column of the first row of a one-off query (used before statements are prepared).
+Result<StmtPtr> QueryFirstRow(sqlite3* db, const std::string& path, const char* sql, std::string_view what) {
+  sqlite3_stmt* raw = nullptr;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
+  StmtPtr stmt(raw);
+  if (rc != SQLITE_OK) return SqliteError(db, path, what, rc);
+  rc = sqlite3_step(stmt.get());
+  if (rc != SQLITE_ROW) {
+    if (rc == SQLITE_DONE) return Status::Internal(path + ": " + std::string(what) + ": no result row");
+    return SqliteError(db, path, what, rc);
+  }
+  return stmt;
+}
+
+Result<int64_t> QueryInt(sqlite3* db, const std::string& path, const char* sql, std::string_view what) {
+  auto stmt = QueryFirstRow(db, path, sql, what);
+  if (!stmt.ok()) return stmt.status();
+  return static_cast<int64_t>(sqlite3_column_int64(stmt->get(), 0));
+}
+
+Result<std::string> QueryText(sqlite3* db, const std::string& path, const char* sql, std::string_view what) {
+  auto stmt = QueryFirstRow(db, path, sql, what);
+  if (!stmt.ok()) return stmt.status();
+  const unsigned char* text = sqlite3_column_text(stmt->get(), 0);
+  return std::string(text ? reinterpret_cast<const char*>(text) : "");
+}
+
+// Rolls back if a transaction is still open. SQLite rolls back by itself after some errors
+// (SQLITE_FULL, SQLITE_IOERR, ...), and a ROLLBACK then would only add a second error.
+void RollbackIfOpen(sqlite3* db) {
+  if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, kSqlRollback, nullptr, nullptr, nullptr);
+}
+
+Status TooNew(const std::string& path, int64_t version) {
+  return Status::FailedPrecondition(path + ": database schema version " + std::to_string(version) +
+                                    " is newer than this slurmsweep supports (" +
+                                    std::to_string(SchemaVersion()) + "); use a newer slurmsweep");
+}
+
+Status NotOurs(const std::string& path) {
+  return Status::FailedPrecondition(path + ": not a slurmsweep database (schema version 0)");
+}
+
+// Applies the migrations the database lacks, in one transaction with the version bump, so a crash
+// leaves either the old schema or the new one.
+Status Migrate(sqlite3* db, const std::string& path) {
+  SWEEP_RETURN_IF_ERROR(ExecScript(db, path, kSqlBegin, "begin migration"));
+  auto apply = [&]() -> Status {
+    // Read again under the write lock: another process may have migrated since we looked.
+    auto version = QueryInt(db, path, kSqlReadUserVersion, "read schema version");
+    if (!version.ok()) return version.status();
+    if (*version > SchemaVersion()) return TooNew(path, *version);
+    for (int64_t v = *version; v < SchemaVersion(); ++v) {
+      SWEEP_RETURN_IF_ERROR(
+          ExecScript(db, path, kMigrations[v], "migrate to schema version " + std::to_string(v + 1)));
+    }
+    // PRAGMA arguments cannot be bound; the number is ours, not user input.
+    std::string bump = kSqlSetUserVersionPrefix + std::to_string(SchemaVersion());
+    SWEEP_RETURN_IF_ERROR(ExecScript(db, path, bump.c_str(), "set schema version"));
+    return ExecScript(db, path, kSqlCommit, "commit migration");
+  };
+  Status s = apply();
+  if (!s.ok()) RollbackIfOpen(db);
+  return s;
+}
+
+// One use of a prepared statement. Binds, steps and reads columns; on destruction resets the
+// statement and clears its bindings, so it holds no read snapshot (which would stall WAL
+// checkpoints) and no stale parameter can leak into the next use.
+class Query {
+ public:
+  Query(sqlite3* db, const std::string& path, sqlite3_stmt* stmt, std::string what)
+      : db_(db), path_(path), stmt_(stmt), what_(std::move(what)) {}
+  ~Query() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
+  Query(const Query&) = delete;
+  Query& operator=(const Query&) = delete;
+
+  void BindInt(int index, int64_t value) { Check(sqlite3_bind_int64(stmt_, index, value)); }
+  void BindReal(int index, double value) { Check(sqlite3_bind_double(stmt_, index, value)); }
+  void BindOptReal(int index, const std::optional<double>& value) {
+    Check(value ? sqlite3_bind_double(stmt_, index, *value) : sqlite3_bind_null(stmt_, index));
+  }
+  void BindOptInt(int index, const std::optional<int64_t>& value) {
+    Check(value ? sqlite3_bind_int64(stmt_, index, *value) : sqlite3_bind_null(stmt_, index));
+  }
+  void BindText(int index, std::string_view value) {
+    // A null data pointer would bind SQL NULL, not the empty string.
+    Check(sqlite3_bind_text64(stmt_, index, value.data() ? value.data() : "", value.size(), SQLITE_TRANSIENT,
+                              SQLITE_UTF8));
+  }
+
+  // True when a row is ready to read, false when the statement is done.
+  Result<bool> Step() {
+    if (bind_rc_ != SQLITE_OK) return SqliteError(db_, path_, what_, bind_rc_);
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    return SqliteError(db_, path_, what_, rc);
+  }
+  // For statements whose rows (if any) do not matter.
+  Status Run() {
+    for (;;) {
+      auto row = Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return Status::OK();
+    }
+  }
+
+  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  // NULL is how SQLite stores NaN.
+  double Real(int col) const {
+    if (IsNull(col)) return std::numeric_limits<double>::quiet_NaN();
+    return sqlite3_column_double(stmt_, col);
+  }
+  std::optional<double> OptReal(int col) const {
+    if (IsNull(col)) return std::nullopt;
+    return sqlite3_column_double(stmt_, col);
+  }
+  std::optional<int64_t> OptInt(int col) const {
+    if (IsNull(col)) return std::nullopt;
+    return sqlite3_column_int64(stmt_, col);
+  }
+  std::string Text(int col) const {
+    const unsigned char* text = sqlite3_column_text(stmt_, col);
+    if (!text) return std::string();
+    return std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+  }
+
+ private:
+  bool IsNull(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+  // Bind failures are reported by the following Step, which keeps call sites linear.
+  void Check(int rc) {
+    if (rc != SQLITE_OK && bind_rc_ == SQLITE_OK) bind_rc_ = rc;
+  }
+
+  sqlite3* db_;
+  const std::string& path_;
+  sqlite3_stmt* stmt_;
+  std::string what_;
+  int bind_rc_ = SQLITE_OK;
+};
+
+// Columns in kSqlListTrials / kSqlGetTrial order.
+TrialRecord ReadTrial(const Query& q) {
+  TrialRecord t;
+  t.id = q.Int(0);
+  t.study_id = q.Int(1);
+  t.trial_key = q.Text(2);
+  t.params_json = q.Text(3);
+  t.state = q.Text(4);
+  t.reason = q.Text(5);
+  t.job_id = q.Text(6);
+  t.slurm_state = q.Text(7);
+  t.exit_code = q.Text(8);
+  t.attempt = static_cast<int>(q.Int(9));
+  t.submitted_at = q.OptReal(10);
+  t.started_at = q.OptReal(11);
+  t.ended_at = q.OptReal(12);
+  t.log_path = q.Text(13);
+  t.log_offset = q.Int(14);
+  return t;
+}
+
+// Columns in kSqlMetrics / kSqlLastMetric order.
+MetricRow ReadMetric(const Query& q) {
+  MetricRow m;
+  m.step = q.Int(0);
+  m.time_s = q.Real(1);
+  m.name = q.Text(2);
+  m.value = q.Real(3);
+  return m;
+}
+
+// ---- The store -----------------------------------------------------------------------------
+
+class SqliteStore final : public Store {
+ public:
+  static Result<std::unique_ptr<Store>> Create(const std::string& path, bool read_only);
+
+  Result<int64_t> UpsertStudy(const std::string& name, const std::string& spec_path, const std::string& spec_hash,
+                              double now) override;
+  Result<StudyRecord> GetStudy(const std::string& name) override;
+  Status InsertTrialsIfAbsent(int64_t study_id, std::vector<TrialRecord>& trials) override;
+  Result<std::vector<TrialRecord>> ListTrials(int64_t study_id) override;
+  Result<TrialRecord> GetTrial(int64_t trial_id) override;
+  Status UpdateTrial(const TrialRecord& trial) override;
+  Status AppendMetrics(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset) override;
+  Result<std::vector<MetricRow>> Metrics(int64_t trial_id) override;
+  Result<std::optional<MetricRow>> LastMetric(int64_t trial_id, const std::string& name) override;
+  Result<int64_t> CountMetrics(int64_t trial_id) override;
+  Status AddEvent(int64_t study_id, std::optional<int64_t> trial_id, double at, const std::string& kind,
+                  const std::string& message) override;
+  Result<std::vector<EventRecord>> Events(int64_t study_id) override;
+  Status InTransaction(const std::function<Status()>& fn) override;
+
+ private:
+  // Held in one place, like flux-core's context struct; finalized by their unique_ptrs.
+  struct Statements {
+    StmtPtr begin, commit, rollback;
+    StmtPtr upsert_study, get_study, study_exists;
+    StmtPtr insert_trial, trial_id_by_key, list_trials, get_trial, update_trial, set_log_offset;
+    StmtPtr insert_metric, metrics, last_metric, count_metrics;
+    StmtPtr add_event, events;
+  };
+
+  SqliteStore(std::string path, DbPtr db, bool read_only)
+      : path_(std::move(path)), db_(std::move(db)), read_only_(read_only) {}
+  Status PrepareStatements();
+  Query Use(const StmtPtr& stmt, std::string what) { return Query(db_.get(), path_, stmt.get(), std::move(what)); }
+  Status CheckWritable(std::string_view what) const;
+  Status RequireStudy(int64_t study_id);
+  Status RunTransaction(const std::function<Status()>& fn);
+
+  std::string path_;
+  // Declared before stmts_ so that it is destroyed after them: a connection closes cleanly only
+  // once its statements are finalized.
+  DbPtr db_;
+  bool read_only_;
+  Statements stmts_;
+  // Depth of InTransaction calls; nested ones join the outermost transaction.
+  int txn_depth_ = 0;
+  // A failed nested call dooms the outer transaction even if the outer fn swallows the error:
+  // otherwise half of the nested work would be committed.
+  std::optional<Status> nested_failure_;
+};
+
+Result<std::unique_ptr<Store>> SqliteStore::Create(const std::string& path, bool read_only) {
+  if (read_only) {
+    // SQLite's "unable to open database file" does not say the study has no database yet.
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT) return Status::NotFound(path + ": no study database here");
+      return Status::IOError(path + ": " + std::strerror(errno));
+    }
+  } else {
+    // Create the file ourselves: SQLite would create it 0644 (less umask), and trial parameters
+    // and log paths are nobody else's business. SQLite gives -wal and -shm the same mode.
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return Status::IOError(path + ": cannot create the database file: " + std::strerror(errno));
+    ::close(fd);
+  }
+
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE, nullptr);
+  DbPtr db(raw);
+  if (rc != SQLITE_OK) return SqliteError(raw, path, "open", rc);
+  // Extended codes let SqliteError tell a foreign-key failure from other constraint failures.
+  sqlite3_extended_result_codes(raw, 1);
+  SWEEP_RETURN_IF_ERROR(ExecScript(raw, path, kSqlConnectionPragmas, "configure connection"));
+
+  auto version = QueryInt(raw, path, kSqlReadUserVersion, "read schema version");
+  if (!version.ok()) return version.status();
+  if (*version > SchemaVersion()) return TooNew(path, *version);
+  if (read_only) {
+    if (*version == 0) return NotOurs(path);
+    // Statements are prepared against the current schema, and a reader must not migrate.
+    if (*version < SchemaVersion()) {
+      return Status::FailedPrecondition(path + ": database schema version " + std::to_string(*version) +
+                                        " is older than this slurmsweep's (" + std::to_string(SchemaVersion()) +
+                                        "); it is upgraded the next time the study is opened for writing");
+    }
+  } else {
+    if (*version == 0) {
+      // Version 0 with tables is somebody else's database: do not add ours to it.
+      auto objects = QueryInt(raw, path, kSqlCountSchemaObjects, "inspect schema");
+      if (!objects.ok()) return objects.status();
+      if (*objects > 0) return NotOurs(path);
+    }
+    // WAL lets `status` and `report` read while the orchestrator writes. SQLite silently keeps
+    // the old mode where WAL cannot work, so check what we got.
+    auto mode = QueryText(raw, path, kSqlEnableWal, "enable WAL");
+    if (!mode.ok()) return mode.status();
+    if (*mode != "wal") {
+      return Status::IOError(path + ": cannot use write-ahead logging (journal mode stays '" + *mode + "')");
+    }
+    if (*version < SchemaVersion()) SWEEP_RETURN_IF_ERROR(Migrate(raw, path));
+  }
+
+  std::unique_ptr<SqliteStore> store(new SqliteStore(path, std::move(db), read_only));
+  SWEEP_RETURN_IF_ERROR(store->PrepareStatements());
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+Status SqliteStore::PrepareStatements() {
+  const std::pair<StmtPtr*, const char*> all[] = {
+      {&stmts_.begin, kSqlBegin},
+      {&stmts_.commit, kSqlCommit},
+      {&stmts_.rollback, kSqlRollback},
+      {&stmts_.upsert_study, kSqlUpsertStudy},
+      {&stmts_.get_study, kSqlGetStudy},
+      {&stmts_.study_exists, kSqlStudyExists},
+      {&stmts_.insert_trial, kSqlInsertTrial},
+      {&stmts_.trial_id_by_key, kSqlTrialIdByKey},
+      {&stmts_.list_trials, kSqlListTrials},
+      {&stmts_.get_trial, kSqlGetTrial},
+      {&stmts_.update_trial, kSqlUpdateTrial},
+      {&stmts_.set_log_offset, kSqlSetLogOffset},
+      {&stmts_.insert_metric, kSqlInsertMetric},
+      {&stmts_.metrics, kSqlMetrics},
+      {&stmts_.last_metric, kSqlLastMetric},
+      {&stmts_.count_metrics, kSqlCountMetrics},
+      {&stmts_.add_event, kSqlAddEvent},
+      {&stmts_.events, kSqlEvents},
+  };
+  for (const auto& [slot, sql] : all) {
+    sqlite3_stmt* raw = nullptr;
+    // PERSISTENT: these live as long as the connection, so SQLite may allocate them accordingly.
+    int rc = sqlite3_prepare_v3(db_.get(), sql, -1, SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
+    slot->reset(raw);
+    if (rc != SQLITE_OK) return SqliteError(db_.get(), path_, std::string("prepare \"") + sql + "\"", rc);
+  }
+  return Status::OK();
+}
+
+Status SqliteStore::CheckWritable(std::string_view what) const {
+  if (!read_only_) return Status::OK();
+  return Status::FailedPrecondition(path_ + ": " + std::string(what) + ": the database was opened read-only");
+}
+
+Status SqliteStore::RequireStudy(int64_t study_id) {
+  Query q = Use(stmts_.study_exists, "look up study");
+  q.BindInt(1, study_id);
+  auto row = q.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return Status::NotFound(path_ + ": study " + std::to_string(study_id));
+  return Status::OK();
+}
+
+Status SqliteStore::InTransaction(const std::function<Status()>& fn) {
+  SWEEP_RETURN_IF_ERROR(CheckWritable("transaction"));
+  if (txn_depth_ > 0) {
+    ++txn_depth_;
+    // Restores the depth even if fn throws.
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{txn_depth_};
+    Status s = fn();
+    if (!s.ok() && !nested_failure_) nested_failure_ = s;
+    return s;
+  }
+  return RunTransaction(fn);
+}
+
+Status SqliteStore::RunTransaction(const std::function<Status()>& fn) {
+  {
+    Query begin = Use(stmts_.begin, "begin transaction");
+    SWEEP_RETURN_IF_ERROR(begin.Run());
+  }
+  // Ends the transaction even if fn throws; the normal paths below end it first themselves.
+  struct Outermost {
+    SqliteStore& store;
+    ~Outermost() {
+      store.txn_depth_ = 0;
+      store.nested_failure_.reset();
+      RollbackIfOpen(store.db_.get());
+    }
+  } guard{*this};
+  txn_depth_ = 1;
+  nested_failure_.reset();
+
+  Status s = fn();
+  if (s.ok() && nested_failure_) {
+    s = nested_failure_->WithContext("transaction rolled back because a nested step failed");
+  }
+  if (s.ok()) {
+    Query commit = Use(stmts_.commit, "commit transaction");
+    s = commit.Run();
+    if (s.ok()) return s;
+  }
+  // SQLite may already have rolled back by itself (SQLITE_FULL, SQLITE_IOERR, ...).
+  if (!sqlite3_get_autocommit(db_.get())) {
+    Query rollback = Use(stmts_.rollback, "roll back transaction");
+    Status r = rollback.Run();
+    // The guard's last-ditch ROLLBACK follows; the caller still learns of the original error.
+    if (!r.ok()) s = s.WithContext("rollback failed too (" + r.message() + ")");
+  }
+  return s;
+}
+
+Result<int64_t> SqliteStore::UpsertStudy(const std::string& name, const std::string& spec_path,
+                                         const std::string& spec_hash, double now) {
+  SWEEP_RETURN_IF_ERROR(CheckWritable("save study"));
+  int64_t id = 0;
+  Status s = InTransaction([&]() -> Status {
+    {
+      Query q = Use(stmts_.upsert_study, "save study '" + name + "'");
+      q.BindText(1, name);
+      q.BindText(2, spec_path);
+      q.BindText(3, spec_hash);
+      q.BindReal(4, now);
+      SWEEP_RETURN_IF_ERROR(q.Run());
+    }
+    // Not RETURNING: that needs SQLite 3.35, and we would read the row inside this transaction anyway.
+    Query q = Use(stmts_.get_study, "look up study '" + name + "'");
+    q.BindText(1, name);
+    auto row = q.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return Status::Internal(path_ + ": study '" + name + "' vanished after saving it");
+    id = q.Int(0);
+    return Status::OK();
+  });
+  if (!s.ok()) return s;
+  return id;
+}
+
+Result<StudyRecord> SqliteStore::GetStudy(const std::string& name) {
+  Query q = Use(stmts_.get_study, "look up study '" + name + "'");
+  q.BindText(1, name);
+  auto row = q.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return Status::NotFound(path_ + ": study '" + name + "'");
+  StudyRecord study;
+  study.id = q.Int(0);
+  study.name = q.Text(1);
+  study.spec_path = q.Text(2);
+  study.spec_hash = q.Text(3);
+  study.created_at = q.Real(4);
+  return study;
+}
+
+Status SqliteStore::InsertTrialsIfAbsent(int64_t study_id, std::vector<TrialRecord>& trials) {
+  SWEEP_RETURN_IF_ERROR(CheckWritable("insert trials"));
+  // Ids go into `trials` only after the commit, so a failure leaves the caller's records as they were.
+  std::vector<int64_t> ids;
+  ids.reserve(trials.size());
+  SWEEP_RETURN_IF_ERROR(InTransaction([&]() -> Status {
+    SWEEP_RETURN_IF_ERROR(RequireStudy(study_id));
+    for (const TrialRecord& t : trials) {
+      {
+        Query q = Use(stmts_.insert_trial, "insert trial '" + t.trial_key + "'");
+        q.BindInt(1, study_id);
+        q.BindText(2, t.trial_key);
+        q.BindText(3, t.params_json);
+        q.BindText(4, t.state);
+        q.BindText(5, t.reason);
+        q.BindText(6, t.job_id);
+        q.BindText(7, t.slurm_state);
+        q.BindText(8, t.exit_code);
+        q.BindInt(9, t.attempt);
+        q.BindOptReal(10, t.submitted_at);
+        q.BindOptReal(11, t.started_at);
+        q.BindOptReal(12, t.ended_at);
+        q.BindText(13, t.log_path);
+        q.BindInt(14, t.log_offset);
+        SWEEP_RETURN_IF_ERROR(q.Run());
+      }
+      Query q = Use(stmts_.trial_id_by_key, "look up trial '" + t.trial_key + "'");
+      q.BindInt(1, study_id);
+      q.BindText(2, t.trial_key);
+      auto row = q.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) return Status::Internal(path_ + ": trial '" + t.trial_key + "' vanished after inserting it");
+      ids.push_back(q.Int(0));
+    }
+    return Status::OK();
+  }));
+  for (size_t i = 0; i < trials.size(); ++i) {
+    trials[i].id = ids[i];
+    trials[i].study_id = study_id;
+  }
+  return Status::OK();
+}
+
+Result<std::vector<TrialRecord>> SqliteStore::ListTrials(int64_t study_id) {
+  Query q = Use(stmts_.list_trials, "list trials of study " + std::to_string(study_id));
+  q.BindInt(1, study_id);
+  std::vector<TrialRecord> trials;
+  for (;;) {
+    auto row = q.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    trials.push_back(ReadTrial(q));
+  }
+  return trials;
+}
+
+Result<TrialRecord> SqliteStore::GetTrial(int64_t trial_id) {
+  Query q = Use(stmts_.get_trial, "look up trial " + std::to_string(trial_id));
+  q.BindInt(1, trial_id);
+  auto row = q.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return Status::NotFound(path_ + ": trial " + std::to_string(trial_id));
+  return ReadTrial(q);
+}
+
+Status SqliteStore::UpdateTrial(const TrialRecord& trial) {
+  std::string what = "update trial " + std::to_string(trial.id);
+  SWEEP_RETURN_IF_ERROR(CheckWritable(what));
+  Query q = Use(stmts_.update_trial, what);
+  q.BindInt(1, trial.id);
+  q.BindText(2, trial.state);
+  q.BindText(3, trial.reason);
+  q.BindText(4, trial.job_id);
+  q.BindText(5, trial.slurm_state);
+  q.BindText(6, trial.exit_code);
+  q.BindInt(7, trial.attempt);
+  q.BindOptReal(8, trial.submitted_at);
+  q.BindOptReal(9, trial.started_at);
+  q.BindOptReal(10, trial.ended_at);
+  q.BindText(11, trial.log_path);
+  SWEEP_RETURN_IF_ERROR(q.Run());
+  // sqlite3_changes counts matched rows, even when no value changed.
+  if (sqlite3_changes(db_.get()) == 0) return Status::NotFound(path_ + ": trial " + std::to_string(trial.id));
+  return Status::OK();
+}
+
+Status SqliteStore::AppendMetrics(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset) {
+  std::string what = "append metrics of trial " + std::to_string(trial_id);
+  SWEEP_RETURN_IF_ERROR(CheckWritable(what));
+  if (new_offset < 0) {
+    return Status::InvalidArgument(path_ + ": " + what + ": negative log offset " + std::to_string(new_offset));
+  }
+  return InTransaction([&]() -> Status {
+    // The offset first: it also tells us whether the trial exists before any row is written.
+    {
+      Query q = Use(stmts_.set_log_offset, what);
+      q.BindInt(1, trial_id);
+      q.BindInt(2, new_offset);
+      SWEEP_RETURN_IF_ERROR(q.Run());
+      if (sqlite3_changes(db_.get()) == 0) return Status::NotFound(path_ + ": trial " + std::to_string(trial_id));
+    }
+    for (const MetricRow& m : rows) {
+      Query q = Use(stmts_.insert_metric, what);
+      q.BindInt(1, trial_id);
+      q.BindInt(2, m.step);
+      q.BindReal(3, m.time_s);
+      q.BindText(4, m.name);
+      q.BindReal(5, m.value);
+      SWEEP_RETURN_IF_ERROR(q.Run());
+    }
+    return Status::OK();
+  });
+}
+
+Result<std::vector<MetricRow>> SqliteStore::Metrics(int64_t trial_id) {
+  Query q = Use(stmts_.metrics, "read metrics of trial " + std::to_string(trial_id));
+  q.BindInt(1, trial_id);
+  std::vector<MetricRow> rows;
+  for (;;) {
+    auto row = q.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    rows.push_back(ReadMetric(q));
+  }
+  return rows;
+}
+
+Result<std::optional<MetricRow>> SqliteStore::LastMetric(int64_t trial_id, const std::string& name) {
+  Query q = Use(stmts_.last_metric, "read last " + name + " of trial " + std::to_string(trial_id));
+  q.BindInt(1, trial_id);
+  q.BindText(2, name);
+  auto row = q.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<MetricRow>();
+  return std::optional<MetricRow>(ReadMetric(q));
+}
+
+Result<int64_t> SqliteStore::CountMetrics(int64_t trial_id) {
+  Query q = Use(stmts_.count_metrics, "count metrics of trial " + std::to_string(trial_id));
+  q.BindInt(1, trial_id);
+  auto row = q.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return Status::Internal(path_ + ": count(*) returned no row");
+  return q.Int(0);
+}
+
+Status SqliteStore::AddEvent(int64_t study_id, std::optional<int64_t> trial_id, double at, const std::string& kind,
+                             const std::string& message) {
+  SWEEP_RETURN_IF_ERROR(CheckWritable("add event"));
+  Query q = Use(stmts_.add_event, "add " + kind + " event to study " + std::to_string(study_id));
+  q.BindInt(1, study_id);
+  q.BindOptInt(2, trial_id);
+  q.BindReal(3, at);
+  q.BindText(4, kind);
+  q.BindText(5, message);
+  return q.Run();
+}
+
+Result<std::vector<EventRecord>> SqliteStore::Events(int64_t study_id) {
+  Query q = Use(stmts_.events, "read events of study " + std::to_string(study_id));
+  q.BindInt(1, study_id);
+  std::vector<EventRecord> events;
+  for (;;) {
+    auto row = q.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    EventRecord e;
+    e.id = q.Int(0);
+    e.trial_id = q.OptInt(1);
+    e.at = q.Real(2);
+    e.kind = q.Text(3);
+    e.message = q.Text(4);
+    events.push_back(std::move(e));
+  }
+  return events;
+}
+
+}  // namespace
+
+int SchemaVersion() { return static_cast<int>(std::size(kMigrations)); }
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path) { return SqliteStore::Create(path, false); }
+
+Result<std::unique_ptr<Store>> Store::OpenReadOnly(const std::string& path) {
+  return SqliteStore::Create(path, true);
+}
+
+}  // namespace sweep::store

@@ -1,0 +1,115 @@
+// Store: the study database (SQLite, WAL). The orchestrator is its only writer; `status`
+// and `report` read it while a run is going on.
+//
+// Design. One file per study directory, schema versioned by PRAGMA user_version with numbered
+// migrations (store.cc). Tables:
+//   studies(id, name UNIQUE, spec_path, spec_hash, created_at)
+//   trials(id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code,
+//          attempt, submitted_at, started_at, ended_at, log_path, log_offset,
+//          UNIQUE(study_id, trial_key))
+//   metrics(trial_id, step, time_s, name, value, PRIMARY KEY(trial_id, name, step))
+//   events(id, study_id, trial_id, at, kind, message)
+// Exactly-once ingestion: metric rows and the log offset they came from are written in one
+// transaction (AppendMetrics), and the metrics key makes a replay of the same bytes harmless.
+// States are stored as text (the names in orchestrator's trial state list) so the database
+// reads well in the sqlite3 shell.
+//
+// Thread-safety: none; one Store per thread. sqlite3.h is included only by store.cc.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace sweep::store {
+
+struct TrialRecord {
+  int64_t id = 0;
+  int64_t study_id = 0;
+  std::string trial_key;    // stable id derived from the parameters
+  std::string params_json;  // {"lr":0.01,"optimizer":"adam"}, keys sorted
+  std::string state;        // "new", "dropped", "submitting", "pending", "running", "completed", ...
+  std::string reason;       // why dropped / Slurm reason / failure detail
+  std::string job_id;       // empty until submitted
+  std::string slurm_state;  // raw Slurm state, e.g. "CANCELLED by 0"
+  std::string exit_code;    // Slurm's "42:0"
+  int attempt = 0;
+  std::optional<double> submitted_at, started_at, ended_at;  // Unix seconds
+  std::string log_path;     // on the cluster side
+  int64_t log_offset = 0;   // bytes of log_path already ingested
+};
+
+struct MetricRow {
+  int64_t step = 0;
+  double time_s = 0;  // training time since the trial's first logged iteration
+  std::string name;   // "lm_loss", "iter_time_ms", ...
+  double value = 0;
+};
+
+struct EventRecord {
+  int64_t id = 0;
+  std::optional<int64_t> trial_id;
+  double at = 0;
+  std::string kind;
+  std::string message;
+};
+
+struct StudyRecord {
+  int64_t id = 0;
+  std::string name;
+  std::string spec_path;
+  std::string spec_hash;
+  double created_at = 0;
+};
+
+class Store {
+ public:
+  // Opens or creates the database at `path` (file mode 0600), applying migrations.
+  // A database newer than this binary is refused (kFailedPrecondition).
+  static Result<std::unique_ptr<Store>> Open(const std::string& path);
+  // Opens read-only (for `status`/`report` while a run writes); no migrations.
+  static Result<std::unique_ptr<Store>> OpenReadOnly(const std::string& path);
+  virtual ~Store() = default;
+
+  // Inserts the study if absent (by name), else updates spec_path/spec_hash. Returns its id.
+  virtual Result<int64_t> UpsertStudy(const std::string& name, const std::string& spec_path,
+                                      const std::string& spec_hash, double now) = 0;
+  virtual Result<StudyRecord> GetStudy(const std::string& name) = 0;
+
+  // Inserts trials whose (study, trial_key) is new; existing ones are left untouched
+  // (a rerun never resets state). One transaction. Fills in ids of `trials`.
+  virtual Status InsertTrialsIfAbsent(int64_t study_id, std::vector<TrialRecord>& trials) = 0;
+  virtual Result<std::vector<TrialRecord>> ListTrials(int64_t study_id) = 0;
+  virtual Result<TrialRecord> GetTrial(int64_t trial_id) = 0;
+
+  // Writes every mutable column of `trial` (state, reason, job_id, slurm_state, exit_code,
+  // attempt, times, log_path) except log_offset, which only AppendMetrics moves.
+  virtual Status UpdateTrial(const TrialRecord& trial) = 0;
+
+  // Atomically: insert `rows` for the trial (rows already present are ignored) and set the
+  // trial's log_offset to `new_offset`.
+  virtual Status AppendMetrics(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset) = 0;
+  // Ordered by (name, step). A NaN value or time_s is stored (as NULL) and read back as NaN.
+  virtual Result<std::vector<MetricRow>> Metrics(int64_t trial_id) = 0;
+  // The row with the greatest step for `name`, if any (to resume a time axis after a restart).
+  virtual Result<std::optional<MetricRow>> LastMetric(int64_t trial_id, const std::string& name) = 0;
+  virtual Result<int64_t> CountMetrics(int64_t trial_id) = 0;
+
+  virtual Status AddEvent(int64_t study_id, std::optional<int64_t> trial_id, double at,
+                          const std::string& kind, const std::string& message) = 0;
+  virtual Result<std::vector<EventRecord>> Events(int64_t study_id) = 0;
+
+  // Runs `fn` inside one transaction (BEGIN IMMEDIATE ... COMMIT, ROLLBACK on error).
+  // Nested calls join the outer transaction.
+  virtual Status InTransaction(const std::function<Status()>& fn) = 0;
+};
+
+// The schema version this binary writes (PRAGMA user_version).
+int SchemaVersion();
+
+}  // namespace sweep::store

@@ -1,0 +1,494 @@
+// Tests of the SQLite Store: schema versioning, the rerun and replay guarantees the orchestrator
+// relies on, transactions, and a reader beside a writer. Raw sqlite3 calls stand in for "another
+// process" or "another version of slurmsweep".
+#include "store/store.h"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "tests/test_util.h"
+
+namespace sweep::store {
+namespace {
+
+using sweep::testing::TempDir;
+
+std::unique_ptr<Store> MustOpen(const std::string& path) {
+  auto store = Store::Open(path);
+  INFO(store.status().ToString());
+  REQUIRE(store.ok());
+  return std::move(store).value();
+}
+
+// A second connection, as another process would have.
+class RawDb {
+ public:
+  explicit RawDb(const std::string& path) { REQUIRE(sqlite3_open(path.c_str(), &db_) == SQLITE_OK); }
+  ~RawDb() { sqlite3_close(db_); }
+  void Exec(const std::string& sql) {
+    char* err = nullptr;
+    int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err);
+    INFO(sql << ": " << (err ? err : ""));
+    sqlite3_free(err);
+    REQUIRE(rc == SQLITE_OK);
+  }
+  std::string Text(const std::string& sql) {
+    sqlite3_stmt* stmt = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_step(stmt) == SQLITE_ROW);
+    const unsigned char* text = sqlite3_column_text(stmt, 0);
+    std::string out = text ? reinterpret_cast<const char*>(text) : "";
+    sqlite3_finalize(stmt);
+    return out;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+TrialRecord NewTrial(const std::string& key) {
+  TrialRecord t;
+  t.trial_key = key;
+  t.params_json = R"({"lr":0.01})";
+  t.state = "new";
+  return t;
+}
+
+// A study with trials "a" and "b"; returns the study id.
+int64_t Seed(Store& store, std::vector<TrialRecord>* trials = nullptr) {
+  auto study = store.UpsertStudy("sweep1", "/home/u/sweep1.toml", "hash1", 1000.0);
+  REQUIRE(study.ok());
+  std::vector<TrialRecord> ts = {NewTrial("a"), NewTrial("b")};
+  REQUIRE(store.InsertTrialsIfAbsent(*study, ts).ok());
+  if (trials) *trials = ts;
+  return *study;
+}
+
+TEST_CASE("Store: a new database gets the current schema version and WAL", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("study.db");
+  MustOpen(path);
+  REQUIRE(SchemaVersion() >= 1);
+  RawDb raw(path);
+  CHECK(raw.Text("PRAGMA user_version") == std::to_string(SchemaVersion()));
+  CHECK(raw.Text("PRAGMA journal_mode") == "wal");
+}
+
+TEST_CASE("Store: the database file and its WAL are private to the user", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("study.db");
+  // Even with a permissive umask.
+  mode_t old_umask = ::umask(0);
+  auto store = Store::Open(path);
+  ::umask(old_umask);
+  REQUIRE(store.ok());
+  REQUIRE((*store)->UpsertStudy("s", "p", "h", 1.0).ok());  // makes SQLite create -wal
+
+  struct stat st;
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  REQUIRE(::stat((path + "-wal").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+}
+
+TEST_CASE("Store: reopening keeps the data", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("study.db");
+  int64_t study_id;
+  {
+    auto store = MustOpen(path);
+    study_id = Seed(*store);
+    REQUIRE(store->AddEvent(study_id, std::nullopt, 5.0, "start", "run started").ok());
+  }
+  auto store = MustOpen(path);
+  auto study = store->GetStudy("sweep1");
+  REQUIRE(study.ok());
+  CHECK(study->id == study_id);
+  CHECK(study->spec_path == "/home/u/sweep1.toml");
+  CHECK(study->spec_hash == "hash1");
+  CHECK(study->created_at == 1000.0);
+  auto trials = store->ListTrials(study_id);
+  REQUIRE(trials.ok());
+  REQUIRE(trials->size() == 2);
+  CHECK((*trials)[0].trial_key == "a");
+  CHECK((*trials)[1].trial_key == "b");
+  CHECK(store->Events(study_id)->size() == 1);
+}
+
+TEST_CASE("Store: UpsertStudy keeps the id and creation time, updates the spec", "[store]") {
+  TempDir dir;
+  auto store = MustOpen(dir.file("study.db"));
+  auto first = store->UpsertStudy("s", "/a.toml", "h1", 10.0);
+  auto second = store->UpsertStudy("s", "/b.toml", "h2", 20.0);
+  auto other = store->UpsertStudy("t", "/c.toml", "h3", 30.0);
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  REQUIRE(other.ok());
+  CHECK(*first == *second);
+  CHECK(*other != *first);
+  auto study = store->GetStudy("s");
+  REQUIRE(study.ok());
+  CHECK(study->spec_path == "/b.toml");
+  CHECK(study->spec_hash == "h2");
+  CHECK(study->created_at == 10.0);
+  CHECK(store->GetStudy("nope").status().IsNotFound());
+}
+
+TEST_CASE("Store: InsertTrialsIfAbsent never resets an existing trial", "[store]") {
+  TempDir dir;
+  auto store = MustOpen(dir.file("study.db"));
+  std::vector<TrialRecord> first;
+  int64_t study_id = Seed(*store, &first);
+  REQUIRE(first[0].id != 0);
+  CHECK(first[0].id != first[1].id);
+  CHECK(first[0].study_id == study_id);
+
+  TrialRecord running = first[0];
+  running.state = "running";
+  running.job_id = "1234";
+  REQUIRE(store->UpdateTrial(running).ok());
+
+  // A rerun of the same study file offers the same trials again, fresh, plus a new one.
+  std::vector<TrialRecord> again = {NewTrial("a"), NewTrial("b"), NewTrial("c")};
+  again[0].params_json = R"({"lr":0.5})";
+  REQUIRE(store->InsertTrialsIfAbsent(study_id, again).ok());
+  CHECK(again[0].id == first[0].id);
+  CHECK(again[1].id == first[1].id);
+  CHECK(again[2].id != 0);
+
+  auto a = store->GetTrial(first[0].id);
+  REQUIRE(a.ok());
+  CHECK(a->state == "running");
+  CHECK(a->job_id == "1234");
+  CHECK(a->params_json == R"({"lr":0.01})");
+  CHECK(store->ListTrials(study_id)->size() == 3);
+}
+
+TEST_CASE("Store: InsertTrialsIfAbsent into a missing study fails without side effects", "[store]") {
+  TempDir dir;
+  auto store = MustOpen(dir.file("study.db"));
+  std::vector<TrialRecord> trials = {NewTrial("a")};
+  Status s = store->InsertTrialsIfAbsent(42, trials);
+  CHECK(s.IsNotFound());
+  CHECK(trials[0].id == 0);
+  CHECK(store->ListTrials(42)->empty());
+}
+
+TEST_CASE("Store: UpdateTrial round-trips every mutable field but not the offset", "[store]") {
+  TempDir dir;
+  auto store = MustOpen(dir.file("study.db"));
+  std::vector<TrialRecord> trials;
+  Seed(*store, &trials);
+  REQUIRE(store->AppendMetrics(trials[0].id, {}, 77).ok());
+
+  TrialRecord t = trials[0];
+  t.state = "failed";
+  t.reason = "exit code 42";
+  t.job_id = "98765_3";
+  t.slurm_state = "CANCELLED by 0";
+  t.exit_code = "42:0";
+  t.attempt = 3;
+  t.submitted_at = 1700000000.25;
+  t.started_at = 1700000100.5;
+  t.ended_at = 1700000200.75;
+  t.log_path = "/scratch/u/sweep1/a/slurm-98765_3.out";
+  t.log_offset = 999999;  // must be ignored
+  REQUIRE(store->UpdateTrial(t).ok());
+
+  auto got = store->GetTrial(t.id);
+  REQUIRE(got.ok());
+  CHECK(got->trial_key == "a");
+  CHECK(got->params_json == t.params_json);
+  CHECK(got->state == "failed");
+  CHECK(got->reason == "exit code 42");
+  CHECK(got->job_id == "98765_3");
+  CHECK(got->slurm_state == "CANCELLED by 0");
+  CHECK(got->exit_code == "42:0");
+  CHECK(got->attempt == 3);
+  CHECK(got->submitted_at == 1700000000.25);
+  CHECK(got->started_at == 1700000100.5);
+  CHECK(got->ended_at == 1700000200.75);
+  CHECK(got->log_path == t.log_path);
+  CHECK(got->log_offset == 77);
+
+  // A requeue clears the times again.
+  t.state = "pending";
+  t.submitted_at.reset();
+  t.started_at.reset();
+  t.ended_at.reset();
+  t.reason.clear();
+  REQUIRE(store->UpdateTrial(t).ok());
+  got = store->GetTrial(t.id);
+  REQUIRE(got.ok());
+  CHECK(got->state == "pending");
+  CHECK(got->reason.empty());
+  CHECK_FALSE(got->submitted_at.has_value());
+  CHECK_FALSE(got->started_at.has_value());
+  CHECK_FALSE(got->ended_at.has_value());
+
+  // Writing the same values again is not "not found".
+  CHECK(store->UpdateTrial(t).ok());
+
+  TrialRecord missing = t;
+  missing.id = 123456;
+  CHECK(store->UpdateTrial(missing).IsNotFound());
+  CHECK(store->GetTrial(123456).status().IsNotFound());
+}
+
+TEST_CASE("Store: AppendMetrics is idempotent for replayed rows and moves the offset", "[store]") {
+  TempDir dir;
+  auto store = MustOpen(dir.file("study.db"));
+  std::vector<TrialRecord> trials;
+  Seed(*store, &trials);
+  int64_t id = trials[0].id;
+
+  std::vector<MetricRow> chunk1 = {{1, 0.5, "lm_loss", 2.5}, {1, 0.5, "iter_time_ms", 500}, {2, 1.0, "lm_loss", 2.25}};
+  std::vector<MetricRow> chunk2 = {{2, 1.0, "lm_loss", 2.25}, {3, 1.5, "lm_loss", 2.0}};
+  REQUIRE(store->AppendMetrics(id, chunk1, 100).ok());
+  CHECK(*store->CountMetrics(id) == 3);
+  CHECK(store->GetTrial(id)->log_offset == 100);
+
+  // A crash after the commit but before the caller noticed: the same bytes are read again.
+  REQUIRE(store->AppendMetrics(id, chunk1, 100).ok());
+  CHECK(*store->CountMetrics(id) == 3);
+  // Overlapping chunk: only the new row lands.
+  REQUIRE(store->AppendMetrics(id, chunk2, 180).ok());
+  CHECK(*store->CountMetrics(id) == 4);
+  CHECK(store->GetTrial(id)->log_offset == 180);
+  CHECK(*store->CountMetrics(trials[1].id) == 0);
+
+  auto rows = store->Metrics(id);
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 4);
+  // Ordered by (name, step).
+  CHECK((*rows)[0].name == "iter_time_ms");
+  CHECK((*rows)[1].name == "lm_loss");
+  CHECK((*rows)[1].step == 1);
+  CHECK((*rows)[3].step == 3);
+  CHECK((*rows)[3].time_s == 1.5);
+  CHECK((*rows)[3].value == 2.0);
+
+  auto last = store->LastMetric(id, "lm_loss");
+  REQUIRE(last.ok());
+  REQUIRE(last->has_value());
+  CHECK((*last)->step == 3);
+  CHECK((*last)->value == 2.0);
+  auto none = store->LastMetric(id, "grad_norm");
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+
+  CHECK(store->AppendMetrics(424242, chunk1, 10).IsNotFound());
+}
+
+TEST_CASE("Store: a diverged run's NaN and inf values are kept", "[store]") {
+  TempDir dir;
+  auto store = MustOpen(dir.file("study.db"));
+  std::vector<TrialRecord> trials;
+  Seed(*store, &trials);
+  double inf = std::numeric_limits<double>::infinity();
+  REQUIRE(store->AppendMetrics(trials[0].id, {{1, 0.5, "lm_loss", std::nan("")}, {2, 1.0, "lm_loss", inf}}, 50).ok());
+  auto rows = store->Metrics(trials[0].id);
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 2);
+  CHECK(std::isnan((*rows)[0].value));
+  CHECK((*rows)[1].value == inf);
+}
+
+TEST_CASE("Store: a failed transaction rolls back rows and offset", "[store]") {
+  TempDir dir;
+  auto store = MustOpen(dir.file("study.db"));
+  std::vector<TrialRecord> trials;
+  int64_t study_id = Seed(*store, &trials);
+  int64_t id = trials[0].id;
+  REQUIRE(store->AppendMetrics(id, {{1, 0.5, "lm_loss", 2.5}}, 40).ok());
+
+  SECTION("fn returns an error") {
+    Status s = store->InTransaction([&]() -> Status {
+      SWEEP_RETURN_IF_ERROR(store->AppendMetrics(id, {{2, 1.0, "lm_loss", 2.0}}, 90));
+      SWEEP_RETURN_IF_ERROR(store->AddEvent(study_id, id, 7.0, "ingest", "read 50 bytes"));
+      return Status::IOError("disk full while writing the report");
+    });
+    CHECK(s.code() == Status::Code::kIOError);
+  }
+  SECTION("a nested step fails and the outer fn ignores it") {
+    Status s = store->InTransaction([&]() -> Status {
+      SWEEP_RETURN_IF_ERROR(store->AppendMetrics(id, {{2, 1.0, "lm_loss", 2.0}}, 90));
+      Status ignored = store->AppendMetrics(999, {}, 1);  // no such trial
+      CHECK(ignored.IsNotFound());
+      return Status::OK();
+    });
+    CHECK(s.IsNotFound());
+    CHECK(s.message().find("rolled back") != std::string::npos);
+  }
+  SECTION("fn throws") {
+    CHECK_THROWS(store->InTransaction([&]() -> Status {
+      REQUIRE(store->AppendMetrics(id, {{2, 1.0, "lm_loss", 2.0}}, 90).ok());
+      throw std::runtime_error("boom");
+    }));
+  }
+
+  CHECK(*store->CountMetrics(id) == 1);
+  CHECK(store->GetTrial(id)->log_offset == 40);
+  CHECK(store->Events(study_id)->empty());
+  // No transaction was left open: the next one commits.
+  REQUIRE(store->InTransaction([&]() { return store->AppendMetrics(id, {{2, 1.0, "lm_loss", 2.0}}, 90); }).ok());
+  auto reopened = MustOpen(dir.file("study.db"));
+  CHECK(*reopened->CountMetrics(id) == 2);
+  CHECK(reopened->GetTrial(id)->log_offset == 90);
+}
+
+TEST_CASE("Store: a database from a newer slurmsweep is refused", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("study.db");
+  MustOpen(path);
+  RawDb(path).Exec("PRAGMA user_version = 999");
+
+  for (bool read_only : {false, true}) {
+    auto store = read_only ? Store::OpenReadOnly(path) : Store::Open(path);
+    REQUIRE_FALSE(store.ok());
+    CHECK(store.status().code() == Status::Code::kFailedPrecondition);
+    const std::string& msg = store.status().message();
+    INFO(msg);
+    CHECK(msg.find(path) != std::string::npos);
+    CHECK(msg.find("999") != std::string::npos);
+    CHECK(msg.find("(" + std::to_string(SchemaVersion()) + ")") != std::string::npos);
+  }
+  // Refusing must not have touched it.
+  CHECK(RawDb(path).Text("PRAGMA user_version") == "999");
+}
+
+TEST_CASE("Store: other files are not taken for study databases", "[store]") {
+  TempDir dir;
+  SECTION("another program's SQLite database") {
+    std::string path = dir.file("other.db");
+    RawDb(path).Exec("CREATE TABLE t (x)");
+    auto store = Store::Open(path);
+    CHECK(store.status().code() == Status::Code::kFailedPrecondition);
+    CHECK(store.status().message().find("not a slurmsweep database") != std::string::npos);
+    CHECK(Store::OpenReadOnly(path).status().code() == Status::Code::kFailedPrecondition);
+  }
+  SECTION("an empty file is a new database when writing, but not when reading") {
+    std::string path = dir.file("empty.db");
+    sweep::testing::WriteAll(path, "");
+    CHECK(Store::OpenReadOnly(path).status().code() == Status::Code::kFailedPrecondition);
+    CHECK(Store::Open(path).ok());
+  }
+  SECTION("a text file") {
+    std::string path = dir.file("notes.txt");
+    sweep::testing::WriteAll(path, std::string(4096, 'x'));
+    auto store = Store::Open(path);
+    CHECK(store.status().code() == Status::Code::kIOError);
+    CHECK(store.status().message().find(path) != std::string::npos);
+  }
+  SECTION("no file at all, read-only") {
+    auto store = Store::OpenReadOnly(dir.file("missing.db"));
+    CHECK(store.status().IsNotFound());
+    CHECK_FALSE(std::filesystem::exists(dir.file("missing.db")));
+  }
+  SECTION("a directory that does not exist") {
+    auto store = Store::Open(dir.file("no/such/dir/study.db"));
+    CHECK(store.status().code() == Status::Code::kIOError);
+  }
+}
+
+TEST_CASE("Store: a reader sees a concurrent writer's commits", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("study.db");
+  auto writer = MustOpen(path);
+  std::vector<TrialRecord> trials;
+  int64_t study_id = Seed(*writer, &trials);
+
+  auto reader_or = Store::OpenReadOnly(path);
+  INFO(reader_or.status().ToString());
+  REQUIRE(reader_or.ok());
+  auto& reader = *reader_or;
+  CHECK(reader->ListTrials(study_id)->size() == 2);
+  CHECK(*reader->CountMetrics(trials[0].id) == 0);
+
+  REQUIRE(writer->AppendMetrics(trials[0].id, {{1, 0.5, "lm_loss", 2.5}}, 30).ok());
+  CHECK(*reader->CountMetrics(trials[0].id) == 1);
+  CHECK(reader->GetTrial(trials[0].id)->log_offset == 30);
+
+  // An open write transaction is invisible until it commits, and does not block the reader.
+  REQUIRE(writer
+              ->InTransaction([&]() -> Status {
+                SWEEP_RETURN_IF_ERROR(writer->AppendMetrics(trials[0].id, {{2, 1.0, "lm_loss", 2.0}}, 60));
+                CHECK(*reader->CountMetrics(trials[0].id) == 1);
+                return Status::OK();
+              })
+              .ok());
+  CHECK(*reader->CountMetrics(trials[0].id) == 2);
+
+  // The reader cannot write.
+  Status s = reader->AddEvent(study_id, std::nullopt, 1.0, "x", "y");
+  CHECK(s.code() == Status::Code::kFailedPrecondition);
+  CHECK(reader->InTransaction([] { return Status::OK(); }).code() == Status::Code::kFailedPrecondition);
+}
+
+TEST_CASE("Store: a reader opens a database whose writer has exited", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("study.db");
+  int64_t study_id;
+  {
+    auto writer = MustOpen(path);
+    study_id = Seed(*writer);
+  }
+  auto reader = Store::OpenReadOnly(path);
+  INFO(reader.status().ToString());
+  REQUIRE(reader.ok());
+  CHECK((*reader)->ListTrials(study_id)->size() == 2);
+}
+
+TEST_CASE("Store: events round-trip in order", "[store]") {
+  TempDir dir;
+  auto store = MustOpen(dir.file("study.db"));
+  std::vector<TrialRecord> trials;
+  int64_t study_id = Seed(*store, &trials);
+  int64_t other_study = *store->UpsertStudy("other", "/o.toml", "h", 2.0);
+  REQUIRE(store->AddEvent(study_id, std::nullopt, 10.5, "run_start", "3 trials to submit").ok());
+  REQUIRE(store->AddEvent(study_id, trials[1].id, 11.25, "submitted", "job 1234").ok());
+  REQUIRE(store->AddEvent(other_study, std::nullopt, 12.0, "run_start", "other").ok());
+
+  auto events = store->Events(study_id);
+  REQUIRE(events.ok());
+  REQUIRE(events->size() == 2);
+  CHECK((*events)[0].id < (*events)[1].id);
+  CHECK_FALSE((*events)[0].trial_id.has_value());
+  CHECK((*events)[0].at == 10.5);
+  CHECK((*events)[0].kind == "run_start");
+  CHECK((*events)[0].message == "3 trials to submit");
+  CHECK((*events)[1].trial_id == trials[1].id);
+  CHECK((*events)[1].kind == "submitted");
+  CHECK((*events)[1].message == "job 1234");
+
+  // Foreign keys are on: an event cannot name a trial that does not exist.
+  CHECK(store->AddEvent(study_id, 999, 1.0, "x", "y").IsNotFound());
+}
+
+TEST_CASE("Store: a lock held past the busy timeout is kUnavailable, not an error", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("study.db");
+  auto store = MustOpen(path);
+  std::vector<TrialRecord> trials;
+  int64_t study_id = Seed(*store, &trials);
+  {
+    RawDb other(path);
+    other.Exec("BEGIN IMMEDIATE");
+    // Waits out busy_timeout (5 s).
+    Status s = store->InTransaction([&] { return store->AppendMetrics(trials[0].id, {{1, 0.5, "lm_loss", 1}}, 9); });
+    CHECK(s.IsUnavailable());
+    CHECK(s.message().find(path) != std::string::npos);
+    other.Exec("ROLLBACK");
+  }
+  REQUIRE(store->AppendMetrics(trials[0].id, {{1, 0.5, "lm_loss", 1}}, 9).ok());
+  REQUIRE(store->AddEvent(study_id, std::nullopt, 1.0, "retry", "worked").ok());
+  CHECK(*store->CountMetrics(trials[0].id) == 1);
+}
+
+}  // namespace
+}  // namespace sweep::store

@@ -1,0 +1,320 @@
+#!/usr/bin/env bash
+# Starts a private test lab on this machine: munge, slurmctld, N slurmd nodes (one network namespace each,
+# 8 fake GPUs per node) and an sshd on 127.0.0.1 whose sessions see the lab's SLURM_CONF.
+# Run as root. Always starts from scratch (runs stop.sh first). Writes $LAB/env for tests to source.
+set -Eeuo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+LAB=${SLURMSWEEP_LAB:-/tmp/slurmsweep-lab}
+NODES=${SLURMSWEEP_NODES:-2}
+CTLD_PORT=${SLURMSWEEP_SLURMCTLD_PORT:-16817}
+SLURMD_PORT=${SLURMSWEEP_SLURMD_PORT:-16818}
+SSH_PORT=${SLURMSWEEP_SSH_PORT:-22022}
+NET_PREFIX=${SLURMSWEEP_NET_PREFIX:-sslab}  # netns <prefix>-nX, bridge <prefix>br0, host veths <prefix>-nX
+SUBNET=${SLURMSWEEP_SUBNET:-10.213.77}      # first three octets of a /24 used only inside this machine
+READY_TIMEOUT=${SLURMSWEEP_READY_TIMEOUT:-30}
+
+BRIDGE=${NET_PREFIX}br0
+CTLD_NAME=sslabctl
+CTLD_ADDR=$SUBNET.1
+PARTITION=debug
+CONF=$LAB/etc/slurm.conf
+MUNGE_SOCKET=$LAB/munge/munge.sock
+START_TIME=$(date +%s.%N)
+
+elapsed() { awk -v s="$START_TIME" -v e="$(date +%s.%N)" 'BEGIN{printf "%.1f", e - s}'; }
+log() { echo "start: [$(elapsed)s] $*"; }
+
+node_name() { echo "n$1"; }
+node_addr() { echo "$SUBNET.$((10 + $1))"; }
+node_netns() { echo "${NET_PREFIX}-n$1"; }
+
+# On any failure: say where, show the logs, leave the lab as it is for inspection (stop.sh cleans it).
+on_error() {
+  local rc=$? line=$1
+  echo "start: FAILED (exit $rc at line $line)" >&2
+  local f
+  for f in "$LAB"/log/*.log; do
+    [[ -s $f ]] || continue
+    echo "----- tail $f" >&2
+    tail -n 15 "$f" >&2
+  done
+  echo "start: run $HERE/stop.sh to clean up" >&2
+  exit "$rc"
+}
+
+fail() {
+  echo "start: $*" >&2
+  return 1
+}
+
+check_prerequisites() {
+  [[ $(id -u) -eq 0 ]] || fail "must run as root"
+  [[ $NODES =~ ^[1-9][0-9]?$ ]] || fail "SLURMSWEEP_NODES must be 1..99 (got '$NODES')"
+  [[ $NET_PREFIX =~ ^[a-z0-9]{1,8}$ ]] || fail "SLURMSWEEP_NET_PREFIX must be 1-8 of [a-z0-9] (got '$NET_PREFIX')"
+  [[ $SUBNET =~ ^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]] || fail "SLURMSWEEP_SUBNET must look like 10.213.77"
+  local tool
+  for tool in munged mungekey munge unmunge slurmctld slurmd sinfo sbatch /usr/sbin/sshd ssh ssh-keygen \
+      ip nsenter unshare mknod; do
+    command -v "$tool" >/dev/null || fail "$tool not found (run scripts/setup.sh)"
+  done
+}
+
+clean_previous_run() {
+  SLURMSWEEP_LAB=$LAB SLURMSWEEP_NET_PREFIX=$NET_PREFIX "$HERE/stop.sh" | sed 's/^/start: /'
+  if ip netns list | grep -qE "^${NET_PREFIX}-n[0-9]+( |$)" || ip link show "$BRIDGE" >/dev/null 2>&1; then
+    fail "network prefix $NET_PREFIX is used by another lab; set SLURMSWEEP_NET_PREFIX (and SLURMSWEEP_SUBNET)"
+  fi
+  if ip -o addr show | grep -qF " $SUBNET."; then
+    fail "subnet $SUBNET.0/24 is already used on this machine; set SLURMSWEEP_SUBNET"
+  fi
+  local port
+  for port in "$CTLD_PORT" "$SSH_PORT"; do
+    if ss -Hltn "sport = :$port" | grep -q .; then
+      fail "TCP port $port is already in use; set SLURMSWEEP_SLURMCTLD_PORT / SLURMSWEEP_SSH_PORT"
+    fi
+  done
+}
+
+make_dirs() {
+  local i
+  mkdir -p "$LAB"
+  touch "$LAB/.slurmsweep-lab"
+  mkdir -p "$LAB"/{etc,log,run,state,munge,ssh,dev}
+  for i in $(seq "$NODES"); do
+    mkdir -p "$LAB/spool/$(node_name "$i")" "$LAB/dev/$(node_name "$i")"
+  done
+  chmod 755 "$LAB" "$LAB/munge"  # clients need to reach the munge socket
+  log "lab dir $LAB"
+}
+
+start_munge() {
+  mungekey -c -k "$LAB/munge/munge.key" -b 1024
+  munged --socket="$MUNGE_SOCKET" --key-file="$LAB/munge/munge.key" --log-file="$LAB/log/munged.log" \
+    --pid-file="$LAB/run/munged.pid" --seed-file="$LAB/munge/munge.seed"
+  munge -S "$MUNGE_SOCKET" -n | unmunge -S "$MUNGE_SOCKET" >/dev/null
+  log "munged up (socket $MUNGE_SOCKET)"
+}
+
+# Bridge in the root namespace with .1; node i lives in netns <prefix>-n<i> with address .(10+i) on eth0.
+make_network() {
+  ip link add "$BRIDGE" type bridge
+  ip addr add "$CTLD_ADDR/24" dev "$BRIDGE"
+  ip link set "$BRIDGE" up
+  local i ns host_if
+  for i in $(seq "$NODES"); do
+    ns=$(node_netns "$i")
+    host_if=$ns
+    ip netns add "$ns"
+    ip link add "$host_if" type veth peer name "${host_if}p"
+    ip link set "${host_if}p" netns "$ns"
+    ip link set "$host_if" master "$BRIDGE" up
+    ip -n "$ns" link set "${host_if}p" name eth0
+    ip -n "$ns" addr add "$(node_addr "$i")/24" dev eth0
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" link set lo up
+  done
+  log "network $SUBNET.0/24 on bridge $BRIDGE, $NODES netns"
+}
+
+# Names for the node namespaces only (bind-mounted over /etc/hosts there); the root namespace uses NodeAddr.
+write_hosts() {
+  local i
+  {
+    echo "127.0.0.1 localhost"
+    echo "$CTLD_ADDR $CTLD_NAME"
+    for i in $(seq "$NODES"); do
+      echo "$(node_addr "$i") $(node_name "$i")"
+    done
+  } >"$LAB/etc/hosts"
+}
+
+# Slurm accepts only character devices as GPU files; c 1 3 is /dev/null.
+make_fake_gpus() {
+  local i g dir
+  for i in $(seq "$NODES"); do
+    dir=$LAB/dev/$(node_name "$i")
+    for g in $(seq 0 7); do
+      mknod -m 666 "$dir/nvidia$g" c 1 3
+    done
+  done
+}
+
+write_slurm_conf() {
+  local i name
+  cat >"$CONF" <<EOF
+# Generated by tests/cluster/start.sh: private Slurm test lab, do not edit.
+ClusterName=sweeplab
+SlurmctldHost=$CTLD_NAME($CTLD_ADDR)
+SlurmctldPort=$CTLD_PORT
+SlurmdPort=$SLURMD_PORT
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$MUNGE_SOCKET,cred_expire=10
+StateSaveLocation=$LAB/state
+SlurmdSpoolDir=$LAB/spool/%n
+SlurmctldPidFile=$LAB/run/slurmctld.pid
+SlurmdPidFile=$LAB/run/slurmd-%n.pid
+SlurmctldLogFile=$LAB/log/slurmctld.log
+SlurmdLogFile=$LAB/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=info
+PlugStackConfig=$LAB/etc/plugstack.conf
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherParams=OverMemoryKill
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=$LAB/log/jobcomp.txt
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=1000
+SchedulerParameters=sched_min_interval=0,batch_sched_delay=0,bf_interval=1
+SlurmdParameters=config_overrides
+GresTypes=gpu
+MailProg=/bin/true
+ReturnToService=2
+SlurmdTimeout=10
+MessageTimeout=5
+KillWait=2
+MinJobAge=300
+EOF
+  for i in $(seq "$NODES"); do
+    name=$(node_name "$i")
+    echo "NodeName=$name NodeAddr=$(node_addr "$i") NodeHostname=$name CPUs=16 RealMemory=64000 Gres=gpu:8 State=UNKNOWN"
+  done >>"$CONF"
+  echo "PartitionName=$PARTITION Nodes=n[1-$NODES] Default=YES MaxTime=INFINITE State=UP" >>"$CONF"
+
+  for i in $(seq "$NODES"); do
+    name=$(node_name "$i")
+    echo "NodeName=$name Name=gpu File=$LAB/dev/$name/nvidia[0-7]"
+  done >"$LAB/etc/gres.conf"
+  : >"$LAB/etc/plugstack.conf"
+  log "slurm.conf: $NODES nodes x (16 CPUs, 64000 MB, 8 GPUs), ports $CTLD_PORT/$SLURMD_PORT"
+}
+
+# slurmctld only runs if SlurmctldHost's name equals its hostname, so it gets a private UTS namespace named
+# $CTLD_NAME; it stays in the root network namespace and the address comes from SlurmctldHost=name(addr).
+start_slurmctld() {
+  SLURM_CONF=$CONF unshare --uts sh -c "hostname $CTLD_NAME && exec slurmctld -f '$CONF'"
+  log "slurmctld up on $CTLD_ADDR:$CTLD_PORT"
+}
+
+start_slurmds() {
+  local i name
+  for i in $(seq "$NODES"); do
+    name=$(node_name "$i")
+    SLURM_CONF=$CONF nsenter --net="/run/netns/$(node_netns "$i")" \
+      unshare --uts --mount --propagation private \
+      sh -c "mount --bind '$LAB/etc/hosts' /etc/hosts && hostname $name && exec slurmd -f '$CONF' -N $name"
+  done
+  log "slurmd up on n[1-$NODES]"
+}
+
+ssh_known_hosts_line() {
+  local pub=$1
+  echo "[127.0.0.1]:$SSH_PORT $(cut -d' ' -f1,2 "$pub")"
+}
+
+start_sshd() {
+  local d=$LAB/ssh
+  ssh-keygen -q -t ed25519 -N '' -C sslab-host -f "$d/ssh_host_ed25519_key"
+  ssh-keygen -q -t ed25519 -N '' -C sslab-client -f "$d/id_ed25519"
+  ssh-keygen -q -t ed25519 -N '' -C sslab-wrong-host -f "$d/wrong_host_ed25519_key"
+  cp "$d/id_ed25519.pub" "$d/authorized_keys"
+  ssh_known_hosts_line "$d/ssh_host_ed25519_key.pub" >"$d/known_hosts"
+  ssh_known_hosts_line "$d/wrong_host_ed25519_key.pub" >"$d/wrong_known_hosts"
+  cat >"$d/sshd_config" <<EOF
+# Generated by tests/cluster/start.sh
+ListenAddress 127.0.0.1:$SSH_PORT
+HostKey $d/ssh_host_ed25519_key
+PidFile $LAB/run/sshd.pid
+AuthorizedKeysFile $d/authorized_keys
+StrictModes no
+UsePAM no
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+Subsystem sftp internal-sftp
+SetEnv SLURM_CONF=$CONF
+EOF
+  mkdir -p /run/sshd
+  /usr/sbin/sshd -f "$d/sshd_config" -E "$LAB/log/sshd.log"
+  log "sshd up on 127.0.0.1:$SSH_PORT"
+}
+
+write_env() {
+  {
+    echo "# Generated by tests/cluster/start.sh; source it to use the lab."
+    printf 'export %s=%q\n' \
+      SLURM_CONF "$CONF" \
+      SLURMSWEEP_LAB "$LAB" \
+      SLURMSWEEP_SSH_HOST 127.0.0.1 \
+      SLURMSWEEP_SSH_PORT "$SSH_PORT" \
+      SLURMSWEEP_SSH_USER root \
+      SLURMSWEEP_SSH_KEY "$LAB/ssh/id_ed25519" \
+      SLURMSWEEP_SSH_KNOWN_HOSTS "$LAB/ssh/known_hosts" \
+      SLURMSWEEP_SSH_WRONG_KNOWN_HOSTS "$LAB/ssh/wrong_known_hosts" \
+      SLURMSWEEP_PARTITION "$PARTITION"
+    echo "# How this lab was built (stop.sh reads SLURMSWEEP_NET_PREFIX from here)."
+    printf 'export %s=%q\n' \
+      SLURMSWEEP_NODES "$NODES" \
+      SLURMSWEEP_SLURMCTLD_PORT "$CTLD_PORT" \
+      SLURMSWEEP_SLURMD_PORT "$SLURMD_PORT" \
+      SLURMSWEEP_NET_PREFIX "$NET_PREFIX" \
+      SLURMSWEEP_SUBNET "$SUBNET"
+  } >"$LAB/env"
+}
+
+nodes_idle() {
+  local states
+  states=$(SLURM_CONF=$CONF sinfo -h -N -p "$PARTITION" -o '%N %t' 2>/dev/null) || return 1
+  [[ $(grep -c ' idle$' <<<"$states") -eq $NODES ]]
+}
+
+ssh_sees_nodes() {
+  local out
+  out=$(ssh -i "$LAB/ssh/id_ed25519" -o UserKnownHostsFile="$LAB/ssh/known_hosts" -o GlobalKnownHostsFile=/dev/null \
+      -o StrictHostKeyChecking=yes -o BatchMode=yes -o ConnectTimeout=3 -F /dev/null -p "$SSH_PORT" \
+      root@127.0.0.1 'sinfo -h -N -o %N' 2>/dev/null) || return 1
+  [[ $(wc -l <<<"$out") -eq $NODES ]]
+}
+
+wait_ready() {
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  until nodes_idle; do
+    ((SECONDS < deadline)) || { SLURM_CONF=$CONF sinfo -N >&2 || true; fail "nodes not idle after ${READY_TIMEOUT}s"; }
+    sleep 0.2
+  done
+  log "nodes idle"
+  until ssh_sees_nodes; do
+    ((SECONDS < deadline)) || fail "ssh to 127.0.0.1:$SSH_PORT does not work after ${READY_TIMEOUT}s"
+    sleep 0.2
+  done
+}
+
+main() {
+  trap 'on_error $LINENO' ERR
+  check_prerequisites
+  clean_previous_run
+  make_dirs
+  start_munge
+  make_network
+  write_hosts
+  make_fake_gpus
+  write_slurm_conf
+  start_slurmctld
+  start_slurmds
+  start_sshd
+  write_env
+  wait_ready
+  echo "start: lab ready in $(elapsed)s: $NODES nodes idle in partition $PARTITION (slurmctld $CTLD_ADDR:$CTLD_PORT)," \
+    "sshd root@127.0.0.1:$SSH_PORT; source $LAB/env"
+}
+
+main "$@"

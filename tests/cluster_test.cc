@@ -1,0 +1,274 @@
+// Integration tests against the real test cluster (tests/cluster/start.sh): real slurmctld,
+// real slurmd nodes, real sshd, real libssh. Tagged [cluster]; CTest starts the cluster first.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include "base/clock.h"
+#include "orchestrator/connect.h"
+#include "orchestrator/report_data.h"
+#include "orchestrator/runner.h"
+#include "orchestrator/study.h"
+#include "store/store.h"
+#include "tests/test_util.h"
+
+using namespace sweep;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string Env(const std::string& key) {
+  auto env = testing::ClusterEnv();
+  auto it = env.find(key);
+  if (it == env.end()) FAIL("test cluster not running (no " << key << " in its env file); run tests/cluster/start.sh");
+  return it->second;
+}
+
+constexpr const char* kTemplate = R"(#!/bin/bash
+set -euo pipefail
+exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --lr {{lr}} --optimizer {{optimizer}} \
+  --hidden 16 --train-iters {{iters}} --log-interval 5 --sleep-ms {{sleep_ms}} --fail-at-iter {{fail_at}}
+)";
+
+// Writes a study that runs the example workload over SSH on the test cluster.
+std::string WriteStudy(const testing::TempDir& dir, const std::string& name, const std::string& space,
+                       const std::string& vars, int max_concurrent = 8, const std::string& tmpl = kTemplate,
+                       const std::string& known_hosts = "") {
+  testing::WriteAll(dir.file("job.sbatch"), tmpl);
+  std::string text = fmt::format(R"([study]
+name = "{name}"
+
+[cluster]
+transport = "ssh"
+host = "{host}"
+port = {port}
+user = "{user}"
+identity_file = "{key}"
+known_hosts = "{known}"
+partition = "{partition}"
+workdir = "{work}"
+max_concurrent = {maxc}
+poll_interval_s = 0.5
+
+[job]
+template = "job.sbatch"
+cpus_per_task = 1
+mem = "200M"
+time_limit = "00:05:00"
+stage = ["{bin}/bin/mlp_train"]
+
+[job.vars]
+{vars}
+
+{space}
+)",
+      fmt::arg("name", name), fmt::arg("host", Env("SLURMSWEEP_SSH_HOST")), fmt::arg("port", Env("SLURMSWEEP_SSH_PORT")),
+      fmt::arg("user", Env("SLURMSWEEP_SSH_USER")), fmt::arg("key", Env("SLURMSWEEP_SSH_KEY")),
+      fmt::arg("known", known_hosts.empty() ? Env("SLURMSWEEP_SSH_KNOWN_HOSTS") : known_hosts),
+      fmt::arg("partition", Env("SLURMSWEEP_PARTITION")), fmt::arg("work", dir.file("work")),
+      fmt::arg("maxc", max_concurrent), fmt::arg("bin", SLURMSWEEP_BINARY_DIR), fmt::arg("vars", vars),
+      fmt::arg("space", space));
+  testing::WriteAll(dir.file("study.toml"), text);
+  return dir.file("study.toml");
+}
+
+// Everything a test needs to drive the real run loop.
+struct Harness {
+  Study study;
+  std::unique_ptr<store::Store> store;
+  std::unique_ptr<slurm::Transport> transport;
+  SystemClock clock;
+  std::ostringstream log;
+  std::unique_ptr<Runner> runner;
+
+  explicit Harness(const std::string& study_path) {
+    auto s = LoadStudy(study_path);
+    REQUIRE(s.ok());
+    study = std::move(*s);
+    auto st = store::Store::Open(study.database);
+    REQUIRE(st.ok());
+    store = std::move(*st);
+    auto t = OpenTransport(study.cluster);
+    INFO(t.status().ToString());
+    REQUIRE(t.ok());
+    transport = std::move(*t);
+    runner = std::make_unique<Runner>(study, *store, *transport, clock, log);
+  }
+
+  std::vector<store::TrialRecord> Trials() {
+    auto t = store->ListTrials(runner->study_id());
+    REQUIRE(t.ok());
+    return *t;
+  }
+  store::TrialRecord Trial(const std::string& param_fragment) {
+    for (const auto& t : Trials())
+      if (t.params_json.find(param_fragment) != std::string::npos) return t;
+    FAIL("no trial with " << param_fragment);
+    return {};
+  }
+};
+
+// Runs a shell command locally and returns its exit status and stdout.
+std::pair<int, std::string> Shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+}  // namespace
+
+TEST_CASE("a study runs to completion over SSH and a second run submits nothing", "[cluster]") {
+  testing::TempDir dir;
+  std::string path = WriteStudy(dir, "happy", "[space]\noptimizer = [\"sgd\", \"adam\"]\nlr = [0.01, 0.05]\nmbs = [4]\n",
+                                "iters = 40\nsleep_ms = 0\nfail_at = 0\n");
+  {
+    Harness h(path);
+    REQUIRE(h.runner->Run(240).ok());
+    auto trials = h.Trials();
+    REQUIRE(trials.size() == 4);
+    for (const auto& t : trials) {
+      INFO(t.trial_key << " " << t.state << " " << t.reason << "\n" << h.log.str());
+      CHECK(t.state == "completed");
+      CHECK_FALSE(t.job_id.empty());
+      CHECK(t.exit_code == "0:0");
+      CHECK(h.store->CountMetrics(t.id).value() > 0);
+      auto last = h.store->LastMetric(t.id, "lm_loss");
+      REQUIRE(last.ok());
+      REQUIRE(last->has_value());
+      CHECK((*last)->step == 40);
+      // The script on the cluster side carries the comment tag.
+      std::string script = testing::ReadAll(fmt::format("{}/scripts/{}.1.sbatch", dir.file("work"), t.trial_key));
+      CHECK_THAT(script, Catch::Contains(fmt::format("#SBATCH --comment=slurmsweep:study=happy:trial={}:attempt=1",
+                                                     t.trial_key)));
+    }
+    CHECK(h.runner->slurm_stats().sbatch == 4);
+    // The report has a row per trial with its final loss.
+    auto rows = CollectTrialRows(*h.store, h.runner->study_id(), ParamNames(h.study), h.clock.Now());
+    REQUIRE(rows.ok());
+    REQUIRE(rows->size() == 4);
+    for (const auto& r : *rows) {
+      CHECK(r.final_loss.has_value());
+      CHECK(r.steps == 40);
+    }
+  }
+  // A second run of the finished study submits nothing and changes no trial.
+  Harness again(path);
+  REQUIRE(again.runner->Run(5).ok());
+  CHECK(again.runner->slurm_stats().sbatch == 0);
+  for (const auto& t : again.Trials()) CHECK(t.state == "completed");
+}
+
+TEST_CASE("a trial that exits non-zero is FAILED with its exit code; metrics before it are kept", "[cluster]") {
+  testing::TempDir dir;
+  std::string path = WriteStudy(dir, "failing", "[space]\noptimizer = [\"adam\"]\nlr = [0.01]\nfail_at = [0, 12]\n",
+                                "iters = 30\nsleep_ms = 0\nmbs = 4\n");
+  Harness h(path);
+  REQUIRE(h.runner->Run(240).ok());
+  auto failed = h.Trial("\"fail_at\":12");
+  INFO(h.log.str());
+  CHECK(failed.state == "failed");
+  CHECK(failed.exit_code == "3:0");
+  CHECK_THAT(failed.reason, Catch::Contains("exit code 3"));
+  auto last = h.store->LastMetric(failed.id, "lm_loss");
+  REQUIRE(last.ok());
+  REQUIRE(last->has_value());
+  CHECK((*last)->step == 10);
+  CHECK(h.Trial("\"fail_at\":0").state == "completed");
+}
+
+TEST_CASE("cancel stops running jobs and unsubmitted trials; the run loop sees them cancelled", "[cluster]") {
+  testing::TempDir dir;
+  std::string path = WriteStudy(dir, "cancelme", "[space]\nlr = [0.01, 0.02, 0.03]\n",
+                                "iters = 100000\nsleep_ms = 20\nmbs = 4\noptimizer = \"sgd\"\nfail_at = 0\n",
+                                /*max_concurrent=*/2);
+  Harness h(path);
+  REQUIRE(h.runner->Prepare().ok());
+  bool running = false;
+  for (int i = 0; i < 60 && !running; ++i) {
+    auto r = h.runner->Tick();
+    REQUIRE(r.ok());
+    running = std::count_if(h.Trials().begin(), h.Trials().end(), [](const auto& t) { return t.state == "running"; }) == 2;
+    if (!running) h.clock.SleepFor(0.5);
+  }
+  REQUIRE(running);
+  int before = h.runner->slurm_stats().scancel;
+  auto n = h.runner->CancelAll();
+  REQUIRE(n.ok());
+  CHECK(*n == 3);
+  CHECK(h.runner->slurm_stats().scancel == before + 1);  // one scancel for both jobs
+  REQUIRE(h.runner->Run(60).ok());
+  for (const auto& t : h.Trials()) {
+    INFO(t.trial_key << " " << t.reason);
+    CHECK(t.state == "cancelled");
+  }
+  CHECK(h.runner->slurm_stats().sbatch == 2);  // the third was never submitted
+}
+
+TEST_CASE("one squeue call per tick however many trials are active", "[cluster]") {
+  testing::TempDir dir;
+  std::string path = WriteStudy(dir, "many", "[space]\nlr = [0.01, 0.02, 0.03, 0.04, 0.05, 0.06]\nmbs = [2, 4, 8, 16]\n",
+                                "iters = 20\nsleep_ms = 20\noptimizer = \"sgd\"\nfail_at = 0\n", /*max_concurrent=*/24);
+  Harness h(path);
+  REQUIRE(h.runner->Prepare().ok());
+  int max_active = 0;
+  bool done = false;
+  for (int i = 0; i < 400 && !done; ++i) {
+    int squeue_before = h.runner->slurm_stats().squeue;
+    auto r = h.runner->Tick();
+    REQUIRE(r.ok());
+    max_active = std::max(max_active, r->active);
+    // With jobs in flight: exactly one squeue; with none: none at all.
+    CHECK(h.runner->slurm_stats().squeue - squeue_before == (r->active > 0 ? 1 : 0));
+    done = r->done;
+    h.clock.SleepFor(0.3);
+  }
+  CHECK(done);
+  CHECK(max_active >= 20);
+  for (const auto& t : h.Trials()) CHECK(t.state == "completed");
+}
+
+TEST_CASE("hostile parameter values reach the job literally and run nothing", "[cluster]") {
+  testing::TempDir dir;
+  std::string marker = dir.file("pwned");
+  std::string hostile = "$(touch " + marker + "); `touch " + marker + "` '\\\" x";
+  std::string tmpl = "#!/bin/bash\nprintf 'value=[%s]\\n' {{val}}\n";
+  // TOML literal string: no escapes, so the value is exactly what a user typed.
+  std::string path = WriteStudy(dir, "quoting", "[space]\nval = ['''" + hostile + "''']\n", "x = 1\n", 8, tmpl);
+  Harness h(path);
+  REQUIRE(h.runner->Run(120).ok());
+  auto trials = h.Trials();
+  REQUIRE(trials.size() == 1);
+  CHECK(trials[0].state == "completed");
+  std::string log = testing::ReadAll(trials[0].log_path);
+  CHECK(log == "value=[" + hostile + "]\n");
+  CHECK_FALSE(fs::exists(marker));
+}
+
+TEST_CASE("the CLI refuses a server whose host key is not known, and runs nothing", "[cluster]") {
+  testing::TempDir dir;
+  testing::WriteAll(dir.file("empty_known_hosts"), "");
+  std::string path = WriteStudy(dir, "unknownkey", "[space]\nlr = [0.01]\n",
+                                "iters = 10\nsleep_ms = 0\nmbs = 4\noptimizer = \"sgd\"\nfail_at = 0\n", 8, kTemplate,
+                                dir.file("empty_known_hosts"));
+  auto [code, out] = Shell(fmt::format("{}/bin/slurmsweep run {} 2>&1", SLURMSWEEP_BINARY_DIR, path));
+  INFO(out);
+  CHECK(code == 4);
+  CHECK_THAT(out, Catch::Contains("not in") || Catch::Contains("unknown"));
+  CHECK_FALSE(fs::exists(dir.file("work")));
+
+  std::string wrong = WriteStudy(dir, "changedkey", "[space]\nlr = [0.01]\n",
+                                 "iters = 10\nsleep_ms = 0\nmbs = 4\noptimizer = \"sgd\"\nfail_at = 0\n", 8, kTemplate,
+                                 Env("SLURMSWEEP_SSH_WRONG_KNOWN_HOSTS"));
+  auto [code2, out2] = Shell(fmt::format("{}/bin/slurmsweep run {} 2>&1", SLURMSWEEP_BINARY_DIR, wrong));
+  INFO(out2);
+  CHECK(code2 == 4);
+  CHECK_THAT(out2, Catch::Contains("CHANGED"));
+}

@@ -1,0 +1,67 @@
+// Helpers shared by tests: temp dirs, and the test cluster's environment file.
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+namespace sweep::testing {
+
+// A fresh directory under /tmp, removed when the object dies.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "sweeptest-XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline void WriteAll(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+}
+
+// Recorded real outputs live in tests/data/.
+inline std::string TestData(const std::string& name) {
+  return ReadAll(std::string(SLURMSWEEP_SOURCE_DIR) + "/tests/data/" + name);
+}
+
+// KEY=VALUE pairs from the running test cluster's env file ($SLURMSWEEP_LAB/env, default
+// /tmp/slurmsweep-lab/env). Empty if the cluster is not running.
+inline std::map<std::string, std::string> ClusterEnv() {
+  const char* lab = std::getenv("SLURMSWEEP_LAB");
+  std::string path = std::string(lab ? lab : "/tmp/slurmsweep-lab") + "/env";
+  std::map<std::string, std::string> env;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("export ", 0) == 0) line = line.substr(7);
+    auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    std::string value = line.substr(eq + 1);
+    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'')) value = value.substr(1, value.size() - 2);
+    env[line.substr(0, eq)] = value;
+  }
+  return env;
+}
+
+}  // namespace sweep::testing
