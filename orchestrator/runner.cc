@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -28,6 +29,15 @@ std::string ReadLocalFile(const std::string& path, Status* st) {
 }
 
 std::string BaseName(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+// Slurm prints times as local "2026-12-02T17:18:01", or "N/A", "Unknown", "NONE".
+std::optional<double> ParseSlurmTime(const std::string& text) {
+  std::tm tm{};
+  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (!end || *end != '\0') return std::nullopt;
+  tm.tm_isdst = -1;
+  return static_cast<double>(std::mktime(&tm));
+}
 
 // "42:0" -> "exit code 42", "0:9" -> "killed by signal 9".
 std::string DescribeExit(const std::string& exit_code) {
@@ -234,7 +244,10 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
       t.exit_code = j.exit_code;
       reason = j.reason == "None" ? "" : j.reason;
       if (j.state == slurm::JobState::kFailed) reason = DescribeExit(j.exit_code) + (reason.empty() ? "" : " (" + reason + ")");
-      if (j.state == slurm::JobState::kRunning && !t.started_at) t.started_at = clock_.Now();
+      // Slurm's own times where it has them: a short job may start and end between two ticks.
+      bool started = j.state != slurm::JobState::kPending && j.state != slurm::JobState::kUnknown;
+      if (started) t.started_at = ParseSlurmTime(j.start_time).value_or(t.started_at.value_or(clock_.Now()));
+      if (slurm::IsTerminal(j.state)) t.ended_at = ParseSlurmTime(j.end_time);
     }
     bool running_or_ending = new_state != kTrialNew && new_state != "pending" && new_state != "unknown";
     if (running_or_ending) {
@@ -246,7 +259,7 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
     if (new_state != t.state || reason != t.reason) {
       bool ended = IsFinalTrialState(new_state);
       if (ended) {
-        t.ended_at = clock_.Now();
+        if (!t.ended_at) t.ended_at = clock_.Now();
         if (!t.started_at) t.started_at = t.ended_at;
         ++report.ended;
       }

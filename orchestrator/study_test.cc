@@ -2,6 +2,8 @@
 // the study file is right, and the file:line:key they get when it is not.
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "orchestrator/expr.h"
 #include "orchestrator/space.h"
 #include "orchestrator/study.h"

@@ -195,7 +195,8 @@ TEST_CASE("cancel stops running jobs and unsubmitted trials; the run loop sees t
   for (int i = 0; i < 60 && !running; ++i) {
     auto r = h.runner->Tick();
     REQUIRE(r.ok());
-    running = std::count_if(h.Trials().begin(), h.Trials().end(), [](const auto& t) { return t.state == "running"; }) == 2;
+    auto trials = h.Trials();
+    running = std::count_if(trials.begin(), trials.end(), [](const auto& t) { return t.state == "running"; }) == 2;
     if (!running) h.clock.SleepFor(0.5);
   }
   REQUIRE(running);
