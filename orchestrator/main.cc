@@ -5,6 +5,11 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -12,6 +17,7 @@
 #include "base/clock.h"
 #include "orchestrator/connect.h"
 #include "orchestrator/report_data.h"
+#include "orchestrator/run_lock.h"
 #include "orchestrator/runner.h"
 #include "orchestrator/study.h"
 #include "reports/csv.h"
@@ -36,6 +42,7 @@ struct App {
   std::string study_path;
   std::string csv_path;
   int max_ticks = 0;
+  bool detach = false;
 
   SystemClock clock;
   Study study;
@@ -63,6 +70,10 @@ struct App {
 
   Status CmdRun() {
     SWEEP_RETURN_IF_ERROR(LoadStudyFile());
+    auto lock = RunLock::Acquire(study.database + ".lock");
+    if (!lock.ok()) return lock.status();
+    if (detach) SWEEP_RETURN_IF_ERROR(Detach(*lock));
+    // Opened after the fork: neither a libssh session nor an SQLite handle survives one.
     SWEEP_RETURN_IF_ERROR(OpenStore(false));
     SWEEP_RETURN_IF_ERROR(Connect());
     Runner runner(study, *store, *transport, clock, std::cout);
@@ -71,6 +82,34 @@ struct App {
     std::cout << fmt::format("slurm commands: {} sbatch, {} squeue, {} sacct, {} scancel\n", s.sbatch, s.squeue, s.sacct,
                              s.scancel);
     return PrintStatus(runner.study_id());
+  }
+
+  // Goes on in the background: the parent prints where to look and exits; the child owns the
+  // lock, writes DATABASE.pid and logs to DATABASE.log.
+  Status Detach(RunLock& lock) {
+    std::string log_path = study.database + ".log";
+    std::string pid_path = study.database + ".pid";
+    int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) return Status::IOError(log_path + ": " + std::strerror(errno));
+    std::cout.flush();
+    pid_t pid = ::fork();
+    if (pid < 0) return Status::Internal(std::string("fork: ") + std::strerror(errno));
+    if (pid > 0) {
+      std::cout << fmt::format("slurmsweep: running in the background as pid {}\n  log: {}\n  pid file: {}\n"
+                               "  watch it with: slurmsweep status {}\n",
+                               pid, log_path, pid_path, study_path);
+      std::exit(0);
+    }
+    ::setsid();
+    int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, 0);
+    ::dup2(log_fd, 1);
+    ::dup2(log_fd, 2);
+    ::close(devnull);
+    ::close(log_fd);
+    SWEEP_RETURN_IF_ERROR(lock.RewritePid());
+    std::ofstream(pid_path, std::ios::trunc) << ::getpid() << "\n";
+    return Status::OK();
   }
 
   Status CmdStatus() {
@@ -168,6 +207,8 @@ int main(int argc, char** argv) {
     sub->add_option("study", app.study_path, "Study file (TOML)")->required()->check(CLI::ExistingFile);
     if (std::string_view(c.name) == "run") {
       sub->add_option("--max-ticks", app.max_ticks, "Stop after N polling rounds (0: until every trial ends)");
+      sub->add_flag("--detach", app.detach,
+                    "Run in the background: log to DATABASE.log, pid in DATABASE.pid; `status` works meanwhile");
     }
     if (std::string_view(c.name) == "report") {
       sub->add_option("--csv", app.csv_path, "Where to write trials.csv")->required();

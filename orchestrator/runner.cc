@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -51,9 +52,10 @@ std::string DescribeExit(const std::string& exit_code) {
 }  // namespace
 
 bool IsFinalTrialState(std::string_view state) {
-  if (state == kTrialDropped || state == kTrialLost) return true;
-  auto js = slurm::JobStateFromName(state);
-  return slurm::IsTerminal(js);
+  for (std::string_view s : {kTrialDropped, kTrialLost, kTrialPruned, kTrialCudaOom, kTrialDiverged}) {
+    if (state == s) return true;
+  }
+  return slurm::IsTerminal(slurm::JobStateFromName(state));
 }
 
 Runner::Runner(const Study& study, store::Store& store, slurm::Transport& transport, Clock& clock, std::ostream& log)
@@ -68,6 +70,10 @@ void Runner::Event(std::optional<int64_t> trial_id, const std::string& kind, con
 }
 
 std::string Runner::JobName(const std::string& trial_key) const { return "ss-" + study_.name + "-" + trial_key; }
+
+std::string Runner::CommentTag(const store::TrialRecord& t) const {
+  return fmt::format("slurmsweep:study={}:trial={}:attempt={}", study_.name, t.trial_key, t.attempt);
+}
 
 Status Runner::Prepare() {
   auto id = store_.UpsertStudy(study_.name, study_.path, study_.hash, clock_.Now());
@@ -132,7 +138,7 @@ Result<std::string> Runner::RenderScript(const store::TrialRecord& t) {
   slurm::SbatchHeader h;
   h.job_name = JobName(t.trial_key);
   h.output = t.log_path;
-  h.comment = fmt::format("slurmsweep:study={}:trial={}:attempt={}", study_.name, t.trial_key, t.attempt);
+  h.comment = CommentTag(t);
   h.workdir = w;
   h.partition = study_.cluster.partition;
   h.account = study_.cluster.account;
@@ -159,8 +165,9 @@ Status Runner::Reconcile(std::vector<store::TrialRecord>& trials) {
   for (auto& t : trials) {
     if (t.state != kTrialSubmitting) continue;
     const slurm::JobInfo* job = nullptr;
+    // The tag names the attempt, so an earlier attempt's job is never mistaken for this one.
     for (const auto& j : *found) {
-      if (j.name == JobName(t.trial_key)) job = &j;  // the newest (last listed) wins
+      if (j.comment == CommentTag(t)) job = &j;
     }
     if (job) {
       t.job_id = job->job_id;
@@ -170,6 +177,7 @@ Status Runner::Reconcile(std::vector<store::TrialRecord>& trials) {
       Event(t.id, "adopt", fmt::format("adopted job {} submitted before a restart", job->job_id));
     } else {
       t.state = std::string(kTrialNew);
+      t.attempt -= 1;  // SubmitNew counts it again: the attempt that never reached Slurm is reused
       Event(t.id, "resubmit", "no job found for an interrupted submission; it will be submitted");
     }
     SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
@@ -256,20 +264,93 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
       if (!n.ok()) return n.status();
       report.points += *n;
     }
-    if (new_state != t.state || reason != t.reason) {
-      bool ended = IsFinalTrialState(new_state);
-      if (ended) {
-        if (!t.ended_at) t.ended_at = clock_.Now();
-        if (!t.started_at) t.started_at = t.ended_at;
-        ++report.ended;
-      }
-      Event(t.id, ended ? "end" : "state",
-            fmt::format("job {}: {} -> {}{}", t.job_id, t.state, new_state, reason.empty() ? "" : " (" + reason + ")"));
-      t.state = new_state;
-      t.reason = reason;
-      SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+    bool ended = IsFinalTrialState(new_state);
+    if (ended) SWEEP_RETURN_IF_ERROR(Classify(t, new_state, reason));
+    if (new_state == t.state && reason == t.reason) continue;
+    if (ended) {
+      if (!t.ended_at) t.ended_at = clock_.Now();
+      if (!t.started_at) t.started_at = t.ended_at;
+      ++report.ended;
+    }
+    Event(t.id, ended ? "end" : "state",
+          fmt::format("job {}: {} -> {}{}", t.job_id, t.state, new_state, reason.empty() ? "" : " (" + reason + ")"));
+    t.state = new_state;
+    t.reason = reason;
+    SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+    if (ended) SWEEP_RETURN_IF_ERROR(MaybeRetry(t));
+  }
+  return Status::OK();
+}
+
+Result<std::string> Runner::LogTail(const store::TrialRecord& t) {
+  if (t.log_path.empty()) return std::string();
+  constexpr int64_t kTail = 64 << 10;
+  int64_t from = std::max<int64_t>(0, t.log_offset - kTail);
+  auto tail = transport_.ReadFrom(t.log_path, static_cast<uint64_t>(from), 2 * kTail);
+  if (!tail.ok()) return tail.status().IsNotFound() ? Result<std::string>(std::string()) : tail.status();
+  return tail;
+}
+
+// Slurm says how a job ended; the log often says why. The classes decide the retry policy.
+Status Runner::Classify(const store::TrialRecord& t, std::string& state, std::string& reason) {
+  if (state == "cancelled") {
+    if (t.stop_request.rfind("pruned", 0) == 0) state = std::string(kTrialPruned);
+    reason = t.stop_request.empty() ? "cancelled outside slurmsweep (" + t.slurm_state + ")" : t.stop_request;
+    return Status::OK();
+  }
+  if (state != "failed" && state != "completed" && state != "out_of_memory") return Status::OK();
+  auto tail = LogTail(t);
+  if (!tail.ok()) return tail.status();
+  auto line_with = [&](std::initializer_list<std::string_view> needles) -> std::string {
+    for (std::string_view n : needles) {
+      size_t p = tail->rfind(n);
+      if (p == std::string::npos) continue;
+      size_t b = tail->rfind('\n', p);
+      b = b == std::string::npos ? 0 : b + 1;
+      size_t e = tail->find('\n', p);
+      std::string line = tail->substr(b, std::min<size_t>(e == std::string::npos ? tail->size() - b : e - b, 200));
+      return line;
+    }
+    return "";
+  };
+  if (auto l = line_with({"CUDA out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED"}); !l.empty()) {
+    state = std::string(kTrialCudaOom);
+    reason = "CUDA out of memory: " + l;
+  } else if (auto l2 = line_with({"exceeded memory limit", "oom-kill", "oom_kill", "Out Of Memory"});
+             !l2.empty() || state == "out_of_memory") {
+    state = "out_of_memory";
+    reason = "host out of memory" + (l2.empty() ? std::string() : ": " + l2);
+  } else if (state == "failed") {
+    auto last = store_.LastMetric(t.id, study_.objective.metric);
+    if (!last.ok()) return last.status();
+    bool nan_loss = last->has_value() && !std::isfinite((*last)->value);
+    if (auto l3 = line_with({"diverged"}); nan_loss || !l3.empty()) {
+      state = std::string(kTrialDiverged);
+      reason = nan_loss ? fmt::format("{} is {} at step {}", study_.objective.metric, (*last)->value, (*last)->step)
+                        : l3;
     }
   }
+  return Status::OK();
+}
+
+// Policy per class ([retry] in the study): retries start from scratch with a new attempt number.
+Status Runner::MaybeRetry(store::TrialRecord& t) {
+  auto policy = study_.retry.find(t.state);
+  int allowed = policy == study_.retry.end() ? 0 : policy->second;
+  if (t.attempt > allowed) return Status::OK();
+  Event(t.id, "retry", fmt::format("attempt {} ended {} ({}); retrying ({} of {})", t.attempt, t.state, t.reason,
+                                   t.attempt, allowed));
+  t.reason = fmt::format("retry after {} in attempt {}: {}", t.state, t.attempt, t.reason);
+  t.state = std::string(kTrialNew);
+  t.job_id.clear();
+  t.slurm_state.clear();
+  t.exit_code.clear();
+  t.started_at.reset();
+  t.ended_at.reset();
+  SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+  SWEEP_RETURN_IF_ERROR(store_.ResetMetrics(t.id));
+  t.log_offset = 0;
+  parsers_.erase(t.id);
   return Status::OK();
 }
 
@@ -325,6 +406,7 @@ Result<TickReport> Runner::Tick() {
   if (st.ok()) st = SubmitNew(*trials, report);
   if (!st.ok()) {
     if (!st.IsUnavailable()) return st;
+    report.unavailable = true;
     Event(std::nullopt, "unavailable", "cluster unreachable, will retry: " + st.message());
   }
   report.done = st.ok() && std::all_of(trials->begin(), trials->end(), [&](const store::TrialRecord& t) {
@@ -338,7 +420,15 @@ Result<TickReport> Runner::Tick() {
 }
 
 Status Runner::Run(int max_ticks) {
-  SWEEP_RETURN_IF_ERROR(Prepare());
+  // Prepare needs the cluster too (work dir, staged files): wait for it like any tick would.
+  for (int failures = 0;; ++failures) {
+    Status st = Prepare();
+    if (st.ok()) break;
+    if (!st.IsUnavailable() || (max_ticks > 0 && failures >= max_ticks)) return st;
+    Event(std::nullopt, "unavailable", "cluster unreachable, will retry: " + st.message());
+    clock_.SleepFor(Backoff(failures + 1));
+  }
+  int failures = 0;
   for (int i = 0; max_ticks == 0 || i < max_ticks; ++i) {
     auto r = Tick();
     if (!r.ok()) return r.status();
@@ -346,9 +436,20 @@ Status Runner::Run(int max_ticks) {
       Event(std::nullopt, "done", "every trial has ended");
       return Status::OK();
     }
-    clock_.SleepFor(study_.cluster.poll_interval_s);
+    failures = r->unavailable ? failures + 1 : 0;
+    clock_.SleepFor(Backoff(failures));
   }
   return Status::OK();
+}
+
+// The poll interval, doubled for each consecutive failure up to 2 minutes, with +-20% jitter
+// so that many orchestrators cut off by one outage do not all come back at the same instant.
+double Runner::Backoff(int consecutive_failures) {
+  double base = study_.cluster.poll_interval_s;
+  if (consecutive_failures == 0) return base;
+  double d = std::min(120.0, base * std::pow(2.0, std::min(consecutive_failures, 10)));
+  double jitter = 0.8 + 0.4 * static_cast<double>(rng_() % 1000) / 1000.0;
+  return d * jitter;
 }
 
 Result<int> Runner::CancelAll() {
@@ -358,8 +459,12 @@ Result<int> Runner::CancelAll() {
   auto trials = store_.ListTrials(study_id_);
   if (!trials.ok()) return trials.status();
   std::vector<std::string> ids;
-  for (const auto& t : *trials) {
-    if (!t.job_id.empty() && !IsFinalTrialState(t.state)) ids.push_back(t.job_id);
+  for (auto& t : *trials) {
+    if (t.job_id.empty() || IsFinalTrialState(t.state)) continue;
+    ids.push_back(t.job_id);
+    // Recorded before scancel, so the end is classed as ours even if we die right after.
+    t.stop_request = "cancelled by the user (slurmsweep cancel)";
+    SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
   }
   SWEEP_RETURN_IF_ERROR(client_.Cancel(ids));
   int unsubmitted = 0;

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <ostream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ inline constexpr std::string_view kTrialNew = "new";
 inline constexpr std::string_view kTrialDropped = "dropped";        // a constraint ruled it out
 inline constexpr std::string_view kTrialSubmitting = "submitting";  // intent recorded, sbatch not confirmed
 inline constexpr std::string_view kTrialLost = "lost";              // left the queue, no record of its end
+inline constexpr std::string_view kTrialPruned = "pruned";          // stopped early by a stopping rule
+inline constexpr std::string_view kTrialCudaOom = "cuda_oom";       // the log says CUDA ran out of memory
+inline constexpr std::string_view kTrialDiverged = "diverged";      // loss became NaN/Inf, or the log says so
 
 // Ended for good: the run loop neither submits nor watches it.
 bool IsFinalTrialState(std::string_view state);
@@ -37,6 +41,7 @@ struct TickReport {
   int64_t points = 0;    // metric rows ingested
   int slurm_queries = 0; // squeue + sacct calls this tick
   bool done = false;     // every trial has ended
+  bool unavailable = false;  // the cluster could not be reached; nothing was marked
 };
 
 class Runner {
@@ -64,10 +69,16 @@ class Runner {
   Status Reconcile(std::vector<store::TrialRecord>& trials);
   Status QueryAndIngest(std::vector<store::TrialRecord>& trials, TickReport& report);
   Result<int64_t> Ingest(store::TrialRecord& trial);
+  Result<std::string> LogTail(const store::TrialRecord& trial);
+  Status Classify(const store::TrialRecord& trial, std::string& state, std::string& reason);
+  Status MaybeRetry(store::TrialRecord& trial);
   Status SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& report);
   Result<std::string> RenderScript(const store::TrialRecord& trial);
   std::string JobName(const std::string& trial_key) const;
+  // "slurmsweep:study=S:trial=T:attempt=N": set as the job's --comment, matched on reconcile.
+  std::string CommentTag(const store::TrialRecord& trial) const;
   void Event(std::optional<int64_t> trial_id, const std::string& kind, const std::string& message);
+  double Backoff(int consecutive_failures);
 
   const Study& study_;
   store::Store& store_;
@@ -80,6 +91,7 @@ class Runner {
   std::map<std::string, TrialSpec> specs_;  // by trial key: this study file's trials
   std::map<int64_t, ParserState> parsers_;  // per trial, restored from the store on first use
   int tick_ = 0;
+  std::minstd_rand rng_{std::random_device{}()};
 };
 
 }  // namespace sweep

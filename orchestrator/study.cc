@@ -169,7 +169,7 @@ class Loader {
       return Status::InvalidArgument(fmt::format("{}:{}:{}: {}", path_, e.source().begin.line,
                                                  e.source().begin.column, e.description()));
     }
-    SWEEP_RETURN_IF_ERROR(CheckKeys(root, "", {"study", "objective", "cluster", "job", "search", "space"}));
+    SWEEP_RETURN_IF_ERROR(CheckKeys(root, "", {"study", "objective", "cluster", "job", "search", "space", "retry"}));
 
     // [study]
     auto study = Table(root, "study", true);
@@ -204,6 +204,7 @@ class Loader {
     SWEEP_RETURN_IF_ERROR(LoadCluster(root, s));
     SWEEP_RETURN_IF_ERROR(LoadSearch(root, s));
     SWEEP_RETURN_IF_ERROR(LoadJob(root, s));
+    SWEEP_RETURN_IF_ERROR(LoadRetry(root, s));
     return s;
   }
 
@@ -324,6 +325,17 @@ class Loader {
         }
       }
     }
+    return Status::OK();
+  }
+
+  Status LoadRetry(const toml::table& root, Study& s) {
+    auto rt = Table(root, "retry", false);
+    if (!rt.ok()) return rt.status();
+    if (!*rt) return Status::OK();
+    SWEEP_RETURN_IF_ERROR(CheckKeys(**rt, "retry",
+                                    {"failed", "timeout", "out_of_memory", "cuda_oom", "node_fail", "preempted", "lost",
+                                     "diverged"}));
+    for (auto& [cls, n] : s.retry) SWEEP_RETURN_IF_ERROR(Int(**rt, "retry", cls, &n, 0, 100));
     return Status::OK();
   }
 

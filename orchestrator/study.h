@@ -79,6 +79,11 @@ struct Study {
   int trials = 0;                // random: budget
   uint64_t seed = 1;
   std::vector<Constraint> constraints;
+  // [retry]: how many times a trial that ended in a class is submitted again from scratch.
+  // Node failures, preemption and lost jobs are the cluster's fault; an OOM or a diverged run
+  // would only fail again with the same settings.
+  std::map<std::string, int> retry = {{"node_fail", 2}, {"preempted", 2}, {"lost", 1}, {"failed", 0},
+                                      {"timeout", 0}, {"out_of_memory", 0}, {"cuda_oom", 0}, {"diverged", 0}};
 };
 
 Result<Study> LoadStudy(const std::string& path);

@@ -49,6 +49,7 @@ CREATE TABLE trials (
   ended_at     REAL,
   log_path     TEXT NOT NULL DEFAULT '',
   log_offset   INTEGER NOT NULL DEFAULT 0,
+  stop_request TEXT NOT NULL DEFAULT '',
   UNIQUE (study_id, trial_key)
 );
 -- time_s and value are nullable because SQLite stores NaN as NULL, and a diverged run logs
@@ -109,17 +110,19 @@ constexpr const char* kSqlTrialIdByKey = "SELECT id FROM trials WHERE study_id =
 // Column order is what ReadTrial expects.
 constexpr const char* kSqlListTrials =
     "SELECT id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code, "
-    "attempt, submitted_at, started_at, ended_at, log_path, log_offset "
+    "attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request "
     "FROM trials WHERE study_id = ?1 ORDER BY id";
 constexpr const char* kSqlGetTrial =
     "SELECT id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code, "
-    "attempt, submitted_at, started_at, ended_at, log_path, log_offset "
+    "attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request "
     "FROM trials WHERE id = ?1";
 // log_offset is absent on purpose: only AppendMetrics moves it, together with the rows.
 constexpr const char* kSqlUpdateTrial =
     "UPDATE trials SET state = ?2, reason = ?3, job_id = ?4, slurm_state = ?5, exit_code = ?6, "
-    "attempt = ?7, submitted_at = ?8, started_at = ?9, ended_at = ?10, log_path = ?11 WHERE id = ?1";
+    "attempt = ?7, submitted_at = ?8, started_at = ?9, ended_at = ?10, log_path = ?11, stop_request = ?12 "
+    "WHERE id = ?1";
 constexpr const char* kSqlSetLogOffset = "UPDATE trials SET log_offset = ?2 WHERE id = ?1";
+constexpr const char* kSqlDeleteMetrics = "DELETE FROM metrics WHERE trial_id = ?1";
 
 // A replayed row hits the primary key and is dropped; that is what makes ingestion exactly-once.
 constexpr const char* kSqlInsertMetric =
@@ -338,6 +341,7 @@ TrialRecord ReadTrial(const Query& q) {
   t.ended_at = q.OptReal(12);
   t.log_path = q.Text(13);
   t.log_offset = q.Int(14);
+  t.stop_request = q.Text(15);
   return t;
 }
 
@@ -365,6 +369,7 @@ class SqliteStore final : public Store {
   Result<TrialRecord> GetTrial(int64_t trial_id) override;
   Status UpdateTrial(const TrialRecord& trial) override;
   Status AppendMetrics(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset) override;
+  Status ResetMetrics(int64_t trial_id) override;
   Result<std::vector<MetricRow>> Metrics(int64_t trial_id) override;
   Result<std::optional<MetricRow>> LastMetric(int64_t trial_id, const std::string& name) override;
   Result<int64_t> CountMetrics(int64_t trial_id) override;
@@ -379,6 +384,7 @@ class SqliteStore final : public Store {
     StmtPtr begin, commit, rollback;
     StmtPtr upsert_study, get_study, study_exists;
     StmtPtr insert_trial, trial_id_by_key, list_trials, get_trial, update_trial, set_log_offset;
+    StmtPtr delete_metrics;
     StmtPtr insert_metric, metrics, last_metric, count_metrics;
     StmtPtr add_event, events;
   };
@@ -475,6 +481,7 @@ Status SqliteStore::PrepareStatements() {
       {&stmts_.get_trial, kSqlGetTrial},
       {&stmts_.update_trial, kSqlUpdateTrial},
       {&stmts_.set_log_offset, kSqlSetLogOffset},
+      {&stmts_.delete_metrics, kSqlDeleteMetrics},
       {&stmts_.insert_metric, kSqlInsertMetric},
       {&stmts_.metrics, kSqlMetrics},
       {&stmts_.last_metric, kSqlLastMetric},
@@ -679,6 +686,7 @@ Status SqliteStore::UpdateTrial(const TrialRecord& trial) {
   q.BindOptReal(9, trial.started_at);
   q.BindOptReal(10, trial.ended_at);
   q.BindText(11, trial.log_path);
+  q.BindText(12, trial.stop_request);
   SWEEP_RETURN_IF_ERROR(q.Run());
   // sqlite3_changes counts matched rows, even when no value changed.
   if (sqlite3_changes(db_.get()) == 0) return Status::NotFound(path_ + ": trial " + std::to_string(trial.id));
@@ -710,6 +718,23 @@ Status SqliteStore::AppendMetrics(int64_t trial_id, const std::vector<MetricRow>
       SWEEP_RETURN_IF_ERROR(q.Run());
     }
     return Status::OK();
+  });
+}
+
+Status SqliteStore::ResetMetrics(int64_t trial_id) {
+  std::string what = "reset metrics of trial " + std::to_string(trial_id);
+  SWEEP_RETURN_IF_ERROR(CheckWritable(what));
+  return InTransaction([&]() -> Status {
+    {
+      Query q = Use(stmts_.set_log_offset, what);
+      q.BindInt(1, trial_id);
+      q.BindInt(2, 0);
+      SWEEP_RETURN_IF_ERROR(q.Run());
+      if (sqlite3_changes(db_.get()) == 0) return Status::NotFound(path_ + ": trial " + std::to_string(trial_id));
+    }
+    Query q = Use(stmts_.delete_metrics, what);
+    q.BindInt(1, trial_id);
+    return q.Run();
   });
 }
 

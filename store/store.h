@@ -5,7 +5,7 @@
 // migrations (store.cc). Tables:
 //   studies(id, name UNIQUE, spec_path, spec_hash, created_at)
 //   trials(id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code,
-//          attempt, submitted_at, started_at, ended_at, log_path, log_offset,
+//          attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request,
 //          UNIQUE(study_id, trial_key))
 //   metrics(trial_id, step, time_s, name, value, PRIMARY KEY(trial_id, name, step))
 //   events(id, study_id, trial_id, at, kind, message)
@@ -42,6 +42,9 @@ struct TrialRecord {
   std::optional<double> submitted_at, started_at, ended_at;  // Unix seconds
   std::string log_path;     // on the cluster side
   int64_t log_offset = 0;   // bytes of log_path already ingested
+  // Why slurmsweep asked Slurm to stop the job ("cancelled by the user", "pruned: ..."); empty if
+  // it did not. Kept apart from `reason` so an end the user caused is told from one they did not.
+  std::string stop_request;
 };
 
 struct MetricRow {
@@ -95,6 +98,9 @@ class Store {
   // trial's log_offset to `new_offset`.
   virtual Status AppendMetrics(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset) = 0;
   // Ordered by (name, step). A NaN value or time_s is stored (as NULL) and read back as NaN.
+  // Atomically: delete every metric row of the trial and set its log_offset to 0. For a retry
+  // that starts from scratch: the failed attempt's curve would otherwise shadow the new one.
+  virtual Status ResetMetrics(int64_t trial_id) = 0;
   virtual Result<std::vector<MetricRow>> Metrics(int64_t trial_id) = 0;
   // The row with the greatest step for `name`, if any (to resume a time axis after a restart).
   virtual Result<std::optional<MetricRow>> LastMetric(int64_t trial_id, const std::string& name) = 0;

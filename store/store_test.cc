@@ -197,6 +197,7 @@ TEST_CASE("Store: UpdateTrial round-trips every mutable field but not the offset
   t.started_at = 1700000100.5;
   t.ended_at = 1700000200.75;
   t.log_path = "/scratch/u/sweep1/a/slurm-98765_3.out";
+  t.stop_request = "pruned: median rule";
   t.log_offset = 999999;  // must be ignored
   REQUIRE(store->UpdateTrial(t).ok());
 
@@ -213,6 +214,7 @@ TEST_CASE("Store: UpdateTrial round-trips every mutable field but not the offset
   CHECK(got->submitted_at == 1700000000.25);
   CHECK(got->started_at == 1700000100.5);
   CHECK(got->ended_at == 1700000200.75);
+  CHECK(got->stop_request == "pruned: median rule");
   CHECK(got->log_path == t.log_path);
   CHECK(got->log_offset == 77);
 
@@ -283,6 +285,21 @@ TEST_CASE("Store: AppendMetrics is idempotent for replayed rows and moves the of
   CHECK_FALSE(none->has_value());
 
   CHECK(store->AppendMetrics(424242, chunk1, 10).IsNotFound());
+}
+
+TEST_CASE("Store: ResetMetrics clears one trial's curve and offset for a fresh retry", "[store]") {
+  TempDir dir;
+  auto store = MustOpen(dir.file("study.db"));
+  std::vector<TrialRecord> trials;
+  Seed(*store, &trials);
+  REQUIRE(store->AppendMetrics(trials[0].id, {{1, 0.5, "lm_loss", 2.5}, {2, 1.0, "lm_loss", 2.4}}, 300).ok());
+  REQUIRE(store->AppendMetrics(trials[1].id, {{1, 0.5, "lm_loss", 3.5}}, 50).ok());
+  REQUIRE(store->ResetMetrics(trials[0].id).ok());
+  CHECK(*store->CountMetrics(trials[0].id) == 0);
+  CHECK(store->GetTrial(trials[0].id)->log_offset == 0);
+  CHECK(*store->CountMetrics(trials[1].id) == 1);  // other trials untouched
+  CHECK(store->GetTrial(trials[1].id)->log_offset == 50);
+  CHECK(store->ResetMetrics(424242).IsNotFound());
 }
 
 TEST_CASE("Store: a diverged run's NaN and inf values are kept", "[store]") {
