@@ -1,0 +1,331 @@
+// Fault tests on the real test cluster: the orchestrator killed at random moments, jobs that
+// end in each failure class, a second orchestrator on the same study. Tagged [cluster].
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "base/clock.h"
+#include "orchestrator/runner.h"
+#include "orchestrator/study.h"
+#include "slurm/transport.h"
+#include "store/store.h"
+#include "tests/test_util.h"
+
+using namespace sweep;
+
+namespace {
+
+std::string Env(const std::string& key) {
+  auto env = testing::ClusterEnv();
+  auto it = env.find(key);
+  if (it == env.end()) FAIL("test cluster not running (no " << key << "); run tests/cluster/start.sh");
+  return it->second;
+}
+
+// A study run with the local transport (as on a login node): the orchestrator process gets
+// SLURM_CONF from the test cluster's env file.
+std::string WriteLocalStudy(const testing::TempDir& dir, const std::string& name, const std::string& space,
+                            const std::string& vars, const std::string& tmpl, int max_concurrent,
+                            const std::string& extra = "") {
+  testing::WriteAll(dir.file("job.sbatch"), tmpl);
+  std::string text = fmt::format(R"([study]
+name = "{}"
+
+[cluster]
+transport = "local"
+partition = "{}"
+workdir = "{}"
+max_concurrent = {}
+poll_interval_s = 0.3
+
+[job]
+template = "job.sbatch"
+cpus_per_task = 1
+mem = "100M"
+time_limit = "00:05:00"
+stage = ["{}/bin/mlp_train"]
+
+[job.vars]
+{}
+
+{}
+
+{}
+)",
+                                 name, Env("SLURMSWEEP_PARTITION"), dir.file("work"), max_concurrent,
+                                 SLURMSWEEP_BINARY_DIR, vars, extra, space);
+  testing::WriteAll(dir.file("study.toml"), text);
+  return dir.file("study.toml");
+}
+
+constexpr const char* kTrainTemplate = R"(#!/bin/bash
+exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --lr {{lr}} --optimizer {{optimizer}} \
+  --hidden 16 --train-iters {{iters}} --log-interval 5 --sleep-ms {{sleep_ms}}
+)";
+
+// Starts `slurmsweep ARGS...` with the cluster's SLURM_CONF; returns its pid.
+pid_t Spawn(const std::vector<std::string>& args, const std::string& log_path) {
+  std::string slurm_conf = Env("SLURM_CONF");
+  pid_t pid = fork();
+  if (pid == 0) {
+    FILE* log = std::fopen(log_path.c_str(), "a");
+    dup2(fileno(log), 1);
+    dup2(fileno(log), 2);
+    setenv("SLURM_CONF", slurm_conf.c_str(), 1);
+    std::string bin = std::string(SLURMSWEEP_BINARY_DIR) + "/bin/slurmsweep";
+    std::vector<char*> argv = {bin.data()};
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int WaitExit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string Capture(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+std::unique_ptr<store::Store> OpenDb(const testing::TempDir& dir, const std::string& name) {
+  auto st = store::Store::OpenReadOnly(dir.file(name + ".db"));
+  INFO(st.status().ToString());
+  REQUIRE(st.ok());
+  return std::move(*st);
+}
+
+std::vector<store::TrialRecord> Trials(store::Store& db, const std::string& name) {
+  auto study = db.GetStudy(name);
+  REQUIRE(study.ok());
+  auto trials = db.ListTrials(study->id);
+  REQUIRE(trials.ok());
+  return *trials;
+}
+
+}  // namespace
+
+TEST_CASE("kill -9 at random moments: every attempt has exactly one job and no metric is lost or doubled",
+          "[cluster][fault]") {
+  testing::TempDir dir;
+  const std::string name = "killed" + std::to_string(getpid());  // jobs of earlier runs stay in squeue a while
+  std::string path = WriteLocalStudy(
+      dir, name, "[space]\nlr = [0.01, 0.02, 0.03, 0.04, 0.05]\nmbs = [2, 4, 6, 8]\n",
+      "iters = 60\nsleep_ms = 15\noptimizer = \"adam\"\n", kTrainTemplate, 6);
+  std::mt19937 rng(20261202);
+  std::string log = dir.file("orchestrator.log");
+  for (int i = 0; i < 12; ++i) {
+    pid_t pid = Spawn({"run", path}, log);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200 + rng() % 2500));
+    kill(pid, SIGKILL);
+    WaitExit(pid);
+  }
+  pid_t last = Spawn({"run", path}, log);
+  int code = WaitExit(last);
+  INFO(testing::ReadAll(log));
+  REQUIRE(code == 0);
+
+  auto db = OpenDb(dir, name);
+  auto trials = Trials(*db, name);
+  REQUIRE(trials.size() == 20);
+
+  // Slurm's own record: the comment tag of every job of this study, by the study's job names.
+  std::string names;
+  for (const auto& t : trials) names += (names.empty() ? "" : ",") + ("ss-" + name + "-" + t.trial_key);
+  std::string listed = Capture(fmt::format("SLURM_CONF={} squeue -h -t all --name={} -O 'JobID:|,Comment:'",
+                                           Env("SLURM_CONF"), names));
+  std::map<std::string, int> jobs_per_tag;
+  std::istringstream in(listed);
+  for (std::string line; std::getline(in, line);) {
+    auto bar = line.find('|');
+    if (bar != std::string::npos) ++jobs_per_tag[line.substr(bar + 1)];
+  }
+  for (const auto& t : trials) {
+    INFO(t.trial_key << " state " << t.state << " attempt " << t.attempt << " reason " << t.reason);
+    CHECK(t.state == "completed");
+    CHECK(t.attempt == 1);
+    std::string tag = fmt::format("slurmsweep:study={}:trial={}:attempt=1", name, t.trial_key);
+    CHECK(jobs_per_tag[tag] == 1);
+    // Every iteration line of the log is in the store once: 60 iterations, one line per 5.
+    std::string trial_log = testing::ReadAll(t.log_path);
+    size_t lines = 0;
+    for (size_t p = trial_log.find("| lm loss:"); p != std::string::npos; p = trial_log.find("| lm loss:", p + 1)) ++lines;
+    CHECK(lines == 12);
+    auto rows = db->Metrics(t.id);
+    REQUIRE(rows.ok());
+    size_t loss_rows = std::count_if(rows->begin(), rows->end(), [](const auto& m) { return m.name == "lm_loss"; });
+    CHECK(loss_rows == lines);
+    CHECK(t.log_offset == static_cast<int64_t>(trial_log.size()));
+  }
+  size_t total_jobs = 0;
+  for (const auto& [tag, n] : jobs_per_tag) total_jobs += static_cast<size_t>(n);
+  CHECK(total_jobs == trials.size());
+}
+
+TEST_CASE("ended jobs are classed: diverged, CUDA OOM, host OOM and cancelled outside slurmsweep; none retried",
+          "[cluster][fault]") {
+  testing::TempDir dir;
+  const std::string name = "classes";
+  std::string tmpl = R"TPL(#!/bin/bash
+case {{kind}} in
+  diverge) exec {{workdir}}/mlp_train --optimizer sgd --lr 50 --train-iters 50 --log-interval 1 ;;
+  cudaoom) echo " [2024-09-03 15:56:55] iteration        1/      10 | elapsed time per iteration (ms): 10.0 | lm loss: 2.0E+00 |"
+           echo "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.10 GiB total capacity)" >&2
+           exit 1 ;;
+  hostoom) echo "slurmstepd: error: Job 1 exceeded memory limit (1200000 > 1024000), being killed" >&2; exit 137 ;;
+  external) sleep 300 ;;
+  ok) exec {{workdir}}/mlp_train --train-iters 10 --log-interval 5 ;;
+esac
+)TPL";
+  std::string path = WriteLocalStudy(dir, name, "[space]\nkind = [\"diverge\", \"cudaoom\", \"hostoom\", \"external\", \"ok\"]\n",
+                                     "x = 1\n", tmpl, 5);
+  pid_t pid = Spawn({"run", path}, dir.file("orchestrator.log"));
+  // Someone else cancels the sleeping job (an admin, or the user with scancel by hand).
+  bool cancelled = false;
+  for (int i = 0; i < 120 && !cancelled; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    // The trial's job id is in the database.
+    auto st = store::Store::OpenReadOnly(dir.file(name + ".db"));
+    if (!st.ok()) continue;
+    auto study = (*st)->GetStudy(name);
+    if (!study.ok()) continue;
+    auto trials = (*st)->ListTrials(study->id);
+    if (!trials.ok()) continue;
+    for (const auto& t : *trials) {
+      if (t.params_json.find("external") != std::string::npos && t.state == "running") {
+        Capture(fmt::format("SLURM_CONF={} scancel {}", Env("SLURM_CONF"), t.job_id));
+        cancelled = true;
+      }
+    }
+  }
+  REQUIRE(cancelled);
+  int code = WaitExit(pid);
+  INFO(testing::ReadAll(dir.file("orchestrator.log")));
+  REQUIRE(code == 0);
+  auto db = OpenDb(dir, name);
+  std::map<std::string, store::TrialRecord> by_kind;
+  for (const auto& t : Trials(*db, name)) {
+    for (const char* k : {"diverge", "cudaoom", "hostoom", "external", "ok"}) {
+      if (t.params_json.find(std::string("\"") + k + "\"") != std::string::npos) by_kind[k] = t;
+    }
+  }
+  CHECK(by_kind["diverge"].state == "diverged");
+  CHECK_THAT(by_kind["diverge"].reason, Catch::Contains("nan"));
+  CHECK(by_kind["cudaoom"].state == "cuda_oom");
+  CHECK_THAT(by_kind["cudaoom"].reason, Catch::Contains("Tried to allocate 2.00 GiB"));
+  CHECK(by_kind["hostoom"].state == "out_of_memory");
+  CHECK(by_kind["external"].state == "cancelled");
+  CHECK_THAT(by_kind["external"].reason, Catch::Contains("outside slurmsweep"));
+  CHECK(by_kind["ok"].state == "completed");
+  for (const auto& [k, t] : by_kind) CHECK(t.attempt == 1);  // none of these classes is retried by default
+}
+
+TEST_CASE("a second orchestrator on the same study is refused while the first runs detached", "[cluster][fault]") {
+  testing::TempDir dir;
+  const std::string name = "locked";
+  std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01, 0.02]\nmbs = [4]\n",
+                                     "iters = 200\nsleep_ms = 20\noptimizer = \"sgd\"\n", kTrainTemplate, 2);
+  pid_t first = Spawn({"run", "--detach", path}, dir.file("first.log"));
+  REQUIRE(WaitExit(first) == 0);  // the parent returns at once; the child goes on
+  CHECK_THAT(testing::ReadAll(dir.file("first.log")), Catch::Contains("running in the background"));
+  std::string pid_text;
+  for (int i = 0; i < 100 && pid_text.empty(); ++i) {  // the child writes it just after the parent exits
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    pid_text = testing::ReadAll(dir.file(name + ".db.pid"));
+  }
+  REQUIRE_FALSE(pid_text.empty());
+  pid_t child = static_cast<pid_t>(std::stol(pid_text));
+  CHECK(kill(child, 0) == 0);
+
+  pid_t second = Spawn({"run", path}, dir.file("second.log"));
+  CHECK(WaitExit(second) == 4);
+  CHECK_THAT(testing::ReadAll(dir.file("second.log")), Catch::Contains("already running"));
+
+  // status works from another terminal meanwhile.
+  pid_t status = Spawn({"status", path}, dir.file("status.log"));
+  CHECK(WaitExit(status) == 0);
+  CHECK_THAT(testing::ReadAll(dir.file("status.log")), Catch::Contains("2 trials"));
+
+  // The detached run finishes on its own and logs to DATABASE.log.
+  for (int i = 0; i < 240 && kill(child, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  CHECK(kill(child, 0) != 0);
+  CHECK_THAT(testing::ReadAll(dir.file(name + ".db.log")), Catch::Contains("every trial has ended"));
+  auto db = OpenDb(dir, name);
+  for (const auto& t : Trials(*db, name)) CHECK(t.state == "completed");
+}
+
+namespace {
+
+// The real local transport, except that the first sbatch's answer is lost after the job was
+// submitted: what a dropped SSH link or a killed orchestrator looks like from the inside.
+class LoseFirstSbatchAnswer final : public slurm::Transport {
+ public:
+  explicit LoseFirstSbatchAnswer(std::unique_ptr<slurm::Transport> real) : real_(std::move(real)) {}
+  Result<slurm::CommandOutput> Run(const std::string& command) override {
+    auto r = real_->Run(command);
+    if (command.rfind("sbatch", 0) == 0 && !dropped_) {
+      dropped_ = true;
+      return Status::Unavailable("connection lost (injected) after sbatch ran");
+    }
+    return r;
+  }
+  Status WriteFile(const std::string& p, std::string_view c, int mode) override { return real_->WriteFile(p, c, mode); }
+  Result<std::string> ReadFrom(const std::string& p, uint64_t o, size_t n) override { return real_->ReadFrom(p, o, n); }
+  std::string Describe() const override { return "local with a lost sbatch answer"; }
+
+ private:
+  std::unique_ptr<slurm::Transport> real_;
+  bool dropped_ = false;
+};
+
+}  // namespace
+
+TEST_CASE("a submission whose answer was lost is found and adopted, never submitted twice", "[cluster][fault]") {
+  testing::TempDir dir;
+  const std::string name = "lostanswer" + std::to_string(getpid());
+  std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01, 0.02]\nmbs = [4]\n",
+                                     "iters = 20\nsleep_ms = 0\noptimizer = \"sgd\"\n", kTrainTemplate, 4);
+  setenv("SLURM_CONF", Env("SLURM_CONF").c_str(), 1);
+  auto study = LoadStudy(path);
+  REQUIRE(study.ok());
+  auto db = store::Store::Open(study->database);
+  REQUIRE(db.ok());
+  LoseFirstSbatchAnswer transport(slurm::NewLocalTransport());
+  SystemClock clock;
+  std::ostringstream log;
+  Runner runner(*study, **db, transport, clock, log);
+  REQUIRE(runner.Run(200).ok());
+  INFO(log.str());
+  CHECK_THAT(log.str(), Catch::Contains("adopted job"));
+  CHECK(runner.slurm_stats().sbatch == 2);  // the lost answer was not followed by a second sbatch
+  auto trials = (*db)->ListTrials(runner.study_id());
+  REQUIRE(trials.ok());
+  for (const auto& t : *trials) {
+    CHECK(t.state == "completed");
+    CHECK(t.attempt == 1);
+  }
+  std::string listed = Capture(fmt::format("SLURM_CONF={} squeue -h -t all --name=ss-{}-{},ss-{}-{} -o %i",
+                                           Env("SLURM_CONF"), name, (*trials)[0].trial_key, name,
+                                           (*trials)[1].trial_key));
+  CHECK(std::count(listed.begin(), listed.end(), '\n') == 2);
+}
