@@ -191,3 +191,41 @@ TEST_CASE("a node dies mid-job: the trial ends as node failure, is retried per p
   // The retry started from scratch: one full curve, none of the dead attempt's points mixed in.
   CHECK(std::count_if(rows->begin(), rows->end(), [](const auto& m) { return m.name == "lm_loss"; }) == 60);
 }
+
+TEST_CASE("slurmctld restarts mid-run: nothing is marked while it is away and the sweep completes", "[outage]") {
+  testing::TempDir dir;
+  std::string path = SshStudy(dir, "ctldrestart", kTrain, "[space]\nlr = [0.01, 0.02]\n",
+                              "[job.vars]\niters = 200\nsleep_ms = 100\n");
+  Harness h(path);
+  Status result;
+  std::thread loop([&] { result = h.runner->Run(600); });
+  bool running = false;
+  for (int i = 0; i < 120 && !running; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    running = h.log.str().find("-> running") != std::string::npos;
+  }
+  REQUIRE(running);
+  // Stop the controller (state is saved in StateSaveLocation), keep it away, start it again as
+  // tests/cluster/start.sh does: its own UTS namespace named after SlurmctldHost.
+  std::string lab = Env("SLURMSWEEP_LAB");
+  std::string conf = Env("SLURM_CONF");
+  int pid = std::stoi(testing::ReadAll(lab + "/run/slurmctld.pid"));
+  kill(pid, SIGTERM);
+  for (int i = 0; i < 100 && kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::this_thread::sleep_for(std::chrono::seconds(8));
+  std::string host = Capture(fmt::format("sed -n 's/^SlurmctldHost=\\([^(]*\\).*/\\1/p' {}", conf));
+  while (!host.empty() && host.back() == '\n') host.pop_back();
+  REQUIRE(std::system(fmt::format("SLURM_CONF={} unshare --uts sh -c 'hostname {} && exec slurmctld -f {}'", conf,
+                                  host, conf)
+                          .c_str()) == 0);
+  loop.join();
+  INFO(h.log.str());
+  REQUIRE(result.ok());
+  CHECK_THAT(h.log.str(), Catch::Contains("cluster unreachable, will retry"));
+  for (const auto& t : h.Trials()) {
+    CHECK(t.state == "completed");
+    auto rows = h.store->Metrics(t.id);
+    REQUIRE(rows.ok());
+    CHECK(std::count_if(rows->begin(), rows->end(), [](const auto& m) { return m.name == "lm_loss"; }) == 40);
+  }
+}
