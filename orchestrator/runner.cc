@@ -277,9 +277,43 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
     t.state = new_state;
     t.reason = reason;
     SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
-    if (ended) SWEEP_RETURN_IF_ERROR(MaybeRetry(t));
+    if (!ended) continue;
+    auto chained = MaybeChain(t);
+    if (!chained.ok()) return chained.status();
+    if (!*chained) SWEEP_RETURN_IF_ERROR(MaybeRetry(t));
   }
   return Status::OK();
+}
+
+// A job that stopped at its time limit after saving a checkpoint continues in a new job. Unlike
+// a retry, the metrics are kept and the time axis goes on: the chain is one curve.
+Result<bool> Runner::MaybeChain(store::TrialRecord& t) {
+  const JobSpec& job = study_.job;
+  if (job.max_chain <= 0 || (t.state != "completed" && t.state != "timeout")) return false;
+  auto tail = LogTail(t);
+  if (!tail.ok()) return tail.status();
+  if (tail->find(job.resume_marker) == std::string::npos) return false;
+  if (t.attempt >= job.max_chain) {
+    t.state = "timeout";
+    t.reason = fmt::format("stopped after {} chained jobs (max_chain) with training unfinished", t.attempt);
+    SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+    Event(t.id, "chain_end", t.reason);
+    return true;
+  }
+  Event(t.id, "chain", fmt::format("job {} saved a checkpoint and stopped ({}); continuing in a new job ({} of at most {})",
+                                   t.job_id, t.state, t.attempt + 1, job.max_chain));
+  t.reason = fmt::format("continuing from checkpoint (job {} of at most {})", t.attempt + 1, job.max_chain);
+  t.state = std::string(kTrialNew);
+  t.job_id.clear();
+  t.slurm_state.clear();
+  t.exit_code.clear();
+  t.ended_at.reset();  // started_at stays: the chain's wall time runs from its first job
+  SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+  // The next job logs to a new file: read it from its start, keep every point and the parser's
+  // time axis.
+  SWEEP_RETURN_IF_ERROR(store_.AppendMetrics(t.id, {}, 0));
+  t.log_offset = 0;
+  return true;
 }
 
 Result<std::string> Runner::LogTail(const store::TrialRecord& t) {

@@ -72,6 +72,7 @@ class Runner {
   Result<std::string> LogTail(const store::TrialRecord& trial);
   Status Classify(const store::TrialRecord& trial, std::string& state, std::string& reason);
   Status MaybeRetry(store::TrialRecord& trial);
+  Result<bool> MaybeChain(store::TrialRecord& trial);
   Status SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& report);
   Result<std::string> RenderScript(const store::TrialRecord& trial);
   std::string JobName(const std::string& trial_key) const;

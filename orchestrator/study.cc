@@ -345,7 +345,7 @@ class Loader {
     const toml::table& j = **jb;
     SWEEP_RETURN_IF_ERROR(CheckKeys(j, "job",
                                     {"template", "nodes", "gpus_per_node", "cpus_per_task", "mem", "time_limit",
-                                     "stage", "vars"}));
+                                     "stage", "vars", "max_chain", "resume_marker"}));
     JobSpec& job = s.job;
     SWEEP_RETURN_IF_ERROR(String(j, "job", "template", &job.template_path, true));
     job.template_path = Resolve(s.dir, job.template_path);
@@ -354,6 +354,11 @@ class Loader {
     SWEEP_RETURN_IF_ERROR(Int(j, "job", "cpus_per_task", &job.cpus_per_task, 0, 100000));
     SWEEP_RETURN_IF_ERROR(String(j, "job", "mem", &job.mem, false));
     SWEEP_RETURN_IF_ERROR(String(j, "job", "time_limit", &job.time_limit, false));
+    SWEEP_RETURN_IF_ERROR(Int(j, "job", "max_chain", &job.max_chain, 0, 1000));
+    SWEEP_RETURN_IF_ERROR(String(j, "job", "resume_marker", &job.resume_marker, false));
+    if (job.max_chain > 0 && job.resume_marker.empty()) {
+      return Error(j.get("resume_marker"), "job.resume_marker", "chaining needs a non-empty marker");
+    }
     for (auto [key, value] : {std::pair{"mem", &job.mem}, {"time_limit", &job.time_limit}}) {
       if (!value->empty() && !IsSafeName(*value) &&
           !std::all_of(value->begin(), value->end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == ':' || c == '-'; })) {

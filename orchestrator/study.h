@@ -57,6 +57,11 @@ struct JobSpec {
   std::string time_limit;
   std::vector<std::string> stage;  // local files copied into workdir before submission
   std::map<std::string, std::string> vars;  // extra template variables
+  // Time-limit chaining: a job that ends (completed or timeout) with `resume_marker` in its log
+  // stopped early and left a checkpoint; the trial goes on in a new job, up to `max_chain` jobs,
+  // and its metrics stay one curve. 0 = off.
+  int max_chain = 0;
+  std::string resume_marker = "saved checkpoint";
 };
 
 struct Objective {

@@ -329,3 +329,52 @@ TEST_CASE("a submission whose answer was lost is found and adopted, never submit
                                            (*trials)[1].trial_key));
   CHECK(std::count(listed.begin(), listed.end(), '\n') == 2);
 }
+
+TEST_CASE("a trial longer than its time limit runs as a chain of jobs and its curve is one curve",
+          "[cluster][fault]") {
+  testing::TempDir dir;
+  const std::string name = "chain" + std::to_string(getpid());
+  // The batch shell traps the early warning Slurm sends (B:USR1, 45 s before the 1-minute limit)
+  // and passes it on; the trainer saves a checkpoint and stops; the next job resumes from it.
+  std::string tmpl = R"TPL(#!/bin/bash
+#SBATCH --signal=B:USR1@45
+mkdir -p {{trial_dir}}
+{{workdir}}/mlp_train --micro-batch-size 4 --lr 0.01 --optimizer adam --hidden 16 --train-iters {{iters}} \
+  --log-interval 5 --sleep-ms 100 --checkpoint {{trial_dir}}/checkpoint.bin &
+pid=$!
+trap 'kill -USR1 $pid' USR1
+wait $pid
+wait $pid
+)TPL";
+  std::string path = WriteLocalStudy(dir, name, "[space]\niters = [300]\n", "x = 1\n", tmpl, 1);
+  // time_limit and chaining go in [job]: rewrite the generated study's [job] lines.
+  std::string text = testing::ReadAll(path);
+  text.replace(text.find("time_limit = \"00:05:00\""), 23, "time_limit = \"00:01:00\"\nmax_chain = 6");
+  testing::WriteAll(path, text);
+  pid_t pid = Spawn({"run", path}, dir.file("orchestrator.log"));
+  int code = WaitExit(pid);
+  std::string log = testing::ReadAll(dir.file("orchestrator.log"));
+  INFO(log);
+  REQUIRE(code == 0);
+  auto db = OpenDb(dir, name);
+  auto trials = Trials(*db, name);
+  REQUIRE(trials.size() == 1);
+  const auto& t = trials[0];
+  CHECK(t.state == "completed");
+  CHECK(t.attempt >= 2);
+  CHECK_THAT(log, Catch::Contains("continuing in a new job"));
+  auto rows = db->Metrics(t.id);
+  REQUIRE(rows.ok());
+  std::vector<store::MetricRow> loss;
+  for (const auto& m : *rows)
+    if (m.name == "lm_loss") loss.push_back(m);
+  REQUIRE_FALSE(loss.empty());
+  CHECK(loss.back().step == 300);
+  for (size_t i = 1; i < loss.size(); ++i) {
+    CHECK(loss[i].step > loss[i - 1].step);
+    CHECK(loss[i].time_s >= loss[i - 1].time_s);  // one time axis across the jobs
+  }
+  // Every logged step of every job is there once: 60 lines of 5 iterations, minus the steps a
+  // job trained past its last log line before stopping (they are logged again by the next).
+  CHECK(loss.size() >= 58);
+}

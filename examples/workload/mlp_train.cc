@@ -97,6 +97,7 @@ struct Config {
   std::int64_t sleep_ms = 0;
   std::int64_t fail_at_iter = 0;
   std::int64_t data_size = 4096;
+  std::string checkpoint;  // empty: no checkpointing
 };
 
 constexpr const char* kUsage =
@@ -110,6 +111,7 @@ constexpr const char* kUsage =
     "  --seed N               initialisation and batch-order seed (default 1234)\n"
     "  --sleep-ms N           extra delay per iteration, to lengthen runs (default 0)\n"
     "  --fail-at-iter N       exit 3 on reaching iteration N; 0 = never (default 0)\n"
+    "  --checkpoint PATH      resume from PATH if it exists; save to it on SIGUSR1/SIGTERM\n"
     "  --data-size N          training sequences (default 4096)\n"
     "exit codes: 0 done or checkpoint requested (SIGUSR1), 2 bad arguments, 3 injected\n"
     "failure, 4 diverged, 130 SIGINT, 143 SIGTERM\n";
@@ -183,6 +185,7 @@ Config ParseArgs(int argc, char** argv) {
        [&](std::string_view v) {
          c.fail_at_iter = ParseNumber<std::int64_t>("--fail-at-iter", v, 0, kBig);
        }},
+      {"--checkpoint", [&](std::string_view v) { c.checkpoint = std::string(v); }},
       {"--data-size",
        [&](std::string_view v) {
          // Capped so a typo cannot ask for more memory than a test node has (~2.3 KB a sample).
@@ -429,6 +432,17 @@ class OptimizerState {
     }
   }
 
+ // The moments and step count: what a resumed run needs to continue the same trajectory.
+  void Save(std::FILE* f) const {
+    std::fwrite(&t_, sizeof t_, 1, f);
+    std::fwrite(m_.data(), sizeof(float), m_.size(), f);
+    std::fwrite(v_.data(), sizeof(float), v_.size(), f);
+  }
+  bool Load(std::FILE* f) {
+    return std::fread(&t_, sizeof t_, 1, f) == 1 && std::fread(m_.data(), sizeof(float), m_.size(), f) == m_.size() &&
+           std::fread(v_.data(), sizeof(float), v_.size(), f) == v_.size();
+  }
+
  private:
   Optimizer kind_;
   double lr_;
@@ -505,6 +519,40 @@ int StopOnSignal(int sig, std::int64_t iteration) {
 
 }  // namespace
 
+// Checkpoint file: magic, iteration, parameter count, parameters, optimizer state. Written to a
+// temporary name and renamed, so a kill during the write leaves the previous checkpoint intact.
+constexpr std::uint64_t kCheckpointMagic = 0x31504b434d4c504dULL;  // "MPLMCKP1"
+
+bool SaveCheckpoint(const std::string& path, std::int64_t iteration, const std::vector<float>& params,
+                    const OptimizerState& optimizer) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return false;
+  const std::uint64_t n = params.size();
+  std::fwrite(&kCheckpointMagic, sizeof kCheckpointMagic, 1, f);
+  std::fwrite(&iteration, sizeof iteration, 1, f);
+  std::fwrite(&n, sizeof n, 1, f);
+  std::fwrite(params.data(), sizeof(float), params.size(), f);
+  optimizer.Save(f);
+  const bool ok = std::fflush(f) == 0 && std::ferror(f) == 0;
+  std::fclose(f);
+  return ok && std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+// Returns the iteration the checkpoint was taken at, 0 if there is none, -1 if it is unusable.
+std::int64_t LoadCheckpoint(const std::string& path, std::vector<float>& params, OptimizerState& optimizer) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return 0;
+  std::uint64_t magic = 0, n = 0;
+  std::int64_t iteration = -1;
+  bool ok = std::fread(&magic, sizeof magic, 1, f) == 1 && magic == kCheckpointMagic &&
+            std::fread(&iteration, sizeof iteration, 1, f) == 1 && std::fread(&n, sizeof n, 1, f) == 1 &&
+            n == params.size() && std::fread(params.data(), sizeof(float), params.size(), f) == params.size() &&
+            optimizer.Load(f);
+  std::fclose(f);
+  return ok ? iteration : -1;
+}
+
 int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
@@ -537,7 +585,34 @@ int main(int argc, char** argv) {
   Emit("[after model, optimizer, and learning rate scheduler are built] datetime: " +
        Timestamp());
 
-  if (g_signal != 0) return StopOnSignal(g_signal, 0);
+  std::int64_t start_iter = 1;
+  if (!cfg.checkpoint.empty()) {
+    const std::int64_t resumed = LoadCheckpoint(cfg.checkpoint, model.Params(), optimizer);
+    if (resumed < 0) {
+      std::fprintf(stderr, "ERROR: checkpoint %s is unreadable or from other settings\n", cfg.checkpoint.c_str());
+      return 2;
+    }
+    if (resumed > 0) {
+      Emit(Format("> resumed from checkpoint %s at iteration %lld", cfg.checkpoint.c_str(),
+                  static_cast<long long>(resumed)));
+      start_iter = resumed + 1;
+      // Replaying the batch order is cheap (indices only) and makes the resumed run draw the
+      // same batches as an uninterrupted one.
+      std::vector<std::size_t> skipped;
+      for (std::int64_t i = 0; i < resumed; ++i) sampler.Next(static_cast<std::size_t>(cfg.micro_batch_size), skipped);
+    }
+  }
+  auto stop = [&](std::int64_t it) {
+    if (!cfg.checkpoint.empty() && (g_signal == SIGUSR1 || g_signal == SIGTERM) && it > 0) {
+      if (SaveCheckpoint(cfg.checkpoint, it, model.Params(), optimizer)) {
+        Emit(Format("> saved checkpoint %s at iteration %lld", cfg.checkpoint.c_str(), static_cast<long long>(it)));
+      } else {
+        std::fprintf(stderr, "ERROR: cannot write checkpoint %s\n", cfg.checkpoint.c_str());
+      }
+    }
+    return StopOnSignal(g_signal, it);
+  };
+  if (g_signal != 0) return stop(start_iter - 1);
 
   Emit("training ...");
   Emit("[before the start of training step] datetime: " + Timestamp());
@@ -550,7 +625,7 @@ int main(int argc, char** argv) {
   std::int64_t interval_iters = 0;
   double interval_loss = 0;
 
-  for (std::int64_t it = 1; it <= cfg.train_iters; ++it) {
+  for (std::int64_t it = start_iter; it <= cfg.train_iters; ++it) {
     if (it == cfg.fail_at_iter) {
       std::fprintf(stderr, "ERROR: injected failure at iteration %lld (--fail-at-iter)\n",
                    static_cast<long long>(it));
@@ -605,7 +680,7 @@ int main(int argc, char** argv) {
                    static_cast<long long>(it));
       return kExitDiverged;
     }
-    if (g_signal != 0) return StopOnSignal(g_signal, it);
+    if (g_signal != 0) return stop(it);
   }
 
   const double val_loss = model.Evaluate(valid);
