@@ -3,7 +3,7 @@
 
 namespace sweep {
 
-Result<std::unique_ptr<slurm::Transport>> OpenTransport(const ClusterSpec& c) {
+Result<std::unique_ptr<slurm::Transport>> OpenTransport(const ClusterSpec& c, const std::string& accept_host_key) {
   if (c.transport == "local") return slurm::NewLocalTransport();
   slurm::SshOptions o;
   o.host = c.host;
@@ -11,6 +11,7 @@ Result<std::unique_ptr<slurm::Transport>> OpenTransport(const ClusterSpec& c) {
   o.user = c.user;
   o.identity_file = c.identity_file;
   o.known_hosts_file = c.known_hosts;
+  o.accept_host_key = accept_host_key;
   return slurm::ConnectSsh(o);
 }
 

@@ -9,6 +9,8 @@
 
 namespace sweep {
 
-Result<std::unique_ptr<slurm::Transport>> OpenTransport(const ClusterSpec& cluster);
+// `accept_host_key`: see slurm::SshOptions; empty for the normal, strict check.
+Result<std::unique_ptr<slurm::Transport>> OpenTransport(const ClusterSpec& cluster,
+                                                        const std::string& accept_host_key = "");
 
 }  // namespace sweep

@@ -43,6 +43,7 @@ struct App {
   std::string csv_path;
   int max_ticks = 0;
   bool detach = false;
+  std::string accept_host_key;
 
   SystemClock clock;
   Study study;
@@ -62,7 +63,7 @@ struct App {
     return Status::OK();
   }
   Status Connect() {
-    auto t = OpenTransport(study.cluster);
+    auto t = OpenTransport(study.cluster, accept_host_key);
     if (!t.ok()) return t.status();
     transport = std::move(*t);
     return Status::OK();
@@ -207,6 +208,9 @@ int main(int argc, char** argv) {
     sub->add_option("study", app.study_path, "Study file (TOML)")->required()->check(CLI::ExistingFile);
     if (std::string_view(c.name) == "run") {
       sub->add_option("--max-ticks", app.max_ticks, "Stop after N polling rounds (0: until every trial ends)");
+      sub->add_option("--accept-host-key", app.accept_host_key,
+                      "Record the cluster's host key if it is unknown and has exactly this fingerprint "
+                      "(SHA256:..., verified out of band); a changed key is always refused");
       sub->add_flag("--detach", app.detach,
                     "Run in the background: log to DATABASE.log, pid in DATABASE.pid; `status` works meanwhile");
     }

@@ -52,6 +52,9 @@ struct SshOptions {
   std::string known_hosts_file;   // empty: ~/.ssh/known_hosts
   bool process_ssh_config = true; // tests turn this off to stay hermetic
   int connect_timeout_s = 15;
+  // "SHA256:..." the user verified out of band: an unknown host key with exactly this
+  // fingerprint is accepted and recorded in known_hosts. Never overrides a CHANGED key.
+  std::string accept_host_key;
 };
 
 // Connects and authenticates once; the session is reused for every call. The server's host

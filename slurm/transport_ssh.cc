@@ -112,10 +112,23 @@ std::string ServerFingerprint(ssh_session s) {
 
 // Only a key already in known_hosts passes: a tool that runs unattended for days must never
 // trust on first use, and a changed key stops everything until a human looks.
-Status VerifyHostKey(ssh_session s, const std::string& host_port, const std::string& known_hosts) {
+// The one exception: the user names the fingerprint they verified out of band
+// (--accept-host-key SHA256:...), and an UNKNOWN key with exactly that fingerprint is recorded.
+Status VerifyHostKey(ssh_session s, const std::string& host_port, const std::string& known_hosts,
+                     const std::string& accept_fingerprint) {
   int state = ssh_session_is_known_server(s);
   if (state == SSH_KNOWN_HOSTS_OK) return Status::OK();
   std::string fingerprint = ServerFingerprint(s);
+  if ((state == SSH_KNOWN_HOSTS_UNKNOWN || state == SSH_KNOWN_HOSTS_NOT_FOUND) && !accept_fingerprint.empty()) {
+    if (accept_fingerprint != fingerprint) {
+      return Status::FailedPrecondition("host key for " + host_port + " has fingerprint " + fingerprint +
+                                        ", not the " + accept_fingerprint + " you accepted; refusing");
+    }
+    if (ssh_session_update_known_hosts(s) != SSH_OK) {
+      return Status::IOError("cannot record the host key of " + host_port + " in " + known_hosts + ": " + ErrorText(s));
+    }
+    return Status::OK();
+  }
   switch (state) {
     case SSH_KNOWN_HOSTS_CHANGED:
       return Status::FailedPrecondition("host key for " + host_port + " has CHANGED (fingerprint " + fingerprint +
@@ -211,7 +224,7 @@ Result<SessionPtr> OpenSession(const SshOptions& o, std::string* where) {
   ssh_string_free_char(user);
   *where = user_name + "@" + host_port;
 
-  SWEEP_RETURN_IF_ERROR(VerifyHostKey(s, host_port, known_hosts));
+  SWEEP_RETURN_IF_ERROR(VerifyHostKey(s, host_port, known_hosts, o.accept_host_key));
   SWEEP_RETURN_IF_ERROR(Authenticate(s, o, *where));
   return session;
 }

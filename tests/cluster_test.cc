@@ -273,3 +273,30 @@ TEST_CASE("the CLI refuses a server whose host key is not known, and runs nothin
   CHECK(code2 == 4);
   CHECK_THAT(out2, Catch::Contains("CHANGED"));
 }
+
+TEST_CASE("an unknown host key is recorded only when the user names its exact fingerprint", "[cluster]") {
+  testing::TempDir dir;
+  testing::WriteAll(dir.file("known_hosts"), "");
+  std::string path = WriteStudy(dir, "acceptkey", "[space]\nlr = [0.01]\n",
+                                "iters = 10\nsleep_ms = 0\nmbs = 4\noptimizer = \"sgd\"\nfail_at = 0\n", 8, kTemplate,
+                                dir.file("known_hosts"));
+  std::string lab = Env("SLURMSWEEP_LAB");
+  auto [kc, fp_line] = Shell("ssh-keygen -l -E sha256 -f " + lab + "/ssh/ssh_host_ed25519_key.pub");
+  REQUIRE(kc == 0);
+  std::string fingerprint = fp_line.substr(fp_line.find("SHA256:"), fp_line.find(' ', fp_line.find("SHA256:")) - fp_line.find("SHA256:"));
+  std::string bin = std::string(SLURMSWEEP_BINARY_DIR) + "/bin/slurmsweep";
+
+  auto [wrong, wrong_out] = Shell(bin + " run --max-ticks 1 --accept-host-key SHA256:AAAAnotthekeyAAAA " + path + " 2>&1");
+  INFO(wrong_out);
+  CHECK(wrong == 4);
+  CHECK(testing::ReadAll(dir.file("known_hosts")).empty());
+
+  auto [ok, ok_out] = Shell(bin + " run --accept-host-key " + fingerprint + " " + path + " 2>&1");
+  INFO(ok_out);
+  CHECK(ok == 0);
+  CHECK_THAT(testing::ReadAll(dir.file("known_hosts")), Catch::Contains("ssh-ed25519"));
+  // From now on the key is known: a plain run works.
+  auto [again, again_out] = Shell(bin + " status " + path + " 2>&1");
+  CHECK(again == 0);
+  CHECK_THAT(again_out, Catch::Contains("1 completed"));
+}
