@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "orchestrator/poll_schedule.h"
 #include "orchestrator/space.h"
 #include "slurm/job_state.h"
 #include "slurm/sbatch_script.h"
@@ -272,6 +273,7 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
       if (!t.started_at) t.started_at = t.ended_at;
       ++report.ended;
     }
+    ++report.changed;
     Event(t.id, ended ? "end" : "state",
           fmt::format("job {}: {} -> {}{}", t.job_id, t.state, new_state, reason.empty() ? "" : " (" + reason + ")"));
     t.state = new_state;
@@ -454,15 +456,15 @@ Result<TickReport> Runner::Tick() {
 }
 
 Status Runner::Run(int max_ticks) {
+  PollSchedule schedule(study_.cluster.poll_interval_s, study_.cluster.max_poll_interval_s, rng_());
   // Prepare needs the cluster too (work dir, staged files): wait for it like any tick would.
   for (int failures = 0;; ++failures) {
     Status st = Prepare();
     if (st.ok()) break;
     if (!st.IsUnavailable() || (max_ticks > 0 && failures >= max_ticks)) return st;
     Event(std::nullopt, "unavailable", "cluster unreachable, will retry: " + st.message());
-    clock_.SleepFor(Backoff(failures + 1));
+    clock_.SleepFor(schedule.Next(false, true));
   }
-  int failures = 0;
   for (int i = 0; max_ticks == 0 || i < max_ticks; ++i) {
     auto r = Tick();
     if (!r.ok()) return r.status();
@@ -470,20 +472,9 @@ Status Runner::Run(int max_ticks) {
       Event(std::nullopt, "done", "every trial has ended");
       return Status::OK();
     }
-    failures = r->unavailable ? failures + 1 : 0;
-    clock_.SleepFor(Backoff(failures));
+    clock_.SleepFor(schedule.Next(r->submitted + r->ended + r->changed > 0, r->unavailable));
   }
   return Status::OK();
-}
-
-// The poll interval, doubled for each consecutive failure up to 2 minutes, with +-20% jitter
-// so that many orchestrators cut off by one outage do not all come back at the same instant.
-double Runner::Backoff(int consecutive_failures) {
-  double base = study_.cluster.poll_interval_s;
-  if (consecutive_failures == 0) return base;
-  double d = std::min(120.0, base * std::pow(2.0, std::min(consecutive_failures, 10)));
-  double jitter = 0.8 + 0.4 * static_cast<double>(rng_() % 1000) / 1000.0;
-  return d * jitter;
 }
 
 Result<int> Runner::CancelAll() {

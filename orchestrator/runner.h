@@ -38,6 +38,7 @@ struct TickReport {
   int active = 0;        // trials with a job that had not ended before this tick
   int submitted = 0;
   int ended = 0;
+  int changed = 0;       // trials whose state or reason changed
   int64_t points = 0;    // metric rows ingested
   int slurm_queries = 0; // squeue + sacct calls this tick
   bool done = false;     // every trial has ended
@@ -79,7 +80,6 @@ class Runner {
   // "slurmsweep:study=S:trial=T:attempt=N": set as the job's --comment, matched on reconcile.
   std::string CommentTag(const store::TrialRecord& trial) const;
   void Event(std::optional<int64_t> trial_id, const std::string& kind, const std::string& message);
-  double Backoff(int consecutive_failures);
 
   const Study& study_;
   store::Store& store_;

@@ -214,7 +214,8 @@ class Loader {
     const toml::table& c = **cl;
     SWEEP_RETURN_IF_ERROR(CheckKeys(c, "cluster",
                                     {"transport", "host", "port", "user", "identity_file", "known_hosts", "partition",
-                                     "account", "qos", "workdir", "max_concurrent", "poll_interval_s"}));
+                                     "account", "qos", "workdir", "max_concurrent", "poll_interval_s",
+                                     "max_poll_interval_s"}));
     ClusterSpec& k = s.cluster;
     SWEEP_RETURN_IF_ERROR(String(c, "cluster", "transport", &k.transport, false));
     if (k.transport != "ssh" && k.transport != "local") {
@@ -240,6 +241,8 @@ class Loader {
     }
     SWEEP_RETURN_IF_ERROR(Int(c, "cluster", "max_concurrent", &k.max_concurrent, 1, 100000));
     SWEEP_RETURN_IF_ERROR(Number(c, "cluster", "poll_interval_s", &k.poll_interval_s, 0.2));
+    k.max_poll_interval_s = 4 * k.poll_interval_s;
+    SWEEP_RETURN_IF_ERROR(Number(c, "cluster", "max_poll_interval_s", &k.max_poll_interval_s, k.poll_interval_s));
     return Status::OK();
   }
 

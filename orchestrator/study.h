@@ -44,7 +44,8 @@ struct ClusterSpec {
   std::string partition, account, qos;
   std::string workdir;      // on the cluster; scripts/ and logs/ go under it
   int max_concurrent = 4;   // trials queued or running at once
-  double poll_interval_s = 5;
+  double poll_interval_s = 5;       // the wait right after something changed
+  double max_poll_interval_s = 0;   // the wait grows up to this while nothing changes (default 4x)
 };
 
 struct JobSpec {
