@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "orchestrator/early_stop.h"
 #include "orchestrator/poll_schedule.h"
 #include "orchestrator/space.h"
 #include "slurm/job_state.h"
@@ -438,6 +439,7 @@ Result<TickReport> Runner::Tick() {
 
   Status st = Reconcile(*trials);
   if (st.ok()) st = QueryAndIngest(*trials, report);
+  if (st.ok()) st = ApplyStopping(*trials, report);
   // Never submit while the state of the cluster is unknown: that is how duplicates happen.
   if (st.ok()) st = SubmitNew(*trials, report);
   if (!st.ok()) {
@@ -475,6 +477,47 @@ Status Runner::Run(int max_ticks) {
     clock_.SleepFor(schedule.Next(r->submitted + r->ended + r->changed > 0, r->unavailable));
   }
   return Status::OK();
+}
+
+// Early stopping: the rules see every trial's stored curve; the losers get their reason recorded
+// first (so the end is classed "pruned" even after a crash), then one scancel for all of them.
+Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport& report) {
+  const StoppingConfig& cfg = study_.stopping;
+  if (!cfg.AnyRule()) return Status::OK();
+  std::vector<TrialProgress> progress;
+  std::map<int64_t, store::TrialRecord*> by_id;
+  int gpus = std::max(1, study_.job.nodes * study_.job.gpus_per_node);
+  for (auto& t : trials) {
+    bool live = t.state == "running" && t.stop_request.empty();
+    bool done = t.state == "completed";
+    bool stopped = !live && !done && IsFinalTrialState(t.state) && t.state != kTrialDropped;
+    if (!live && !done && !stopped) continue;
+    auto spec = specs_.find(t.trial_key);
+    if (spec == specs_.end()) continue;
+    TrialProgress p;
+    p.id = t.id;
+    p.phase = live ? TrialPhase::kRunning : done ? TrialPhase::kCompleted : TrialPhase::kStopped;
+    p.gpus = gpus;
+    for (const auto& [name, v] : spec->second.params) p.params.emplace_back(name, ParamToString(v));
+    auto rows = store_.Metrics(t.id);
+    if (!rows.ok()) return rows.status();
+    for (const auto& m : *rows) {
+      if (m.name == study_.objective.metric) p.loss.push_back({m.step, m.time_s, m.value});
+      if (m.name == "nan_iters") p.nan_iters.push_back({m.step, m.time_s, m.value});
+    }
+    by_id[t.id] = &t;
+    progress.push_back(std::move(p));
+  }
+  std::vector<std::string> jobs;
+  for (const StopDecision& d : EvaluateStopping(cfg, progress)) {
+    store::TrialRecord& t = *by_id.at(d.trial_id);
+    t.stop_request = fmt::format("pruned by the {} rule: {}", d.rule, d.reason);
+    SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+    Event(t.id, "prune", t.stop_request);
+    jobs.push_back(t.job_id);
+    ++report.changed;
+  }
+  return client_.Cancel(jobs);
 }
 
 Result<int> Runner::CancelAll() {

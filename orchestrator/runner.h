@@ -75,6 +75,7 @@ class Runner {
   Status MaybeRetry(store::TrialRecord& trial);
   Result<bool> MaybeChain(store::TrialRecord& trial);
   Status SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& report);
+  Status ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport& report);
   Result<std::string> RenderScript(const store::TrialRecord& trial);
   std::string JobName(const std::string& trial_key) const;
   // "slurmsweep:study=S:trial=T:attempt=N": set as the job's --comment, matched on reconcile.

@@ -169,7 +169,7 @@ class Loader {
       return Status::InvalidArgument(fmt::format("{}:{}:{}: {}", path_, e.source().begin.line,
                                                  e.source().begin.column, e.description()));
     }
-    SWEEP_RETURN_IF_ERROR(CheckKeys(root, "", {"study", "objective", "cluster", "job", "search", "space", "retry"}));
+    SWEEP_RETURN_IF_ERROR(CheckKeys(root, "", {"study", "objective", "cluster", "job", "search", "space", "retry", "stopping"}));
 
     // [study]
     auto study = Table(root, "study", true);
@@ -205,6 +205,15 @@ class Loader {
     SWEEP_RETURN_IF_ERROR(LoadSearch(root, s));
     SWEEP_RETURN_IF_ERROR(LoadJob(root, s));
     SWEEP_RETURN_IF_ERROR(LoadRetry(root, s));
+    auto stopping = Table(root, "stopping", false);
+    if (!stopping.ok()) return stopping.status();
+    if (*stopping) {
+      std::vector<std::string> names;
+      for (const auto& p : s.space) names.push_back(p.name);
+      auto cfg = ParseStoppingConfig(**stopping, path_, names);
+      if (!cfg.ok()) return cfg.status();
+      s.stopping = std::move(*cfg);
+    }
     return s;
   }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "orchestrator/early_stop.h"
 #include "orchestrator/metrics_parser.h"
 
 namespace sweep {
@@ -85,6 +86,7 @@ struct Study {
   int trials = 0;                // random: budget
   uint64_t seed = 1;
   std::vector<Constraint> constraints;
+  StoppingConfig stopping;  // [stopping]: early-stopping rules (early_stop.h); none by default
   // [retry]: how many times a trial that ended in a class is submitted again from scratch.
   // Node failures, preemption and lost jobs are the cluster's fault; an OOM or a diverged run
   // would only fail again with the same settings.

@@ -380,3 +380,42 @@ wait $pid
   // job trained past its last log line before stopping (they are logged again by the next).
   CHECK(loss.size() >= 58);
 }
+
+TEST_CASE("early stopping cancels clearly worse trials while they run; the best runs to the end", "[cluster][fault]") {
+  testing::TempDir dir;
+  const std::string name = "prune" + std::to_string(getpid());
+  // Adam at lr 1e-4 barely moves; the others converge. Compared at equal training time.
+  std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.0001, 0.005, 0.01, 0.02]\nmbs = [4]\n",
+                                     "iters = 400\nsleep_ms = 30\noptimizer = \"adam\"\n", kTrainTemplate, 4,
+                                     "[stopping.median]\ngrace_s = 2\nmin_trials = 2\n");
+  pid_t pid = Spawn({"run", path}, dir.file("orchestrator.log"));
+  int code = WaitExit(pid);
+  std::string log = testing::ReadAll(dir.file("orchestrator.log"));
+  INFO(log);
+  REQUIRE(code == 0);
+  auto db = OpenDb(dir, name);
+  auto trials = Trials(*db, name);
+  REQUIRE(trials.size() == 4);
+  auto last_loss = [&](const store::TrialRecord& t) {
+    auto m = db->LastMetric(t.id, "lm_loss");
+    REQUIRE(m.ok());
+    REQUIRE(m->has_value());
+    return **m;
+  };
+  const store::TrialRecord* slow = nullptr;
+  const store::TrialRecord* best = nullptr;
+  for (const auto& t : trials) {
+    if (t.params_json.find("0.0001") != std::string::npos) slow = &t;
+    if (t.state == "completed" && (!best || last_loss(t).value < last_loss(*best).value)) best = &t;
+  }
+  REQUIRE(slow);
+  CHECK(slow->state == "pruned");
+  CHECK_THAT(slow->reason, Catch::Contains("median rule"));
+  CHECK_THAT(slow->slurm_state, Catch::StartsWith("CANCELLED"));  // Slurm cancelled it while it ran
+  CHECK(last_loss(*slow).step < 400);                              // before its end, metrics kept
+  REQUIRE(best);
+  CHECK(last_loss(*best).step == 400);
+  for (const auto& t : trials) {
+    if (t.state == "pruned") CHECK(last_loss(t).value > last_loss(*best).value);
+  }
+}

@@ -1,0 +1,751 @@
+// Early-stopping rules on loss versus training time, and the [stopping] table of a study file;
+// see early_stop.h for the design.
+#include "orchestrator/early_stop.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace sweep {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// ---------------------------------------------------------------------------------------------
+// Parsing
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// The closest of `known` to `word`, if it is close enough to be a typo of it.
+std::string Suggestion(std::string_view word, const std::vector<std::string_view>& known) {
+  std::string_view best;
+  size_t best_d = 4;
+  for (std::string_view k : known) {
+    size_t d = EditDistance(word, k);
+    if (d < best_d) best_d = d, best = k;
+  }
+  return best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
+}
+
+int LineOf(const toml::node& node) { return static_cast<int>(node.source().begin.line); }
+
+// Reads one table of [stopping]; every error is "PATH:LINE: key 'stopping.x.y': what".
+class TableReader {
+ public:
+  TableReader(const toml::table& table, std::string prefix, const std::string& path)
+      : table_(table), prefix_(std::move(prefix)), path_(path) {}
+
+  Status Error(const toml::node& node, std::string_view key, std::string_view what) const {
+    return Status::InvalidArgument(fmt::format("{}:{}: key '{}': {}", path_, LineOf(node), Full(key), what));
+  }
+  Status Missing(std::string_view key, std::string_view why) const {
+    return Status::InvalidArgument(
+        fmt::format("{}:{}: missing key '{}' ({})", path_, LineOf(table_), Full(key), why));
+  }
+  std::string Full(std::string_view key) const { return fmt::format("{}.{}", prefix_, key); }
+
+  Status CheckKeys(const std::vector<std::string_view>& allowed) const {
+    for (const auto& [k, node] : table_) {
+      if (std::find(allowed.begin(), allowed.end(), k.str()) != allowed.end()) continue;
+      return Status::InvalidArgument(fmt::format("{}:{}: unknown key '{}'{}", path_, k.source().begin.line,
+                                                 Full(k.str()), Suggestion(k.str(), allowed)));
+    }
+    return Status::OK();
+  }
+
+  const toml::node* Get(std::string_view key) const { return table_.get(key); }
+
+  Status Number(std::string_view key, double lo, double hi, double* out) const {
+    const toml::node* n = Get(key);
+    if (!n) return Status::OK();
+    if (!n->is_number()) return Error(*n, key, "must be a number");
+    double v = n->value<double>().value_or(0);
+    if (!(v >= lo && v <= hi)) {
+      return Error(*n, key, hi == kInf ? fmt::format("must be at least {}", lo)
+                                       : fmt::format("must be between {} and {}", lo, hi));
+    }
+    *out = v;
+    return Status::OK();
+  }
+  Status Number(std::string_view key, double lo, double hi, std::optional<double>* out) const {
+    if (!Get(key)) return Status::OK();
+    double v = 0;
+    SWEEP_RETURN_IF_ERROR(Number(key, lo, hi, &v));
+    *out = v;
+    return Status::OK();
+  }
+  // A time or margin that must be positive when given (0 would silently mean "no rule").
+  Status Positive(std::string_view key, double* out) const {
+    const toml::node* n = Get(key);
+    if (!n) return Status::OK();
+    SWEEP_RETURN_IF_ERROR(Number(key, 0, kInf, out));
+    if (*out <= 0) return Error(*n, key, "must be greater than 0");
+    return Status::OK();
+  }
+  Status Int(std::string_view key, int64_t lo, int64_t hi, int64_t* out) const {
+    const toml::node* n = Get(key);
+    if (!n) return Status::OK();
+    if (!n->is_integer()) return Error(*n, key, "must be an integer");
+    int64_t v = n->as_integer()->get();
+    if (v < lo || v > hi) return Error(*n, key, fmt::format("must be between {} and {}", lo, hi));
+    *out = v;
+    return Status::OK();
+  }
+  Status Int(std::string_view key, int lo, int hi, int* out) const {
+    int64_t v = *out;
+    SWEEP_RETURN_IF_ERROR(Int(key, int64_t{lo}, int64_t{hi}, &v));
+    *out = static_cast<int>(v);
+    return Status::OK();
+  }
+  Status Bool(std::string_view key, bool* out) const {
+    const toml::node* n = Get(key);
+    if (!n) return Status::OK();
+    if (!n->is_boolean()) return Error(*n, key, "must be true or false");
+    *out = n->as_boolean()->get();
+    return Status::OK();
+  }
+  Status Choice(std::string_view key, const std::vector<std::string_view>& choices, std::string* out) const {
+    const toml::node* n = Get(key);
+    if (!n) return Status::OK();
+    auto v = n->value<std::string>();
+    if (!n->is_string() || !v) return Error(*n, key, "must be a string");
+    if (std::find(choices.begin(), choices.end(), *v) == choices.end()) {
+      std::string list;
+      for (std::string_view c : choices) list += fmt::format("{}'{}'", list.empty() ? "" : ", ", c);
+      return Error(*n, key, fmt::format("'{}' is not one of {}{}", *v, list, Suggestion(*v, choices)));
+    }
+    *out = *v;
+    return Status::OK();
+  }
+
+ private:
+  const toml::table& table_;
+  std::string prefix_;
+  const std::string& path_;
+};
+
+Result<const toml::table*> SubTable(const toml::table& stopping, std::string_view name, const std::string& path) {
+  const toml::node* n = stopping.get(name);
+  if (!n) return static_cast<const toml::table*>(nullptr);
+  if (!n->is_table()) {
+    return Status::InvalidArgument(fmt::format("{}:{}: key 'stopping.{}': must be a table", path, LineOf(*n), name));
+  }
+  return n->as_table();
+}
+
+Status ParseDivergence(const TableReader& r, DivergenceRuleConfig& c) {
+  SWEEP_RETURN_IF_ERROR(r.CheckKeys({"nan", "max_loss", "spike_factor", "max_nan_iters", "grace_s"}));
+  SWEEP_RETURN_IF_ERROR(r.Bool("nan", &c.nan));
+  SWEEP_RETURN_IF_ERROR(r.Number("max_loss", -kInf, kInf, &c.max_loss));
+  SWEEP_RETURN_IF_ERROR(r.Number("spike_factor", 1, kInf, &c.spike_factor));
+  if (r.Get("spike_factor") && *c.spike_factor <= 1) {
+    return r.Error(*r.Get("spike_factor"), "spike_factor", "must be greater than 1");
+  }
+  if (r.Get("max_nan_iters")) {
+    int64_t v = 0;
+    SWEEP_RETURN_IF_ERROR(r.Int("max_nan_iters", 0, std::numeric_limits<int64_t>::max(), &v));
+    c.max_nan_iters = v;
+  }
+  SWEEP_RETURN_IF_ERROR(r.Number("grace_s", 0, kInf, &c.grace_s));
+  return Status::OK();
+}
+
+Status ParseHalving(const TableReader& r, HalvingRuleConfig& c) {
+  SWEEP_RETURN_IF_ERROR(r.CheckKeys({"eta", "min_time_s", "max_time_s", "min_trials"}));
+  SWEEP_RETURN_IF_ERROR(r.Number("eta", 1, kInf, &c.eta));
+  if (r.Get("eta") && c.eta <= 1) return r.Error(*r.Get("eta"), "eta", "must be greater than 1");
+  if (!r.Get("min_time_s")) return r.Missing("min_time_s", "the time of the first rung");
+  SWEEP_RETURN_IF_ERROR(r.Positive("min_time_s", &c.min_time_s));
+  SWEEP_RETURN_IF_ERROR(r.Positive("max_time_s", &c.max_time_s));
+  if (r.Get("max_time_s") && c.max_time_s <= c.min_time_s) {
+    return r.Error(*r.Get("max_time_s"), "max_time_s", "must be greater than min_time_s");
+  }
+  SWEEP_RETURN_IF_ERROR(r.Int("min_trials", 1, 1000000, &c.min_trials));
+  return Status::OK();
+}
+
+Status ParseMedian(const TableReader& r, MedianRuleConfig& c) {
+  SWEEP_RETURN_IF_ERROR(r.CheckKeys({"grace_s", "min_trials", "quantile"}));
+  SWEEP_RETURN_IF_ERROR(r.Number("grace_s", 0, kInf, &c.grace_s));
+  SWEEP_RETURN_IF_ERROR(r.Int("min_trials", 1, 1000000, &c.min_trials));
+  SWEEP_RETURN_IF_ERROR(r.Number("quantile", 0, 1, &c.quantile));
+  return Status::OK();
+}
+
+Status ParsePatience(const TableReader& r, PatienceRuleConfig& c) {
+  SWEEP_RETURN_IF_ERROR(r.CheckKeys({"window_s", "min_delta", "grace_s"}));
+  if (!r.Get("window_s")) return r.Missing("window_s", "the time without improvement that stops a trial");
+  SWEEP_RETURN_IF_ERROR(r.Positive("window_s", &c.window_s));
+  SWEEP_RETURN_IF_ERROR(r.Number("min_delta", 0, kInf, &c.min_delta));
+  SWEEP_RETURN_IF_ERROR(r.Number("grace_s", 0, kInf, &c.grace_s));
+  return Status::OK();
+}
+
+Status ParseThroughput(const TableReader& r, ThroughputRuleConfig& c, const std::vector<std::string>& parameters) {
+  SWEEP_RETURN_IF_ERROR(r.CheckKeys({"params", "min_points", "grace_s", "rate_margin", "rival_speedup", "margin"}));
+  const toml::node* n = r.Get("params");
+  if (!n) return r.Missing("params", "the parameters that change speed but not loss per iteration");
+  const toml::array* list = n->as_array();
+  if (!list || list->empty()) return r.Error(*n, "params", "must be a non-empty list of parameter names");
+  std::vector<std::string_view> known(parameters.begin(), parameters.end());
+  for (const toml::node& e : *list) {
+    auto name = e.value<std::string>();
+    if (!e.is_string() || !name) return r.Error(e, "params", "must be a list of strings");
+    if (!known.empty() && std::find(known.begin(), known.end(), *name) == known.end()) {
+      return r.Error(e, "params", fmt::format("'{}' is not a parameter of [space]{}", *name, Suggestion(*name, known)));
+    }
+    c.params.push_back(*name);
+  }
+  SWEEP_RETURN_IF_ERROR(r.Int("min_points", 2, 1000000, &c.min_points));
+  SWEEP_RETURN_IF_ERROR(r.Number("grace_s", 0, kInf, &c.grace_s));
+  SWEEP_RETURN_IF_ERROR(r.Number("rate_margin", 0, kInf, &c.rate_margin));
+  SWEEP_RETURN_IF_ERROR(r.Number("margin", 0, kInf, &c.margin));
+  SWEEP_RETURN_IF_ERROR(r.Number("rival_speedup", 0, kInf, &c.rival_speedup));
+  if (r.Get("rival_speedup") && c.rival_speedup != 0 && c.rival_speedup <= 1) {
+    return r.Error(*r.Get("rival_speedup"), "rival_speedup", "must be greater than 1 (or 0: off)");
+  }
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Curves
+
+// One trial's finite loss points on the rules' time axis, smoothed.
+struct Series {
+  std::vector<double> t;
+  std::vector<int64_t> step;
+  std::vector<double> s;  // smoothed
+  std::vector<double> area_to;  // integral of s from the first point to each point
+  std::optional<CurvePoint> first_nonfinite;
+  double now = 0;  // latest time on the axis of any point, NaN loss or not
+
+  bool empty() const { return t.empty(); }
+  double first_t() const { return t.front(); }
+  double last_t() const { return t.back(); }
+  bool Reached(double at) const { return !empty() && first_t() <= at && last_t() >= at; }
+
+  // Linear interpolation; clamped to the ends.
+  double At(double at) const {
+    if (at <= t.front()) return s.front();
+    if (at >= t.back()) return s.back();
+    size_t hi = std::upper_bound(t.begin(), t.end(), at) - t.begin();
+    size_t lo = hi - 1;
+    double span = t[hi] - t[lo];
+    return span <= 0 ? s[hi] : s[lo] + (s[hi] - s[lo]) * (at - t[lo]) / span;
+  }
+  // The same, with the step as abscissa.
+  double AtStep(double n) const {
+    if (n <= static_cast<double>(step.front())) return s.front();
+    if (n >= static_cast<double>(step.back())) return s.back();
+    size_t hi = std::upper_bound(step.begin(), step.end(), n, [](double v, int64_t x) { return v < x; }) - step.begin();
+    size_t lo = hi - 1;
+    double span = static_cast<double>(step[hi] - step[lo]);
+    return span <= 0 ? s[hi] : s[lo] + (s[hi] - s[lo]) * (n - static_cast<double>(step[lo])) / span;
+  }
+  // Time-weighted mean of the smoothed curve over [first_t, at] (trapezoids).
+  double RunningAverage(double at) const {
+    at = std::min(at, t.back());
+    if (at <= t.front()) return s.front();
+    size_t hi = std::upper_bound(t.begin(), t.end(), at) - t.begin();  // t[hi - 1] <= at
+    size_t lo = hi - 1;
+    double area = area_to[lo] + 0.5 * (s[lo] + At(at)) * (at - t[lo]);
+    return area / (at - t.front());
+  }
+  // Iterations per second of axis time, over the whole curve (warm-up is outside the axis).
+  std::optional<double> Rate(int min_points) const {
+    if (static_cast<int>(t.size()) < min_points || last_t() <= first_t() || step.back() <= step.front()) {
+      return std::nullopt;
+    }
+    return static_cast<double>(step.back() - step.front()) / (last_t() - first_t());
+  }
+};
+
+Series MakeSeries(const TrialProgress& trial, const StoppingConfig& config) {
+  Series out;
+  double scale = config.axis == TimeAxis::kGpuTime ? std::max(trial.gpus, 1) : 1;
+  std::vector<CurvePoint> finite;
+  for (const CurvePoint& p : trial.loss) {
+    if (!std::isfinite(p.time_s)) continue;
+    out.now = std::max(out.now, p.time_s * scale);
+    if (!std::isfinite(p.value)) {
+      if (!out.first_nonfinite) out.first_nonfinite = p;
+      continue;
+    }
+    finite.push_back(p);
+  }
+  std::vector<double> smoothed = Smooth(finite, config.smoothing);
+  for (size_t k = 0; k < finite.size(); ++k) {
+    // Time must not run backwards for interpolation; a restart glitch is clamped, not trusted.
+    double at = finite[k].time_s * scale;
+    if (!out.t.empty() && at < out.t.back()) at = out.t.back();
+    out.area_to.push_back(out.t.empty() ? 0 : out.area_to.back() + 0.5 * (out.s.back() + smoothed[k]) * (at - out.t.back()));
+    out.t.push_back(at);
+    out.step.push_back(finite[k].step);
+    out.s.push_back(smoothed[k]);
+  }
+  return out;
+}
+
+double Quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  double pos = q * static_cast<double>(v.size() - 1);
+  size_t lo = static_cast<size_t>(std::floor(pos));
+  size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+// Shared by the rules during one evaluation.
+struct Context {
+  const StoppingConfig& config;
+  const std::vector<TrialProgress>& trials;
+  std::vector<Series> series;
+  std::vector<bool> live;     // running or completed, and not stopped during this evaluation
+  std::vector<bool> decided;  // stopped during this evaluation
+  std::vector<StopDecision> decisions;
+
+  bool Candidate(size_t i) const {
+    return trials[i].phase == TrialPhase::kRunning && !decided[i] && !series[i].empty();
+  }
+  void Stop(size_t i, std::string rule, std::string reason, double value, double threshold, int refs) {
+    decided[i] = true;
+    live[i] = false;
+    decisions.push_back({trials[i].id, std::move(rule), std::move(reason), series[i].now, value, threshold, refs});
+  }
+};
+
+std::string Num(double v) { return fmt::format("{:.4g}", v); }
+std::string Secs(double v) { return fmt::format("{:.4g}s", v); }
+
+// ---------------------------------------------------------------------------------------------
+// Rules
+
+void Divergence(Context& c) {
+  const DivergenceRuleConfig& cfg = c.config.divergence;
+  for (size_t i = 0; i < c.trials.size(); ++i) {
+    const TrialProgress& trial = c.trials[i];
+    if (trial.phase != TrialPhase::kRunning || c.decided[i]) continue;
+    const Series& s = c.series[i];
+    if (cfg.nan && s.first_nonfinite) {
+      const CurvePoint& p = *s.first_nonfinite;
+      c.Stop(i, "divergence", fmt::format("loss is {} at step {} (t={})", p.value, p.step, Secs(p.time_s)), p.value,
+             0, 0);
+      continue;
+    }
+    if (cfg.max_nan_iters) {
+      double total = 0;
+      for (const CurvePoint& p : trial.nan_iters) {
+        if (std::isfinite(p.value)) total += p.value;
+      }
+      if (total > static_cast<double>(*cfg.max_nan_iters)) {
+        c.Stop(i, "divergence",
+               fmt::format("{} iterations with NaN loss or gradients > max_nan_iters {}", total, *cfg.max_nan_iters),
+               total, static_cast<double>(*cfg.max_nan_iters), 0);
+        continue;
+      }
+    }
+    if (s.empty() || s.last_t() < cfg.grace_s) continue;
+    double now = s.s.back();
+    if (cfg.max_loss && now > *cfg.max_loss) {
+      c.Stop(i, "divergence",
+             fmt::format("at t={}: smoothed loss {} > max_loss {}", Secs(s.last_t()), Num(now), Num(*cfg.max_loss)), now,
+             *cfg.max_loss, 0);
+      continue;
+    }
+    if (cfg.spike_factor) {
+      double low = *std::min_element(s.s.begin(), s.s.end());
+      if (low > 0 && now > *cfg.spike_factor * low) {
+        c.Stop(i, "divergence",
+               fmt::format("at t={}: smoothed loss {} > {} x its minimum {}", Secs(s.last_t()), Num(now),
+                           Num(*cfg.spike_factor), Num(low)),
+               now, *cfg.spike_factor * low, 0);
+      }
+    }
+  }
+}
+
+void Halving(Context& c) {
+  const HalvingRuleConfig& cfg = c.config.halving;
+  double max_time = cfg.max_time_s > 0 ? cfg.max_time_s : c.config.budget_s > 0 ? c.config.budget_s : kInf;
+  for (size_t i = 0; i < c.trials.size(); ++i) {
+    if (!c.Candidate(i)) continue;
+    const Series& me = c.series[i];
+    // Every rung the trial has passed, earliest first: a rung is judged again as more trials
+    // reach it, so the answer does not depend on who happened to arrive first.
+    for (double rung = cfg.min_time_s; rung < max_time && rung <= me.last_t(); rung *= cfg.eta) {
+      if (!me.Reached(rung)) continue;
+      std::vector<double> values;
+      for (const Series& other : c.series) {
+        if (other.Reached(rung)) values.push_back(other.At(rung));
+      }
+      if (static_cast<int>(values.size()) < cfg.min_trials) continue;
+      size_t keep = std::max<size_t>(1, static_cast<size_t>(static_cast<double>(values.size()) / cfg.eta));
+      std::sort(values.begin(), values.end());
+      double cut = values[keep - 1];
+      double mine = me.At(rung);
+      // The best at a rung may since have been stopped by another rule; the best live trial stays,
+      // or every trial could be stopped for the sake of ones already gone.
+      bool best_live = true;
+      for (size_t j = 0; j < c.series.size() && best_live; ++j) {
+        best_live = j == i || !c.live[j] || !c.series[j].Reached(rung) || c.series[j].At(rung) >= mine;
+      }
+      if (mine > cut && !best_live) {
+        c.Stop(i, "halving",
+               fmt::format("rung at t={}: smoothed loss {} is not in the best {} of {} trials (cut-off {})",
+                           Secs(rung), Num(mine), keep, values.size(), Num(cut)),
+               mine, cut, static_cast<int>(values.size()));
+        break;
+      }
+    }
+  }
+}
+
+void Median(Context& c) {
+  const MedianRuleConfig& cfg = c.config.median;
+  for (size_t i = 0; i < c.trials.size(); ++i) {
+    if (!c.Candidate(i)) continue;
+    const Series& me = c.series[i];
+    double at = me.last_t();
+    if (at < cfg.grace_s || at <= me.first_t()) continue;
+    std::vector<double> others;
+    for (size_t j = 0; j < c.series.size(); ++j) {
+      if (j != i && c.series[j].Reached(at)) others.push_back(c.series[j].RunningAverage(at));
+    }
+    if (static_cast<int>(others.size()) < cfg.min_trials) continue;
+    double mine = me.RunningAverage(at);
+    double median = Quantile(others, cfg.quantile);
+    if (mine > median) {
+      c.Stop(i, "median",
+             fmt::format("at t={}: running average of smoothed loss {} > {} {} of {} trials", Secs(at), Num(mine),
+                         cfg.quantile == 0.5 ? "median" : fmt::format("{}-quantile", cfg.quantile), Num(median),
+                         others.size()),
+             mine, median, static_cast<int>(others.size()));
+    }
+  }
+}
+
+void Patience(Context& c) {
+  const PatienceRuleConfig& cfg = c.config.patience;
+  for (size_t i = 0; i < c.trials.size(); ++i) {
+    if (!c.Candidate(i)) continue;
+    const Series& me = c.series[i];
+    double now = me.last_t();
+    double split = now - cfg.window_s;
+    if (now < cfg.grace_s || split < me.first_t()) continue;
+    double before = me.At(split), recent = kInf;
+    for (size_t k = 0; k < me.t.size(); ++k) {
+      if (me.t[k] <= split) before = std::min(before, me.s[k]);
+      else recent = std::min(recent, me.s[k]);
+    }
+    if (recent > before - cfg.min_delta) {
+      c.Stop(i, "patience",
+             fmt::format("at t={}: best smoothed loss in the last {} is {}, not below {} - min_delta {}", Secs(now),
+                         Secs(cfg.window_s), Num(recent), Num(before), Num(cfg.min_delta)),
+             recent, before - cfg.min_delta, 0);
+    }
+  }
+}
+
+// Groups of trials that differ only in throughput parameters: their loss per iteration is one
+// curve, measured by whichever of them has gone furthest.
+class ThroughputModel {
+ public:
+  explicit ThroughputModel(const Context& c) : c_(c) {
+    const std::set<std::string> ignored(c.config.throughput.params.begin(), c.config.throughput.params.end());
+    std::map<std::string, int> ids;
+    for (size_t i = 0; i < c.trials.size(); ++i) {
+      std::vector<std::pair<std::string, std::string>> kept;
+      for (const auto& kv : c.trials[i].params) {
+        if (!ignored.count(kv.first)) kept.push_back(kv);
+      }
+      std::sort(kept.begin(), kept.end());
+      std::string key;
+      for (const auto& [k, v] : kept) key += fmt::format("{}={};", k, v);
+      int g = ids.emplace(key, static_cast<int>(ids.size())).first->second;
+      group_.push_back(g);
+      rate_.push_back(c.series[i].Rate(c.config.throughput.min_points));
+      if (static_cast<size_t>(g) == members_.size()) members_.emplace_back(), min_step_.push_back(kInf), max_step_.push_back(-kInf);
+      const Series& s = c.series[i];
+      if (s.empty()) continue;
+      members_[g].push_back(i);
+      min_step_[g] = std::min(min_step_[g], static_cast<double>(s.step.front()));
+      max_step_[g] = std::max(max_step_[g], static_cast<double>(s.step.back()));
+    }
+  }
+
+  int group(size_t i) const { return group_[i]; }
+  std::optional<double> rate(size_t i) const { return rate_[i]; }
+
+  // The group's smoothed loss at iteration n, averaged over the members that reached it.
+  std::optional<double> Pooled(int g, double n) const {
+    double sum = 0;
+    int count = 0;
+    for (size_t j : members_[g]) {
+      const Series& s = c_.series[j];
+      if (static_cast<double>(s.step.front()) > n || static_cast<double>(s.step.back()) < n) continue;
+      sum += s.AtStep(n);
+      ++count;
+    }
+    if (count == 0) return std::nullopt;
+    return sum / count;
+  }
+
+  // Iteration trial i will be at when its axis time reaches `budget`.
+  std::optional<double> StepAt(size_t i, double budget) const {
+    const Series& s = c_.series[i];
+    if (!rate_[i]) return std::nullopt;
+    return static_cast<double>(s.step.back()) + *rate_[i] * std::max(0.0, budget - s.last_t());
+  }
+
+  // How much less group a's loss has fallen than group b's, from the first iteration both
+  // logged to the furthest both reached, and that iteration: progress per iteration. Levels are
+  // not compared because first losses differ by initialisation and data order alone (up to 0.1
+  // nats on bench/data), an offset that washes out in training.
+  std::optional<std::pair<double, double>> GapPerIteration(int a, int b) const {
+    auto [it, fresh] = gaps_.try_emplace({a, b});
+    if (!fresh) return it->second;
+    double first = std::max(min_step_[a], min_step_[b]), last = std::min(max_step_[a], max_step_[b]);
+    if (!(last > first)) return std::nullopt;
+    auto a0 = Pooled(a, first), b0 = Pooled(b, first), a1 = Pooled(a, last), b1 = Pooled(b, last);
+    if (a0 && b0 && a1 && b1) it->second = std::pair{(*b0 - *b1) - (*a0 - *a1), last};
+    return it->second;
+  }
+
+  // Loss trial i will at most have at the budget, given that loss falls with iterations: what it
+  // has now, or its group's measured loss at the iteration it will reach, if measured.
+  double UpperBoundAtBudget(size_t i, double budget) const {
+    const Series& s = c_.series[i];
+    double bound = s.s.back();
+    if (s.last_t() >= budget) return s.At(budget);
+    if (c_.trials[i].phase == TrialPhase::kCompleted) return bound;  // finished before the budget
+    if (auto n = StepAt(i, budget)) {
+      if (auto v = Pooled(group_[i], std::min(*n, max_step_[group_[i]]))) bound = std::min(bound, *v);
+    }
+    return bound;
+  }
+
+  // Loss trial i is expected to have at the budget, when its group has already been measured
+  // that far (by a faster or earlier sibling); nullopt otherwise.
+  std::optional<double> MeasuredAtBudget(size_t i, double budget) const {
+    auto n = StepAt(i, budget);
+    if (!n || *n > max_step_[group_[i]]) return std::nullopt;
+    return Pooled(group_[i], *n);
+  }
+
+ private:
+  const Context& c_;
+  std::vector<int> group_;                         // per trial
+  std::vector<std::optional<double>> rate_;        // per trial: iterations per axis second
+  std::vector<std::vector<size_t>> members_;       // per group: trials with a curve
+  std::vector<double> min_step_, max_step_;        // per group
+  mutable std::map<std::pair<int, int>, std::optional<std::pair<double, double>>> gaps_;
+};
+
+void Throughput(Context& c) {
+  const ThroughputRuleConfig& cfg = c.config.throughput;
+  ThroughputModel model(c);
+  // Slowest first, so that a chain of siblings collapses onto the fastest one.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < c.trials.size(); ++i) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return model.rate(a).value_or(kInf) < model.rate(b).value_or(kInf);
+  });
+  for (size_t i : order) {
+    if (!c.Candidate(i) || c.series[i].last_t() < cfg.grace_s || !model.rate(i)) continue;
+    double mine = *model.rate(i);
+    // A live sibling that is clearly faster reaches more iterations of the same curve in any time.
+    std::optional<size_t> rival;
+    for (size_t j = 0; j < c.trials.size(); ++j) {
+      if (j == i || !c.live[j] || model.group(j) != model.group(i) || !model.rate(j)) continue;
+      if (*model.rate(j) >= mine * (1 + cfg.rate_margin) && (!rival || *model.rate(j) > *model.rate(*rival))) rival = j;
+    }
+    if (rival) {
+      double theirs = *model.rate(*rival);
+      c.Stop(i, "throughput",
+             fmt::format("at t={}: trial {} has the same parameters but throughput ones and runs {:.3g}x the "
+                         "iterations per second ({} vs {} it/s)",
+                         Secs(c.series[i].last_t()), c.trials[*rival].id, theirs / mine, Num(theirs), Num(mine)),
+             mine, theirs, 1);
+      continue;
+    }
+    // Another group's trial, compared on progress per iteration (how much the loss fell since
+    // the first iteration both logged; see GapPerIteration) and on speed. One that is much faster
+    // and has progressed no worse, or is no slower and has progressed clearly better, is expected
+    // to end lower: the iterations this trial lacks, or its deficit per iteration, would have to
+    // reverse by more than the margin before the budget.
+    std::optional<size_t> rival_group;
+    std::pair<double, double> gap;
+    for (size_t j = 0; j < c.trials.size(); ++j) {
+      if (j == i || !c.live[j] || model.group(j) == model.group(i) || !model.rate(j)) continue;
+      double speedup = *model.rate(j) / mine;
+      if (speedup < 1) continue;
+      auto g = model.GapPerIteration(model.group(i), model.group(j));
+      if (!g) continue;
+      bool much_faster = cfg.rival_speedup > 0 && speedup >= cfg.rival_speedup && g->first >= -cfg.margin;
+      bool better = g->first > cfg.margin;
+      if ((much_faster || better) && (!rival_group || *model.rate(j) > *model.rate(*rival_group))) {
+        rival_group = j, gap = *g;
+      }
+    }
+    if (rival_group) {
+      double theirs = *model.rate(*rival_group);
+      c.Stop(i, "throughput",
+             fmt::format("at t={}: trial {} runs {:.3g}x the iterations per second ({} vs {} it/s) and its loss "
+                         "fell {:.4g} more by iteration {:.0f} (margin {})",
+                         Secs(c.series[i].last_t()), c.trials[*rival_group].id, theirs / mine, Num(theirs), Num(mine),
+                         gap.first, gap.second, Num(cfg.margin)),
+             gap.first, gap.first > cfg.margin ? cfg.margin : -cfg.margin, 1);
+      continue;
+    }
+    // Across groups: only with a measured prediction for this trial, against rivals' upper bounds.
+    if (c.config.budget_s <= 0) continue;
+    auto predicted = model.MeasuredAtBudget(i, c.config.budget_s);
+    if (!predicted) continue;
+    std::optional<size_t> best;
+    double best_bound = kInf;
+    for (size_t j = 0; j < c.trials.size(); ++j) {
+      if (j == i || !c.live[j] || c.series[j].empty()) continue;
+      double bound = model.UpperBoundAtBudget(j, c.config.budget_s);
+      if (bound < best_bound) best_bound = bound, best = j;
+    }
+    if (best && *predicted > best_bound + cfg.margin) {
+      c.Stop(i, "throughput",
+             fmt::format("at t={}: predicted loss at the budget {} (its group's loss at iteration {:.0f}) > {} "
+                         "that trial {} will at most have, + margin {}",
+                         Secs(c.series[i].last_t()), Num(*predicted),
+                         *model.StepAt(i, c.config.budget_s), Num(best_bound), c.trials[*best].id, Num(cfg.margin)),
+             *predicted, best_bound, 1);
+    }
+  }
+}
+
+}  // namespace
+
+Result<StoppingConfig> ParseStoppingConfig(const toml::table& table, const std::string& path,
+                                           const std::vector<std::string>& parameters) {
+  StoppingConfig c;
+  TableReader top(table, "stopping", path);
+  SWEEP_RETURN_IF_ERROR(top.CheckKeys({"axis", "smoothing", "ema_alpha", "window", "budget_s", "target_loss",
+                                       "divergence", "halving", "median", "patience", "throughput"}));
+  std::string axis = "train_time", smoothing = "ema";
+  SWEEP_RETURN_IF_ERROR(top.Choice("axis", {"train_time", "gpu_time"}, &axis));
+  c.axis = axis == "gpu_time" ? TimeAxis::kGpuTime : TimeAxis::kTrainTime;
+  SWEEP_RETURN_IF_ERROR(top.Choice("smoothing", {"ema", "running_mean", "none"}, &smoothing));
+  c.smoothing.kind = smoothing == "ema" ? SmoothingKind::kEma
+                     : smoothing == "running_mean" ? SmoothingKind::kRunningMean
+                                                   : SmoothingKind::kNone;
+  SWEEP_RETURN_IF_ERROR(top.Number("ema_alpha", 0, 1, &c.smoothing.ema_alpha));
+  if (top.Get("ema_alpha") && c.smoothing.ema_alpha <= 0) {
+    return top.Error(*top.Get("ema_alpha"), "ema_alpha", "must be greater than 0 (1 = no smoothing)");
+  }
+  SWEEP_RETURN_IF_ERROR(top.Int("window", 1, 1000000, &c.smoothing.window));
+  SWEEP_RETURN_IF_ERROR(top.Positive("budget_s", &c.budget_s));
+  SWEEP_RETURN_IF_ERROR(top.Number("target_loss", -kInf, kInf, &c.target_loss));
+
+  struct Rule {
+    std::string_view name;
+    bool* enabled;
+    std::function<Status(const TableReader&)> parse;
+  };
+  const Rule rules[] = {
+      {"divergence", &c.divergence.enabled, [&](const TableReader& r) { return ParseDivergence(r, c.divergence); }},
+      {"halving", &c.halving.enabled, [&](const TableReader& r) { return ParseHalving(r, c.halving); }},
+      {"median", &c.median.enabled, [&](const TableReader& r) { return ParseMedian(r, c.median); }},
+      {"patience", &c.patience.enabled, [&](const TableReader& r) { return ParsePatience(r, c.patience); }},
+      {"throughput", &c.throughput.enabled,
+       [&](const TableReader& r) { return ParseThroughput(r, c.throughput, parameters); }},
+  };
+  for (const Rule& rule : rules) {
+    auto sub = SubTable(table, rule.name, path);
+    if (!sub.ok()) return sub.status();
+    if (!*sub) continue;
+    *rule.enabled = true;
+    SWEEP_RETURN_IF_ERROR(rule.parse(TableReader(**sub, fmt::format("stopping.{}", rule.name), path)));
+  }
+  return c;
+}
+
+std::vector<double> Smooth(const std::vector<CurvePoint>& curve, const Smoothing& smoothing) {
+  std::vector<double> out;
+  out.reserve(curve.size());
+  double avg = 0, decay = 1;  // EMA state and (1 - alpha)^k for debiasing
+  std::vector<double> window;
+  for (const CurvePoint& p : curve) {
+    if (!std::isfinite(p.value)) {
+      out.push_back(p.value);
+      continue;
+    }
+    switch (smoothing.kind) {
+      case SmoothingKind::kNone:
+        out.push_back(p.value);
+        break;
+      case SmoothingKind::kEma:
+        avg = (1 - smoothing.ema_alpha) * avg + smoothing.ema_alpha * p.value;
+        decay *= 1 - smoothing.ema_alpha;
+        out.push_back(decay < 1 ? avg / (1 - decay) : p.value);
+        break;
+      case SmoothingKind::kRunningMean: {
+        window.push_back(p.value);
+        if (static_cast<int>(window.size()) > smoothing.window) window.erase(window.begin());
+        double sum = 0;
+        for (double v : window) sum += v;
+        out.push_back(sum / static_cast<double>(window.size()));
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+std::optional<double> TimeToTarget(const std::vector<CurvePoint>& curve, double target, const Smoothing& smoothing) {
+  std::vector<double> s = Smooth(curve, smoothing);
+  std::optional<size_t> prev;
+  for (size_t k = 0; k < curve.size(); ++k) {
+    if (!std::isfinite(s[k]) || !std::isfinite(curve[k].time_s)) continue;
+    if (s[k] <= target) {
+      if (!prev) return curve[k].time_s;
+      double t0 = curve[*prev].time_s, t1 = curve[k].time_s;
+      return t0 + (t1 - t0) * (s[*prev] - target) / (s[*prev] - s[k]);
+    }
+    prev = k;
+  }
+  return std::nullopt;
+}
+
+std::vector<StopDecision> EvaluateStopping(const StoppingConfig& config, const std::vector<TrialProgress>& trials) {
+  Context c{config, trials, {}, {}, std::vector<bool>(trials.size(), false), {}};
+  for (const TrialProgress& t : trials) {
+    c.series.push_back(MakeSeries(t, config));
+    c.live.push_back(t.phase != TrialPhase::kStopped);
+  }
+  // Cheapest certainty first: a diverged trial is stopped whatever the comparisons say.
+  if (config.divergence.enabled) Divergence(c);
+  if (config.halving.enabled) Halving(c);
+  if (config.median.enabled) Median(c);
+  if (config.patience.enabled) Patience(c);
+  // Last, so that the rivals it stops trials for are known to live on.
+  if (config.throughput.enabled) Throughput(c);
+  std::map<int64_t, size_t> position;
+  for (size_t i = 0; i < trials.size(); ++i) position.emplace(trials[i].id, i);
+  std::stable_sort(c.decisions.begin(), c.decisions.end(), [&](const StopDecision& a, const StopDecision& b) {
+    return position[a.trial_id] < position[b.trial_id];
+  });
+  return std::move(c.decisions);
+}
+
+}  // namespace sweep

@@ -1,0 +1,192 @@
+// Early stopping: which running trials to stop, judged on loss at equal *training time*, not
+// equal iteration. Pure logic with no I/O: the run loop feeds it the curves it already stored
+// each tick, and bench/stopping_bench replays recorded curves through the same code.
+//
+// Design. Comparing trials at the same iteration is wrong when configurations differ in speed,
+// and tuning speed (micro-batch size, parallelism, recompute) is the point of many sweeps. So
+// every rule works on a time axis: training time since the trial's first logged iteration
+// (queue wait and start-up excluded), optionally multiplied by the trial's GPU count. Raw loss
+// is noisy, so rules see a smoothed curve (debiased EMA or a running mean over points), linearly
+// interpolated at the times they compare. Rules are stateless: each call decides from the
+// curves alone, so a restarted orchestrator decides exactly as the one that died.
+//
+// Rules, evaluated in this order (a trial is stopped by the first that fires; one stopped by an
+// earlier rule no longer counts as live for the later ones):
+//   divergence  NaN/Inf loss, loss above a bound, NaN iterations counted by Megatron, or a
+//               spike above a multiple of the running minimum.
+//   halving     asynchronous successive halving with rungs in time: at min_time * eta^k a trial
+//               must be in the best 1/eta of the trials that reached that rung (or be the best
+//               of those still live).
+//   median      Vizier's median rule: the trial's running average (time-weighted mean of the
+//               smoothed loss over [0, t]) is worse than the median of the other trials'
+//               running averages at the same t; only trials that reached t count.
+//   patience    no improvement larger than min_delta within the last window.
+//   throughput  trials whose parameters differ only in throughput knobs (the study names them)
+//               share one loss-per-iteration curve, and a trial's iteration rate is steady
+//               after a few points. A trial is stopped when a live rival is expected to be lower
+//               at any budget: (1) a sibling (same group) at least rate_margin faster; (2) a
+//               trial of another group rival_speedup times faster whose loss has fallen at least
+//               as much per iteration (within margin); (3) one of another group, no slower, whose
+//               loss has fallen more than margin further per iteration; (4) with budget_s, when
+//               the group's measured curve at the iteration this trial will reach by the budget
+//               is worse, by margin, than what a rival will at most have there.
+//               Progress per iteration (loss fallen since the first common iteration) rather than
+//               level, because first losses differ by initialisation and data order alone.
+// Considered and discarded: comparing at equal iteration (the problem above); fitting a curve
+// (power law) to each trial's few noisy early points and extrapolating to the budget: early
+// loss is flat and noisy, and a fitted curve's extrapolation is a guess, whereas siblings'
+// curves are measured and iteration rates are precise after two log lines.
+//
+// Lower is better everywhere (a loss). Not thread-safe; no shared state, so one per thread is fine.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "base/status.h"
+
+namespace sweep {
+
+enum class TimeAxis { kTrainTime, kGpuTime };
+enum class SmoothingKind { kNone, kEma, kRunningMean };
+
+struct Smoothing {
+  SmoothingKind kind = SmoothingKind::kEma;
+  double ema_alpha = 0.3;  // weight of the newest point; the average is debiased (Adam-style)
+  int window = 5;          // running_mean: points
+};
+
+struct MedianRuleConfig {
+  bool enabled = false;
+  double grace_s = 0;     // no decision before the trial has run this long
+  int min_trials = 3;     // other trials that reached t, else no decision
+  double quantile = 0.5;  // 0.5 = median; stop when worse than this quantile
+};
+
+struct HalvingRuleConfig {
+  bool enabled = false;
+  double eta = 3;
+  double min_time_s = 0;  // first rung
+  double max_time_s = 0;  // no rung at or above it; 0: the budget, else unbounded
+  int min_trials = 3;     // trials at a rung (the trial included) before it decides
+};
+
+struct DivergenceRuleConfig {
+  bool enabled = false;
+  bool nan = true;                       // stop on the first NaN/Inf loss
+  std::optional<double> max_loss;        // smoothed loss above it
+  std::optional<double> spike_factor;    // smoothed loss above factor x its running minimum
+  std::optional<int64_t> max_nan_iters;  // total of Megatron's "number of nan iterations" above it
+  double grace_s = 0;                    // for max_loss and spike_factor only
+};
+
+struct PatienceRuleConfig {
+  bool enabled = false;
+  double window_s = 0;
+  double min_delta = 0;  // improvement smaller than this does not count
+  double grace_s = 0;
+};
+
+struct ThroughputRuleConfig {
+  bool enabled = false;
+  std::vector<std::string> params;  // parameters that change speed but not loss per iteration
+  int min_points = 2;               // log lines before a trial's iteration rate is trusted
+  double grace_s = 0;
+  double rate_margin = 0.02;        // (1): a sibling this much faster (0.02 = 2%)
+  double rival_speedup = 1.5;       // (2): another group's trial this many times faster; 0: off
+  double margin = 0.02;             // (2), (3), (4): nats of loss
+};
+
+struct StoppingConfig {
+  TimeAxis axis = TimeAxis::kTrainTime;
+  Smoothing smoothing;
+  // Time on the axis at which trials are compared ("loss at the budget"); 0: none. The
+  // throughput rule needs it; halving's rungs stop below it.
+  double budget_s = 0;
+  std::optional<double> target_loss;  // the time-to-target objective (TimeToTarget)
+  DivergenceRuleConfig divergence;
+  HalvingRuleConfig halving;
+  MedianRuleConfig median;
+  PatienceRuleConfig patience;
+  ThroughputRuleConfig throughput;
+
+  bool AnyRule() const {
+    return divergence.enabled || halving.enabled || median.enabled || patience.enabled || throughput.enabled;
+  }
+};
+
+// Reads the study file's [stopping] table (`table`, from `path`). Errors are
+// "PATH:LINE: key 'stopping.x.y': what"; unknown keys are refused with the closest known key
+// suggested. With `parameters` (the study's parameter names) non-empty, throughput.params must
+// name some of them.
+//
+// Keys (times are seconds on the chosen axis; a rule is on when its table is present):
+//   [stopping]             axis = "train_time" | "gpu_time" (train time x the trial's GPUs)
+//                          smoothing = "ema" (default) | "running_mean" | "none"
+//                          ema_alpha = 0.3 (weight of the newest point), window = 5 (points)
+//                          budget_s = training time at which trials are compared
+//                          target_loss = loss for the time-to-target objective
+//   [stopping.divergence]  nan = true, max_loss, spike_factor (e.g. 10), max_nan_iters, grace_s
+//   [stopping.halving]     eta = 3, min_time_s (required), max_time_s (default budget_s),
+//                          min_trials = 3
+//   [stopping.median]      grace_s = 0, min_trials = 3, quantile = 0.5
+//   [stopping.patience]    window_s (required), min_delta = 0, grace_s = 0
+//   [stopping.throughput]  params = ["tp", "pp", "mbs", ...] (required), grace_s = 0,
+//                          min_points = 2, rate_margin = 0.02, rival_speedup = 1.5 (0: off),
+//                          margin = 0.02
+Result<StoppingConfig> ParseStoppingConfig(const toml::table& table, const std::string& path,
+                                           const std::vector<std::string>& parameters = {});
+
+// One logged point of a metric. time_s is training time since the trial's first logged
+// iteration, as stored; the rules multiply it by the GPU count when axis = gpu_time.
+struct CurvePoint {
+  int64_t step = 0;
+  double time_s = 0;
+  double value = 0;
+};
+
+enum class TrialPhase {
+  kRunning,    // may be stopped
+  kCompleted,  // ran to its end: a reference, and a live competitor at the budget
+  kStopped,    // ended early (pruned, cancelled, failed): its curve is still evidence
+};
+
+struct TrialProgress {
+  int64_t id = 0;
+  TrialPhase phase = TrialPhase::kRunning;
+  int gpus = 1;
+  // Parameter values as text; the throughput rule groups trials by those it is not told to ignore.
+  std::vector<std::pair<std::string, std::string>> params;
+  std::vector<CurvePoint> loss;       // the objective metric (lm_loss or loss), ordered by step
+  std::vector<CurvePoint> nan_iters;  // Megatron's per-interval NaN iteration counts, if logged
+};
+
+struct StopDecision {
+  int64_t trial_id = 0;
+  std::string rule;    // "divergence", "halving", "median", "patience", "throughput"
+  std::string reason;  // one line with the numbers that decided it
+  double at_s = 0;     // the trial's time on the axis when decided
+  double value = 0;    // the trial's number that was judged (smoothed loss, average, prediction)
+  double threshold = 0;  // what it was compared with (median, rung cut-off, bound, rival's loss)
+  int reference_trials = 0;  // trials the comparison used
+};
+
+// The trials to stop now, at most one decision per trial, in the order of `trials`. Only
+// kRunning trials are stopped; a trial stopped by one rule no longer counts as live for the
+// rules after it, so two rivals are never both stopped for each other's sake.
+std::vector<StopDecision> EvaluateStopping(const StoppingConfig& config, const std::vector<TrialProgress>& trials);
+
+// The smoothed values of `curve`, point for point; non-finite points keep their raw value and
+// do not enter the average.
+std::vector<double> Smooth(const std::vector<CurvePoint>& curve, const Smoothing& smoothing);
+
+// Training time (the curve's own time_s) at which the smoothed loss first reaches `target`,
+// interpolated linearly between the two points around the crossing; nullopt if it never does.
+std::optional<double> TimeToTarget(const std::vector<CurvePoint>& curve, double target, const Smoothing& smoothing);
+
+}  // namespace sweep

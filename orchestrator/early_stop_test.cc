@@ -1,0 +1,492 @@
+// Tests of the early-stopping rules on hand-made curves whose right answer is obvious, and of
+// the [stopping] table's parsing and error messages.
+#include "orchestrator/early_stop.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace sweep {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Loss per iteration shared by "same model" trials: falls fast, then slowly, never flat.
+double Loss(int64_t step) { return 2.0 + 3.0 * std::exp(-static_cast<double>(step) / 40.0); }
+
+// A curve logged every `interval` steps from step 1, `seconds_per_step` apart, for `seconds`
+// of training time; time 0 is the first logged iteration, as the metrics parser stores it.
+std::vector<CurvePoint> Curve(double seconds_per_step, double seconds, const std::function<double(int64_t)>& loss = Loss,
+                              int64_t interval = 1) {
+  std::vector<CurvePoint> out;
+  for (int64_t step = 1;; step += interval) {
+    double t = static_cast<double>(step - 1) * seconds_per_step;
+    if (t > seconds + 1e-9) break;
+    out.push_back({step, t, loss(step)});
+  }
+  return out;
+}
+
+TrialProgress Trial(int64_t id, std::vector<CurvePoint> loss, TrialPhase phase = TrialPhase::kRunning,
+                    std::vector<std::pair<std::string, std::string>> params = {}) {
+  TrialProgress t;
+  t.id = id;
+  t.phase = phase;
+  t.loss = std::move(loss);
+  t.params = std::move(params);
+  return t;
+}
+
+std::vector<int64_t> StoppedIds(const std::vector<StopDecision>& decisions) {
+  std::vector<int64_t> ids;
+  for (const StopDecision& d : decisions) ids.push_back(d.trial_id);
+  return ids;
+}
+
+StoppingConfig MedianOnly(double grace_s = 10, int min_trials = 3) {
+  StoppingConfig c;
+  c.smoothing.kind = SmoothingKind::kNone;
+  c.median.enabled = true;
+  c.median.grace_s = grace_s;
+  c.median.min_trials = min_trials;
+  return c;
+}
+
+Result<StoppingConfig> Parse(const std::string& text, const std::vector<std::string>& parameters = {}) {
+  toml::table root = toml::parse(text, std::string_view("study.toml"));
+  const toml::table* stopping = root["stopping"].as_table();
+  REQUIRE(stopping != nullptr);
+  return ParseStoppingConfig(*stopping, "study.toml", parameters);
+}
+
+TEST_CASE("smoothing: a debiased EMA of a constant is the constant; running mean and none") {
+  std::vector<CurvePoint> flat = {{1, 0, 5}, {2, 1, 5}, {3, 2, 5}};
+  for (double v : Smooth(flat, {SmoothingKind::kEma, 0.1, 5})) CHECK(v == Approx(5));
+  std::vector<CurvePoint> ramp = {{1, 0, 1}, {2, 1, 2}, {3, 2, 3}, {4, 3, kNaN}, {5, 4, 4}};
+  std::vector<double> mean = Smooth(ramp, {SmoothingKind::kRunningMean, 0.3, 2});
+  CHECK(mean[0] == Approx(1));
+  CHECK(mean[1] == Approx(1.5));
+  CHECK(mean[2] == Approx(2.5));
+  CHECK(std::isnan(mean[3]));  // NaN stays visible and does not enter the average
+  CHECK(mean[4] == Approx(3.5));
+  CHECK(Smooth(ramp, {SmoothingKind::kNone, 0.3, 2})[2] == 3);
+  // Debiasing: the first smoothed value is the first raw value, not alpha times it.
+  CHECK(Smooth(ramp, {SmoothingKind::kEma, 0.3, 5})[0] == Approx(1));
+}
+
+TEST_CASE("time to target interpolates the crossing, and is empty if the target is never reached") {
+  std::vector<CurvePoint> c = {{1, 0, 4}, {2, 10, 3}, {3, 20, 1}};
+  Smoothing none{SmoothingKind::kNone, 1, 1};
+  CHECK(*TimeToTarget(c, 2, none) == Approx(15));
+  CHECK(*TimeToTarget(c, 4, none) == Approx(0));
+  CHECK(*TimeToTarget(c, 3, none) == Approx(10));
+  CHECK_FALSE(TimeToTarget(c, 0.5, none).has_value());
+  CHECK_FALSE(TimeToTarget({}, 1, none).has_value());
+  std::vector<CurvePoint> with_nan = {{1, 0, 4}, {2, 10, kNaN}, {3, 20, 2}};
+  CHECK(*TimeToTarget(with_nan, 3, none) == Approx(10));  // interpolated across the NaN point
+  // Smoothing delays the crossing of a one-point dip.
+  std::vector<CurvePoint> dip = {{1, 0, 4}, {2, 10, 1}, {3, 20, 4}};
+  CHECK(*TimeToTarget(dip, 2, none) == Approx(20.0 / 3));
+  CHECK_FALSE(TimeToTarget(dip, 2, {SmoothingKind::kRunningMean, 0.3, 3}).has_value());
+}
+
+TEST_CASE("median rule: loss at equal time, not equal iteration, decides") {
+  // Four references at 1 s per iteration; `fast` has the same loss per iteration at 1.7x the
+  // speed; `slow` is 3x slower per iteration with a slightly better loss per iteration.
+  std::vector<TrialProgress> trials;
+  for (int64_t id = 1; id <= 4; ++id) trials.push_back(Trial(id, Curve(1.0, 100)));
+  trials.push_back(Trial(5, Curve(1.0 / 1.7, 100)));
+  trials.push_back(Trial(6, Curve(3.0, 100, [](int64_t s) { return Loss(s) - 0.05; })));
+  std::vector<StopDecision> d = EvaluateStopping(MedianOnly(), trials);
+  REQUIRE(StoppedIds(d) == std::vector<int64_t>{6});
+  CHECK(d[0].rule == "median");
+  CHECK(d[0].reference_trials == 5);
+  CHECK(d[0].value > d[0].threshold);
+  CHECK(d[0].at_s == Approx(99));
+  CHECK_THAT(d[0].reason, Catch::Contains("median") && Catch::Contains("of 5 trials") && Catch::Contains("t=99s"));
+}
+
+TEST_CASE("median rule: grace period, minimum of trials, ties, and only trials that reached t") {
+  std::vector<TrialProgress> trials = {Trial(1, Curve(1, 30)), Trial(2, Curve(1, 30)), Trial(3, Curve(1, 30)),
+                                       Trial(4, Curve(2, 30))};
+  SECTION("nothing before the grace period") { CHECK(EvaluateStopping(MedianOnly(31), trials).empty()); }
+  SECTION("after it, the slow one") { CHECK(StoppedIds(EvaluateStopping(MedianOnly(29), trials)) == std::vector<int64_t>{4}); }
+  SECTION("not with fewer other trials than min_trials") { CHECK(EvaluateStopping(MedianOnly(0, 4), trials).empty()); }
+  SECTION("trials that have not reached t do not count") {
+    trials[0].loss = Curve(1, 10);
+    trials[1].loss = Curve(1, 10);
+    // Trial 4 is at t=30; only trial 3 reached it.
+    CHECK(EvaluateStopping(MedianOnly(0, 2), trials).empty());
+  }
+  SECTION("ties are not stopped: identical curves all survive") {
+    trials[3].loss = Curve(1, 30);
+    CHECK(EvaluateStopping(MedianOnly(0, 1), trials).empty());
+  }
+  SECTION("only running trials are stopped; completed ones are references") {
+    trials[3].phase = TrialPhase::kCompleted;
+    CHECK(EvaluateStopping(MedianOnly(0), trials).empty());
+    trials[3].phase = TrialPhase::kStopped;
+    CHECK(EvaluateStopping(MedianOnly(0), trials).empty());
+  }
+}
+
+TEST_CASE("trials that never log or log once are neither stopped nor references") {
+  std::vector<TrialProgress> trials = {Trial(1, Curve(1, 30)), Trial(2, Curve(1, 30)), Trial(3, Curve(1, 30)),
+                                       Trial(4, {}), Trial(5, {{1, 0, 99}})};
+  StoppingConfig all = MedianOnly(0, 1);
+  all.halving = {true, 3, 5, 0, 1};
+  all.patience = {true, 5, 0, 0};
+  all.throughput.enabled = true;
+  all.throughput.params = {"mbs"};
+  all.divergence.enabled = true;
+  all.divergence.spike_factor = 2;
+  CHECK(EvaluateStopping(all, trials).empty());
+  // Not references either: with min_trials 3, the slow trial has only two.
+  trials[2].loss = Curve(2, 30);
+  CHECK(EvaluateStopping(MedianOnly(0, 3), trials).empty());
+  CHECK(StoppedIds(EvaluateStopping(MedianOnly(0, 2), trials)) == std::vector<int64_t>{3});
+}
+
+TEST_CASE("a NaN in a reference curve does not poison the comparison") {
+  std::vector<TrialProgress> trials = {Trial(1, Curve(1, 30)), Trial(2, Curve(1, 30)), Trial(3, Curve(1, 30)),
+                                       Trial(4, Curve(2, 30))};
+  trials[0].loss[10].value = kNaN;
+  trials[0].phase = TrialPhase::kCompleted;
+  CHECK(StoppedIds(EvaluateStopping(MedianOnly(0), trials)) == std::vector<int64_t>{4});
+}
+
+TEST_CASE("divergence: NaN at once, a bound, a spike, NaN iterations") {
+  StoppingConfig c;
+  c.smoothing.kind = SmoothingKind::kNone;
+  c.divergence.enabled = true;
+  c.divergence.grace_s = 1000;  // for the bound and the spike only
+  std::vector<CurvePoint> nan = Curve(1, 20);
+  nan[5].value = std::numeric_limits<double>::infinity();
+  std::vector<TrialProgress> trials = {Trial(1, nan), Trial(2, Curve(1, 20))};
+  std::vector<StopDecision> d = EvaluateStopping(c, trials);
+  REQUIRE(StoppedIds(d) == std::vector<int64_t>{1});
+  CHECK(d[0].rule == "divergence");
+  CHECK_THAT(d[0].reason, Catch::Contains("inf") && Catch::Contains("step 6"));
+
+  // A trial whose only point is NaN has no curve to compare, but is stopped all the same.
+  trials = {Trial(1, {{1, 0, 10}, {2, 3, kNaN}}), Trial(2, {{1, 0, kNaN}})};
+  d = EvaluateStopping(c, trials);
+  REQUIRE(StoppedIds(d) == std::vector<int64_t>{1, 2});
+  CHECK(d[0].at_s == 3);
+  CHECK(d[1].at_s == 0);
+
+  c.divergence.grace_s = 0;
+  c.divergence.max_loss = 4.0;
+  trials = {Trial(1, Curve(1, 20)), Trial(2, Curve(1, 20, [](int64_t s) { return Loss(s) + 1; }))};
+  d = EvaluateStopping(c, trials);
+  REQUIRE(StoppedIds(d) == std::vector<int64_t>{2});
+  CHECK(d[0].threshold == 4.0);
+
+  c.divergence.max_loss.reset();
+  c.divergence.spike_factor = 10;
+  std::vector<CurvePoint> spike = Curve(1, 20);
+  spike.push_back({22, 21, 100});
+  trials = {Trial(1, spike), Trial(2, Curve(1, 21))};
+  CHECK(StoppedIds(EvaluateStopping(c, trials)) == std::vector<int64_t>{1});
+  c.divergence.spike_factor = 50;
+  CHECK(EvaluateStopping(c, trials).empty());
+
+  c.divergence.spike_factor.reset();
+  c.divergence.max_nan_iters = 2;
+  trials = {Trial(1, Curve(1, 20)), Trial(2, Curve(1, 20))};
+  trials[0].nan_iters = {{10, 9, 1}, {20, 19, 1}};
+  trials[1].nan_iters = {{10, 9, 1}, {20, 19, 2}};
+  CHECK(StoppedIds(EvaluateStopping(c, trials)) == std::vector<int64_t>{2});
+}
+
+TEST_CASE("halving: at each rung the best 1/eta of those that reached it go on") {
+  StoppingConfig c;
+  c.smoothing.kind = SmoothingKind::kNone;
+  c.halving = {true, 3, 10, 0, 3};
+  std::vector<TrialProgress> trials;
+  for (int64_t id = 1; id <= 6; ++id) {
+    trials.push_back(Trial(id, Curve(1, 12, [id](int64_t s) { return Loss(s) + 0.1 * static_cast<double>(id); })));
+  }
+  SECTION("6 reached the rung at 10 s: 2 go on") {
+    CHECK(StoppedIds(EvaluateStopping(c, trials)) == std::vector<int64_t>{3, 4, 5, 6});
+  }
+  SECTION("not before the rung") {
+    for (TrialProgress& t : trials) t.loss = Curve(1, 9);
+    CHECK(EvaluateStopping(c, trials).empty());
+  }
+  SECTION("not with fewer trials at the rung than min_trials") {
+    trials.resize(2);
+    CHECK(EvaluateStopping(c, trials).empty());
+  }
+  SECTION("ties at the cut-off go on") {
+    for (TrialProgress& t : trials) t.loss = Curve(1, 12);
+    CHECK(EvaluateStopping(c, trials).empty());
+  }
+  SECTION("the second rung is 30 s: only those that reached it compete") {
+    for (int64_t id = 4; id <= 9; ++id) {
+      TrialProgress t = Trial(id, Curve(1, 12, [id](int64_t s) { return Loss(s) + 0.1 * static_cast<double>(id); }));
+      t.phase = TrialPhase::kCompleted;
+      if (id <= 6) trials[id - 1] = t;
+      else trials.push_back(t);
+    }
+    trials[0].loss = Curve(1, 31, [](int64_t s) { return Loss(s) + 0.05; });
+    trials[1].loss = Curve(1, 31);
+    trials[2].loss = Curve(1, 31, [](int64_t s) { return Loss(s) + 0.2; });
+    std::vector<StopDecision> d = EvaluateStopping(c, trials);
+    REQUIRE(StoppedIds(d) == std::vector<int64_t>{1, 3});
+    CHECK_THAT(d[0].reason, Catch::Contains("rung at t=30s") && Catch::Contains("best 1 of 3"));
+  }
+  SECTION("the best live trial at a rung goes on even if better ones were stopped since") {
+    trials.resize(3);
+    trials[0].phase = TrialPhase::kStopped;
+    trials[1].phase = TrialPhase::kStopped;
+    CHECK(EvaluateStopping(c, trials).empty());
+  }
+}
+
+TEST_CASE("patience: no improvement within the window") {
+  StoppingConfig c;
+  c.smoothing.kind = SmoothingKind::kNone;
+  c.patience = {true, 10, 0.01, 0};
+  std::vector<CurvePoint> plateau = Curve(1, 20);
+  for (CurvePoint& p : plateau) {
+    if (p.time_s > 8) p.value = 4.0;
+  }
+  std::vector<TrialProgress> trials = {Trial(1, plateau), Trial(2, Curve(1, 20))};
+  std::vector<StopDecision> d = EvaluateStopping(c, trials);
+  REQUIRE(StoppedIds(d) == std::vector<int64_t>{1});
+  CHECK(d[0].rule == "patience");
+  c.patience.grace_s = 25;
+  CHECK(EvaluateStopping(c, trials).empty());
+}
+
+StoppingConfig ThroughputOnly() {
+  StoppingConfig c;
+  c.smoothing.kind = SmoothingKind::kNone;
+  c.throughput.enabled = true;
+  c.throughput.params = {"mbs", "tp"};
+  return c;
+}
+
+TEST_CASE("throughput: the faster of two trials sharing a loss per iteration goes on") {
+  // Same lr, different micro-batch size: same curve per iteration, 1.7x the speed.
+  std::vector<TrialProgress> trials = {
+      Trial(1, Curve(1.0, 20), TrialPhase::kRunning, {{"lr", "0.1"}, {"mbs", "4"}}),
+      Trial(2, Curve(1.0 / 1.7, 20), TrialPhase::kRunning, {{"lr", "0.1"}, {"mbs", "8"}}),
+  };
+  std::vector<StopDecision> d = EvaluateStopping(ThroughputOnly(), trials);
+  REQUIRE(StoppedIds(d) == std::vector<int64_t>{1});
+  CHECK(d[0].rule == "throughput");
+  CHECK_THAT(d[0].reason, Catch::Contains("trial 2") && Catch::Contains("1.7x"));
+  SECTION("not within the grace period") {
+    StoppingConfig c = ThroughputOnly();
+    c.throughput.grace_s = 30;
+    CHECK(EvaluateStopping(c, trials).empty());
+  }
+  SECTION("not when the speeds differ by less than rate_margin") {
+    trials[1].loss = Curve(1.0 / 1.01, 20);
+    CHECK(EvaluateStopping(ThroughputOnly(), trials).empty());
+  }
+  SECTION("not for a rival that was stopped") {
+    trials[1].phase = TrialPhase::kStopped;
+    CHECK(EvaluateStopping(ThroughputOnly(), trials).empty());
+  }
+  SECTION("a completed faster sibling counts") {
+    trials[1].phase = TrialPhase::kCompleted;
+    CHECK(StoppedIds(EvaluateStopping(ThroughputOnly(), trials)) == std::vector<int64_t>{1});
+  }
+  SECTION("a chain of siblings collapses onto the fastest") {
+    trials.push_back(Trial(3, Curve(1.0 / 1.3, 20), TrialPhase::kRunning, {{"lr", "0.1"}, {"mbs", "6"}}));
+    CHECK(StoppedIds(EvaluateStopping(ThroughputOnly(), trials)) == std::vector<int64_t>{1, 3});
+  }
+  SECTION("a trial with one point has no rate yet") {
+    trials[0].loss.resize(1);
+    CHECK(EvaluateStopping(ThroughputOnly(), trials).empty());
+  }
+}
+
+TEST_CASE("throughput: 3x slower per iteration loses even with a slightly better loss per iteration") {
+  std::vector<TrialProgress> trials = {
+      Trial(1, Curve(1.0, 30), TrialPhase::kRunning, {{"lr", "0.1"}, {"mbs", "4"}}),
+      Trial(2, Curve(1.0 / 1.7, 30), TrialPhase::kRunning, {{"lr", "0.1"}, {"mbs", "8"}}),
+      // A different learning rate (not a throughput knob), 3x slower, 0.01 better per iteration.
+      Trial(3, Curve(3.0, 30, [](int64_t s) { return Loss(s) - 0.01 * static_cast<double>(s > 1); }),
+            TrialPhase::kRunning, {{"lr", "0.2"}, {"mbs", "4"}}),
+  };
+  std::vector<StopDecision> d = EvaluateStopping(ThroughputOnly(), trials);
+  REQUIRE(StoppedIds(d) == std::vector<int64_t>{1, 3});
+  CHECK_THAT(d[1].reason, Catch::Contains("trial 2"));
+  SECTION("but not when its loss falls clearly faster per iteration") {
+    trials[2].loss = Curve(3.0, 30, [](int64_t s) { return Loss(s) - 0.1 * static_cast<double>(s > 1); });
+    CHECK(StoppedIds(EvaluateStopping(ThroughputOnly(), trials)) == std::vector<int64_t>{1});
+  }
+  SECTION("nor when the speed-up is below rival_speedup") {
+    trials[2].loss = Curve(1.0 / 1.5, 30, [](int64_t s) { return Loss(s) - 0.01 * static_cast<double>(s > 1); });
+    CHECK(StoppedIds(EvaluateStopping(ThroughputOnly(), trials)) == std::vector<int64_t>{1});
+  }
+}
+
+TEST_CASE("throughput: as fast, but clearly worse per iteration") {
+  std::vector<TrialProgress> trials = {
+      Trial(1, Curve(1.0, 30), TrialPhase::kRunning, {{"lr", "0.1"}}),
+      Trial(2, Curve(1.0, 30, [](int64_t s) { return 2.0 + 3.0 * std::exp(-static_cast<double>(s) / 80.0); }),
+            TrialPhase::kRunning, {{"lr", "0.01"}}),
+  };
+  std::vector<StopDecision> d = EvaluateStopping(ThroughputOnly(), trials);
+  REQUIRE(StoppedIds(d) == std::vector<int64_t>{2});
+  CHECK(d[0].value > 0.02);
+}
+
+TEST_CASE("throughput: a measured prediction at the budget against what a rival will at most reach") {
+  // One trial after another: trial 1 (lr 0.01) ran to the budget; trial 2, its sibling at the
+  // same speed, has just started, so its loss at the budget is trial 1's. Trial 3 (another lr, a
+  // slower learner per second but lower at the budget) finished lower than that.
+  StoppingConfig c = ThroughputOnly();
+  c.budget_s = 100;
+  auto worse = [](int64_t s) { return Loss(s) + 0.3 * (1 - std::exp(-static_cast<double>(s) / 20.0)); };
+  auto better = [](int64_t s) { return 1.0 + 3.0 * std::exp(-static_cast<double>(s) / 10.0); };
+  std::vector<TrialProgress> trials = {
+      Trial(1, Curve(1.0, 100, worse), TrialPhase::kCompleted, {{"lr", "0.01"}, {"mbs", "4"}}),
+      Trial(2, Curve(1.0, 5, worse), TrialPhase::kRunning, {{"lr", "0.01"}, {"mbs", "2"}}),
+      Trial(3, Curve(2.0, 100, better), TrialPhase::kCompleted, {{"lr", "0.1"}, {"mbs", "4"}}),
+  };
+  std::vector<StopDecision> d = EvaluateStopping(c, trials);
+  REQUIRE(StoppedIds(d) == std::vector<int64_t>{2});
+  CHECK_THAT(d[0].reason, Catch::Contains("predicted loss at the budget") && Catch::Contains("iteration 101"));
+  CHECK(d[0].value == Approx(worse(101)));
+  CHECK(d[0].threshold == Approx(better(51)));
+  c.budget_s = 0;  // no budget: no prediction
+  CHECK(EvaluateStopping(c, trials).empty());
+}
+
+TEST_CASE("gpu_time axis: a trial on twice the GPUs pays for them") {
+  std::vector<TrialProgress> trials = {Trial(1, Curve(1, 30)), Trial(2, Curve(1, 30)), Trial(3, Curve(1, 30)),
+                                       Trial(4, Curve(1, 30))};
+  trials[3].gpus = 2;
+  StoppingConfig c = MedianOnly(0);
+  CHECK(EvaluateStopping(c, trials).empty());
+  c.axis = TimeAxis::kGpuTime;
+  // After 15 s of training trial 4 has used 30 GPU-seconds, as the others after 30 s.
+  trials[3].loss = Curve(1, 15);
+  std::vector<StopDecision> d = EvaluateStopping(c, trials);
+  REQUIRE(StoppedIds(d) == std::vector<int64_t>{4});
+  CHECK(d[0].at_s == Approx(30));
+}
+
+TEST_CASE("one decision per trial, and rules after the first see it as gone") {
+  StoppingConfig c = MedianOnly(0);
+  c.divergence.enabled = true;
+  std::vector<CurvePoint> bad = Curve(2, 30);
+  bad.back().value = kNaN;
+  std::vector<TrialProgress> trials = {Trial(1, Curve(1, 30)), Trial(2, Curve(1, 30)), Trial(3, Curve(1, 30)),
+                                       Trial(4, bad)};
+  std::vector<StopDecision> d = EvaluateStopping(c, trials);
+  REQUIRE(StoppedIds(d) == std::vector<int64_t>{4});
+  CHECK(d[0].rule == "divergence");
+}
+
+TEST_CASE("[stopping] parses every key") {
+  auto c = Parse(R"(
+[stopping]
+axis = "gpu_time"
+smoothing = "running_mean"
+window = 7
+budget_s = 3600
+target_loss = 2.5
+[stopping.divergence]
+max_loss = 12.0
+spike_factor = 10
+max_nan_iters = 0
+grace_s = 60
+[stopping.halving]
+eta = 4
+min_time_s = 300
+min_trials = 5
+[stopping.median]
+grace_s = 120
+min_trials = 5
+quantile = 0.25
+[stopping.patience]
+window_s = 600
+min_delta = 0.001
+[stopping.throughput]
+params = ["mbs", "tp"]
+grace_s = 30
+rate_margin = 0.03
+rival_speedup = 2
+margin = 0.05
+)",
+                 {"lr", "mbs", "tp"});
+  REQUIRE(c.ok());
+  CHECK(c->axis == TimeAxis::kGpuTime);
+  CHECK(c->smoothing.kind == SmoothingKind::kRunningMean);
+  CHECK(c->smoothing.window == 7);
+  CHECK(c->budget_s == 3600);
+  CHECK(*c->target_loss == 2.5);
+  CHECK(c->divergence.enabled);
+  CHECK(c->divergence.nan);
+  CHECK(*c->divergence.max_loss == 12);
+  CHECK(*c->divergence.spike_factor == 10);
+  CHECK(*c->divergence.max_nan_iters == 0);
+  CHECK(c->halving.enabled);
+  CHECK(c->halving.eta == 4);
+  CHECK(c->halving.min_time_s == 300);
+  CHECK(c->halving.min_trials == 5);
+  CHECK(c->median.quantile == 0.25);
+  CHECK(c->patience.window_s == 600);
+  CHECK(c->throughput.params == std::vector<std::string>{"mbs", "tp"});
+  CHECK(c->throughput.rival_speedup == 2);
+  CHECK(c->AnyRule());
+}
+
+TEST_CASE("[stopping] defaults: rules off unless their table is present") {
+  auto c = Parse("[stopping]\n");
+  REQUIRE(c.ok());
+  CHECK_FALSE(c->AnyRule());
+  CHECK(c->axis == TimeAxis::kTrainTime);
+  CHECK(c->smoothing.kind == SmoothingKind::kEma);
+  auto m = Parse("[stopping.median]\n");
+  REQUIRE(m.ok());
+  CHECK(m->median.enabled);
+  CHECK(m->median.min_trials == 3);
+}
+
+TEST_CASE("[stopping] errors name file, line and key, and suggest the closest key") {
+  auto status = [](const std::string& text, const std::vector<std::string>& params = {}) {
+    auto r = Parse(text, params);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == Status::Code::kInvalidArgument);
+    return r.status().message();
+  };
+  CHECK(status("[stopping]\nsmothing = \"ema\"\n") ==
+        "study.toml:2: unknown key 'stopping.smothing' (did you mean 'smoothing'?)");
+  CHECK(status("[stopping.mediann]\n") == "study.toml:1: unknown key 'stopping.mediann' (did you mean 'median'?)");
+  CHECK(status("[stopping.median]\ngrace = 5\n") ==
+        "study.toml:2: unknown key 'stopping.median.grace' (did you mean 'grace_s'?)");
+  CHECK(status("[stopping]\n\naxis = \"wall\"\n") ==
+        "study.toml:3: key 'stopping.axis': 'wall' is not one of 'train_time', 'gpu_time'");
+  CHECK(status("[stopping.median]\nquantile = 2\n") ==
+        "study.toml:2: key 'stopping.median.quantile': must be between 0 and 1");
+  CHECK(status("[stopping.median]\nmin_trials = \"3\"\n") ==
+        "study.toml:2: key 'stopping.median.min_trials': must be an integer");
+  CHECK(status("[stopping.halving]\neta = 3\n") ==
+        "study.toml:1: missing key 'stopping.halving.min_time_s' (the time of the first rung)");
+  CHECK(status("[stopping.halving]\nmin_time_s = 10\neta = 1\n") ==
+        "study.toml:3: key 'stopping.halving.eta': must be greater than 1");
+  CHECK(status("[stopping.patience]\nwindow_s = 0\n") ==
+        "study.toml:2: key 'stopping.patience.window_s': must be greater than 0");
+  CHECK(status("[stopping]\nmedian = 3\n") == "study.toml:2: key 'stopping.median': must be a table");
+  CHECK(status("[stopping.throughput]\nparams = [\"mbs\", \"tpp\"]\n", {"mbs", "tp", "lr"}) ==
+        "study.toml:2: key 'stopping.throughput.params': 'tpp' is not a parameter of [space] (did you mean 'tp'?)");
+  CHECK(status("[stopping.throughput]\nparams = []\n") ==
+        "study.toml:2: key 'stopping.throughput.params': must be a non-empty list of parameter names");
+  CHECK(status("[stopping.throughput]\ngrace_s = 1\n") ==
+        "study.toml:1: missing key 'stopping.throughput.params' (the parameters that change speed but not loss per "
+        "iteration)");
+}
+
+}  // namespace
+}  // namespace sweep
