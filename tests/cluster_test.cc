@@ -15,19 +15,14 @@
 #include "orchestrator/runner.h"
 #include "orchestrator/study.h"
 #include "store/store.h"
+#include "tests/cluster_harness.h"
 #include "tests/test_util.h"
 
 using namespace sweep;
+using testing::Harness;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string Env(const std::string& key) {
-  auto env = testing::ClusterEnv();
-  auto it = env.find(key);
-  if (it == env.end()) FAIL("test cluster not running (no " << key << " in its env file); run tests/cluster/start.sh");
-  return it->second;
-}
 
 constexpr const char* kTemplate = R"(#!/bin/bash
 set -euo pipefail
@@ -67,60 +62,14 @@ stage = ["{bin}/bin/mlp_train"]
 
 {space}
 )",
-      fmt::arg("name", name), fmt::arg("host", Env("SLURMSWEEP_SSH_HOST")), fmt::arg("port", Env("SLURMSWEEP_SSH_PORT")),
-      fmt::arg("user", Env("SLURMSWEEP_SSH_USER")), fmt::arg("key", Env("SLURMSWEEP_SSH_KEY")),
-      fmt::arg("known", known_hosts.empty() ? Env("SLURMSWEEP_SSH_KNOWN_HOSTS") : known_hosts),
-      fmt::arg("partition", Env("SLURMSWEEP_PARTITION")), fmt::arg("work", dir.file("work")),
+      fmt::arg("name", name), fmt::arg("host", testing::ClusterVar("SLURMSWEEP_SSH_HOST")), fmt::arg("port", testing::ClusterVar("SLURMSWEEP_SSH_PORT")),
+      fmt::arg("user", testing::ClusterVar("SLURMSWEEP_SSH_USER")), fmt::arg("key", testing::ClusterVar("SLURMSWEEP_SSH_KEY")),
+      fmt::arg("known", known_hosts.empty() ? testing::ClusterVar("SLURMSWEEP_SSH_KNOWN_HOSTS") : known_hosts),
+      fmt::arg("partition", testing::ClusterVar("SLURMSWEEP_PARTITION")), fmt::arg("work", dir.file("work")),
       fmt::arg("maxc", max_concurrent), fmt::arg("bin", SLURMSWEEP_BINARY_DIR), fmt::arg("vars", vars),
       fmt::arg("space", space));
   testing::WriteAll(dir.file("study.toml"), text);
   return dir.file("study.toml");
-}
-
-// Everything a test needs to drive the real run loop.
-struct Harness {
-  Study study;
-  std::unique_ptr<store::Store> store;
-  std::unique_ptr<slurm::Transport> transport;
-  SystemClock clock;
-  std::ostringstream log;
-  std::unique_ptr<Runner> runner;
-
-  explicit Harness(const std::string& study_path) {
-    auto s = LoadStudy(study_path);
-    REQUIRE(s.ok());
-    study = std::move(*s);
-    auto st = store::Store::Open(study.database);
-    REQUIRE(st.ok());
-    store = std::move(*st);
-    auto t = OpenTransport(study.cluster);
-    INFO(t.status().ToString());
-    REQUIRE(t.ok());
-    transport = std::move(*t);
-    runner = std::make_unique<Runner>(study, *store, *transport, clock, log);
-  }
-
-  std::vector<store::TrialRecord> Trials() {
-    auto t = store->ListTrials(runner->study_id());
-    REQUIRE(t.ok());
-    return *t;
-  }
-  store::TrialRecord Trial(const std::string& param_fragment) {
-    for (const auto& t : Trials())
-      if (t.params_json.find(param_fragment) != std::string::npos) return t;
-    FAIL("no trial with " << param_fragment);
-    return {};
-  }
-};
-
-// Runs a shell command locally and returns its exit status and stdout.
-std::pair<int, std::string> Shell(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 }  // namespace
@@ -259,7 +208,7 @@ TEST_CASE("the CLI refuses a server whose host key is not known, and runs nothin
   std::string path = WriteStudy(dir, "unknownkey", "[space]\nlr = [0.01]\n",
                                 "iters = 10\nsleep_ms = 0\nmbs = 4\noptimizer = \"sgd\"\nfail_at = 0\n", 8, kTemplate,
                                 dir.file("empty_known_hosts"));
-  auto [code, out] = Shell(fmt::format("{}/bin/slurmsweep run {} 2>&1", SLURMSWEEP_BINARY_DIR, path));
+  auto [code, out] = testing::RunShell(fmt::format("{}/bin/slurmsweep run {} 2>&1", SLURMSWEEP_BINARY_DIR, path));
   INFO(out);
   CHECK(code == 4);
   CHECK_THAT(out, Catch::Contains("not in") || Catch::Contains("unknown"));
@@ -267,8 +216,8 @@ TEST_CASE("the CLI refuses a server whose host key is not known, and runs nothin
 
   std::string wrong = WriteStudy(dir, "changedkey", "[space]\nlr = [0.01]\n",
                                  "iters = 10\nsleep_ms = 0\nmbs = 4\noptimizer = \"sgd\"\nfail_at = 0\n", 8, kTemplate,
-                                 Env("SLURMSWEEP_SSH_WRONG_KNOWN_HOSTS"));
-  auto [code2, out2] = Shell(fmt::format("{}/bin/slurmsweep run {} 2>&1", SLURMSWEEP_BINARY_DIR, wrong));
+                                 testing::ClusterVar("SLURMSWEEP_SSH_WRONG_KNOWN_HOSTS"));
+  auto [code2, out2] = testing::RunShell(fmt::format("{}/bin/slurmsweep run {} 2>&1", SLURMSWEEP_BINARY_DIR, wrong));
   INFO(out2);
   CHECK(code2 == 4);
   CHECK_THAT(out2, Catch::Contains("CHANGED"));
@@ -280,23 +229,23 @@ TEST_CASE("an unknown host key is recorded only when the user names its exact fi
   std::string path = WriteStudy(dir, "acceptkey", "[space]\nlr = [0.01]\n",
                                 "iters = 10\nsleep_ms = 0\nmbs = 4\noptimizer = \"sgd\"\nfail_at = 0\n", 8, kTemplate,
                                 dir.file("known_hosts"));
-  std::string lab = Env("SLURMSWEEP_LAB");
-  auto [kc, fp_line] = Shell("ssh-keygen -l -E sha256 -f " + lab + "/ssh/ssh_host_ed25519_key.pub");
+  std::string lab = testing::ClusterVar("SLURMSWEEP_LAB");
+  auto [kc, fp_line] = testing::RunShell("ssh-keygen -l -E sha256 -f " + lab + "/ssh/ssh_host_ed25519_key.pub");
   REQUIRE(kc == 0);
   std::string fingerprint = fp_line.substr(fp_line.find("SHA256:"), fp_line.find(' ', fp_line.find("SHA256:")) - fp_line.find("SHA256:"));
   std::string bin = std::string(SLURMSWEEP_BINARY_DIR) + "/bin/slurmsweep";
 
-  auto [wrong, wrong_out] = Shell(bin + " run --max-ticks 1 --accept-host-key SHA256:AAAAnotthekeyAAAA " + path + " 2>&1");
+  auto [wrong, wrong_out] = testing::RunShell(bin + " run --max-ticks 1 --accept-host-key SHA256:AAAAnotthekeyAAAA " + path + " 2>&1");
   INFO(wrong_out);
   CHECK(wrong == 4);
   CHECK(testing::ReadAll(dir.file("known_hosts")).empty());
 
-  auto [ok, ok_out] = Shell(bin + " run --accept-host-key " + fingerprint + " " + path + " 2>&1");
+  auto [ok, ok_out] = testing::RunShell(bin + " run --accept-host-key " + fingerprint + " " + path + " 2>&1");
   INFO(ok_out);
   CHECK(ok == 0);
   CHECK_THAT(testing::ReadAll(dir.file("known_hosts")), Catch::Contains("ssh-ed25519"));
   // From now on the key is known: a plain run works.
-  auto [again, again_out] = Shell(bin + " status " + path + " 2>&1");
+  auto [again, again_out] = testing::RunShell(bin + " status " + path + " 2>&1");
   CHECK(again == 0);
   CHECK_THAT(again_out, Catch::Contains("1 completed"));
 }

@@ -19,18 +19,12 @@
 #include "orchestrator/study.h"
 #include "slurm/transport.h"
 #include "store/store.h"
+#include "tests/cluster_harness.h"
 #include "tests/test_util.h"
 
 using namespace sweep;
 
 namespace {
-
-std::string Env(const std::string& key) {
-  auto env = testing::ClusterEnv();
-  auto it = env.find(key);
-  if (it == env.end()) FAIL("test cluster not running (no " << key << "); run tests/cluster/start.sh");
-  return it->second;
-}
 
 // A study run with the local transport (as on a login node): the orchestrator process gets
 // SLURM_CONF from the test cluster's env file.
@@ -62,7 +56,7 @@ stage = ["{}/bin/mlp_train"]
 
 {}
 )",
-                                 name, Env("SLURMSWEEP_PARTITION"), dir.file("work"), max_concurrent,
+                                 name, testing::ClusterVar("SLURMSWEEP_PARTITION"), dir.file("work"), max_concurrent,
                                  SLURMSWEEP_BINARY_DIR, vars, extra, space);
   testing::WriteAll(dir.file("study.toml"), text);
   return dir.file("study.toml");
@@ -75,7 +69,7 @@ exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --lr {{lr}} --optimizer {{
 
 // Starts `slurmsweep ARGS...` with the cluster's SLURM_CONF; returns its pid.
 pid_t Spawn(const std::vector<std::string>& args, const std::string& log_path) {
-  std::string slurm_conf = Env("SLURM_CONF");
+  std::string slurm_conf = testing::ClusterVar("SLURM_CONF");
   pid_t pid = fork();
   if (pid == 0) {
     FILE* log = std::fopen(log_path.c_str(), "a");
@@ -97,15 +91,6 @@ int WaitExit(pid_t pid) {
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-std::string Capture(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  pclose(p);
-  return out;
 }
 
 std::unique_ptr<store::Store> OpenDb(const testing::TempDir& dir, const std::string& name) {
@@ -152,8 +137,8 @@ TEST_CASE("kill -9 at random moments: every attempt has exactly one job and no m
   // Slurm's own record: the comment tag of every job of this study, by the study's job names.
   std::string names;
   for (const auto& t : trials) names += (names.empty() ? "" : ",") + ("ss-" + name + "-" + t.trial_key);
-  std::string listed = Capture(fmt::format("SLURM_CONF={} squeue -h -t all --name={} -O 'JobID:|,Comment:'",
-                                           Env("SLURM_CONF"), names));
+  std::string listed = testing::Capture(fmt::format("SLURM_CONF={} squeue -h -t all --name={} -O 'JobID:|,Comment:'",
+                                           testing::ClusterVar("SLURM_CONF"), names));
   std::map<std::string, int> jobs_per_tag;
   std::istringstream in(listed);
   for (std::string line; std::getline(in, line);) {
@@ -215,7 +200,7 @@ esac
     if (!trials.ok()) continue;
     for (const auto& t : *trials) {
       if (t.params_json.find("external") != std::string::npos && t.state == "running") {
-        Capture(fmt::format("SLURM_CONF={} scancel {}", Env("SLURM_CONF"), t.job_id));
+        testing::Capture(fmt::format("SLURM_CONF={} scancel {}", testing::ClusterVar("SLURM_CONF"), t.job_id));
         cancelled = true;
       }
     }
@@ -307,7 +292,7 @@ TEST_CASE("a submission whose answer was lost is found and adopted, never submit
   const std::string name = "lostanswer" + std::to_string(getpid());
   std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01, 0.02]\nmbs = [4]\n",
                                      "iters = 20\nsleep_ms = 0\noptimizer = \"sgd\"\n", kTrainTemplate, 4);
-  setenv("SLURM_CONF", Env("SLURM_CONF").c_str(), 1);
+  setenv("SLURM_CONF", testing::ClusterVar("SLURM_CONF").c_str(), 1);
   auto study = LoadStudy(path);
   REQUIRE(study.ok());
   auto db = store::Store::Open(study->database);
@@ -326,8 +311,8 @@ TEST_CASE("a submission whose answer was lost is found and adopted, never submit
     CHECK(t.state == "completed");
     CHECK(t.attempt == 1);
   }
-  std::string listed = Capture(fmt::format("SLURM_CONF={} squeue -h -t all --name=ss-{}-{},ss-{}-{} -o %i",
-                                           Env("SLURM_CONF"), name, (*trials)[0].trial_key, name,
+  std::string listed = testing::Capture(fmt::format("SLURM_CONF={} squeue -h -t all --name=ss-{}-{},ss-{}-{} -o %i",
+                                           testing::ClusterVar("SLURM_CONF"), name, (*trials)[0].trial_key, name,
                                            (*trials)[1].trial_key));
   CHECK(std::count(listed.begin(), listed.end(), '\n') == 2);
 }

@@ -15,27 +15,13 @@
 #include "orchestrator/runner.h"
 #include "orchestrator/study.h"
 #include "store/store.h"
+#include "tests/cluster_harness.h"
 #include "tests/test_util.h"
 
 using namespace sweep;
+using testing::Harness;
 
 namespace {
-
-std::string Env(const std::string& key) {
-  auto env = testing::ClusterEnv();
-  auto it = env.find(key);
-  if (it == env.end()) FAIL("test cluster not running (no " << key << "); run tests/cluster/start.sh");
-  return it->second;
-}
-
-std::string Capture(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  pclose(p);
-  return out;
-}
 
 std::string SshStudy(const testing::TempDir& dir, const std::string& name, const std::string& tmpl,
                      const std::string& space, const std::string& extra) {
@@ -65,49 +51,22 @@ stage = ["{}/bin/mlp_train"]
 
 {}
 )",
-                                 name, Env("SLURMSWEEP_SSH_HOST"), Env("SLURMSWEEP_SSH_PORT"),
-                                 Env("SLURMSWEEP_SSH_USER"), Env("SLURMSWEEP_SSH_KEY"),
-                                 Env("SLURMSWEEP_SSH_KNOWN_HOSTS"), Env("SLURMSWEEP_PARTITION"), dir.file("work"),
+                                 name, testing::ClusterVar("SLURMSWEEP_SSH_HOST"), testing::ClusterVar("SLURMSWEEP_SSH_PORT"),
+                                 testing::ClusterVar("SLURMSWEEP_SSH_USER"), testing::ClusterVar("SLURMSWEEP_SSH_KEY"),
+                                 testing::ClusterVar("SLURMSWEEP_SSH_KNOWN_HOSTS"), testing::ClusterVar("SLURMSWEEP_PARTITION"), dir.file("work"),
                                  SLURMSWEEP_BINARY_DIR, extra, space);
   testing::WriteAll(dir.file("study.toml"), text);
   return dir.file("study.toml");
 }
 
-struct Harness {
-  Study study;
-  std::unique_ptr<store::Store> store;
-  std::unique_ptr<slurm::Transport> transport;
-  SystemClock clock;
-  std::ostringstream log;
-  std::unique_ptr<Runner> runner;
-
-  explicit Harness(const std::string& path) {
-    auto s = LoadStudy(path);
-    REQUIRE(s.ok());
-    study = std::move(*s);
-    auto st = store::Store::Open(study.database);
-    REQUIRE(st.ok());
-    store = std::move(*st);
-    auto t = OpenTransport(study.cluster);
-    REQUIRE(t.ok());
-    transport = std::move(*t);
-    runner = std::make_unique<Runner>(study, *store, *transport, clock, log);
-  }
-  std::vector<store::TrialRecord> Trials() {
-    auto t = store->ListTrials(runner->study_id());
-    REQUIRE(t.ok());
-    return *t;
-  }
-};
-
 // Stops the lab's sshd and every session it serves (ours included), then starts it again
 // after `seconds`, with the same configuration and host key.
 void SshdOutage(double seconds) {
-  std::string lab = Env("SLURMSWEEP_LAB");
+  std::string lab = testing::ClusterVar("SLURMSWEEP_LAB");
   std::string pid = testing::ReadAll(lab + "/run/sshd.pid");
   REQUIRE_FALSE(pid.empty());
   int master = std::stoi(pid);
-  Capture(fmt::format("pkill -KILL -P {}; kill -KILL {}", master, master));
+  testing::Capture(fmt::format("pkill -KILL -P {}; kill -KILL {}", master, master));
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   int rc = std::system(
       fmt::format("/usr/sbin/sshd -f {}/ssh/sshd_config -E {}/log/sshd.log", lab, lab).c_str());
@@ -163,7 +122,7 @@ TEST_CASE("a node dies mid-job: the trial ends as node failure, is retried per p
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     auto trials = h.Trials();
     if (trials.empty() || trials[0].job_id.empty()) continue;
-    node = Capture(fmt::format("SLURM_CONF={} squeue -h -t running -j {} -o %N", Env("SLURM_CONF"), trials[0].job_id));
+    node = testing::Capture(fmt::format("SLURM_CONF={} squeue -h -t running -j {} -o %N", testing::ClusterVar("SLURM_CONF"), trials[0].job_id));
     while (!node.empty() && (node.back() == '\n' || node.back() == ' ')) node.pop_back();
   }
   REQUIRE_FALSE(node.empty());
@@ -207,13 +166,13 @@ TEST_CASE("slurmctld restarts mid-run: nothing is marked while it is away and th
   REQUIRE(running);
   // Stop the controller (state is saved in StateSaveLocation), keep it away, start it again as
   // tests/cluster/start.sh does: its own UTS namespace named after SlurmctldHost.
-  std::string lab = Env("SLURMSWEEP_LAB");
-  std::string conf = Env("SLURM_CONF");
+  std::string lab = testing::ClusterVar("SLURMSWEEP_LAB");
+  std::string conf = testing::ClusterVar("SLURM_CONF");
   int pid = std::stoi(testing::ReadAll(lab + "/run/slurmctld.pid"));
   kill(pid, SIGTERM);
   for (int i = 0; i < 100 && kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   std::this_thread::sleep_for(std::chrono::seconds(8));
-  std::string host = Capture(fmt::format("sed -n 's/^SlurmctldHost=\\([^(]*\\).*/\\1/p' {}", conf));
+  std::string host = testing::Capture(fmt::format("sed -n 's/^SlurmctldHost=\\([^(]*\\).*/\\1/p' {}", conf));
   while (!host.empty() && host.back() == '\n') host.pop_back();
   REQUIRE(std::system(fmt::format("SLURM_CONF={} unshare --uts sh -c 'hostname {} && exec slurmctld -f {}'", conf,
                                   host, conf)

@@ -1,0 +1,81 @@
+// Shared by the tests that run against the real test cluster: its settings, a local shell,
+// and a harness that drives the real run loop on a study file.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+#include "orchestrator/connect.h"
+#include "orchestrator/runner.h"
+#include "orchestrator/study.h"
+#include "store/store.h"
+#include "tests/test_util.h"
+
+namespace sweep::testing {
+
+// A setting of the running test cluster (its env file); fails the test if there is none.
+inline std::string ClusterVar(const std::string& key) {
+  auto env = ClusterEnv();
+  auto it = env.find(key);
+  if (it == env.end()) FAIL("test cluster not running (no " << key << " in its env file); run tests/cluster/start.sh");
+  return it->second;
+}
+
+// Runs a shell command locally: its exit status and stdout.
+inline std::pair<int, std::string> RunShell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+inline std::string Capture(const std::string& cmd) { return RunShell(cmd).second; }
+
+// Everything a test needs to drive the real run loop in-process.
+struct Harness {
+  Study study;
+  std::unique_ptr<store::Store> store;
+  std::unique_ptr<slurm::Transport> transport;
+  SystemClock clock;
+  std::ostringstream log;
+  std::unique_ptr<Runner> runner;
+
+  explicit Harness(const std::string& study_path) {
+    auto s = LoadStudy(study_path);
+    INFO(s.status().ToString());
+    REQUIRE(s.ok());
+    study = std::move(*s);
+    auto st = store::Store::Open(study.database);
+    REQUIRE(st.ok());
+    store = std::move(*st);
+    auto t = OpenTransport(study.cluster);
+    INFO(t.status().ToString());
+    REQUIRE(t.ok());
+    transport = std::move(*t);
+    runner = std::make_unique<Runner>(study, *store, *transport, clock, log);
+  }
+
+  std::vector<store::TrialRecord> Trials() {
+    auto t = store->ListTrials(runner->study_id());
+    REQUIRE(t.ok());
+    return *t;
+  }
+  store::TrialRecord Trial(const std::string& param_fragment) {
+    for (const auto& t : Trials())
+      if (t.params_json.find(param_fragment) != std::string::npos) return t;
+    FAIL("no trial with " << param_fragment);
+    return {};
+  }
+};
+
+}  // namespace sweep::testing
