@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <memory>
@@ -77,5 +78,31 @@ struct Harness {
     return {};
   }
 };
+
+// Polls a study's database through a read-only connection of its own, so a test can watch a
+// run loop working in another thread (which owns the writer and its log stream) without a race.
+// `pred(trials, events)`; true once it holds, false after `timeout_s`.
+template <class Pred>
+bool WaitForStudy(const std::string& database, const std::string& study_name, double timeout_s, Pred pred) {
+  for (double waited = 0; waited < timeout_s; waited += 0.25) {
+    auto db = store::Store::OpenReadOnly(database);
+    if (db.ok()) {
+      auto study = (*db)->GetStudy(study_name);
+      if (study.ok()) {
+        auto trials = (*db)->ListTrials(study->id);
+        auto events = (*db)->Events(study->id);
+        if (trials.ok() && events.ok() && pred(*trials, *events)) return true;
+      }
+    }
+    ::usleep(250000);
+  }
+  return false;
+}
+
+inline bool AnyTrialIn(const std::vector<store::TrialRecord>& trials, const std::string& state) {
+  for (const auto& t : trials)
+    if (t.state == state) return true;
+  return false;
+}
 
 }  // namespace sweep::testing

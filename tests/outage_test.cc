@@ -88,11 +88,9 @@ TEST_CASE("sshd down for 30 s mid-run: the run goes on when it returns and loses
   Status result;
   std::thread loop([&] { result = h.runner->Run(600); });
   // Wait until the jobs run and some metrics are in, then cut the link.
-  bool running = false;
-  for (int i = 0; i < 120 && !running; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    running = h.log.str().find("-> running") != std::string::npos;
-  }
+  bool running = testing::WaitForStudy(h.study.database, h.study.name, 60, [](const auto& trials, const auto&) {
+    return testing::AnyTrialIn(trials, "running");
+  });
   REQUIRE(running);
   std::this_thread::sleep_for(std::chrono::seconds(2));
   SshdOutage(30);
@@ -117,24 +115,25 @@ TEST_CASE("a node dies mid-job: the trial ends as node failure, is retried per p
   Harness h(path);
   Status result;
   std::thread loop([&] { result = h.runner->Run(900); });
-  std::string node;
-  for (int i = 0; i < 120 && node.empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    auto trials = h.Trials();
-    if (trials.empty() || trials[0].job_id.empty()) continue;
-    node = testing::Capture(fmt::format("SLURM_CONF={} squeue -h -t running -j {} -o %N", testing::ClusterVar("SLURM_CONF"), trials[0].job_id));
-    while (!node.empty() && (node.back() == '\n' || node.back() == ' ')) node.pop_back();
-  }
+  std::string job;
+  REQUIRE(testing::WaitForStudy(h.study.database, h.study.name, 60, [&](const auto& trials, const auto&) {
+    if (!testing::AnyTrialIn(trials, "running")) return false;
+    job = trials[0].job_id;
+    return true;
+  }));
+  std::string node = testing::Capture(
+      fmt::format("SLURM_CONF={} squeue -h -t running -j {} -o %N", testing::ClusterVar("SLURM_CONF"), job));
+  while (!node.empty() && (node.back() == '\n' || node.back() == ' ')) node.pop_back();
   REQUIRE_FALSE(node.empty());
   std::string prefix = testing::ClusterEnv()["SLURMSWEEP_NET_PREFIX"];
   std::string link = (prefix.empty() ? "sslab" : prefix) + "-" + node;
   REQUIRE(std::system(("ip link set " + link + " down").c_str()) == 0);
   // Bring the link back once Slurm has declared the node dead, so the retry has somewhere to run.
-  bool failed = false;
-  for (int i = 0; i < 180 && !failed; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    failed = h.log.str().find("node_fail") != std::string::npos;
-  }
+  bool failed = testing::WaitForStudy(h.study.database, h.study.name, 90, [](const auto&, const auto& events) {
+    for (const auto& e : events)
+      if (e.kind == "retry") return true;
+    return false;
+  });
   REQUIRE(std::system(("ip link set " + link + " up").c_str()) == 0);
   loop.join();
   INFO(h.log.str());
@@ -158,12 +157,9 @@ TEST_CASE("slurmctld restarts mid-run: nothing is marked while it is away and th
   Harness h(path);
   Status result;
   std::thread loop([&] { result = h.runner->Run(600); });
-  bool running = false;
-  for (int i = 0; i < 120 && !running; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    running = h.log.str().find("-> running") != std::string::npos;
-  }
-  REQUIRE(running);
+  REQUIRE(testing::WaitForStudy(h.study.database, h.study.name, 60, [](const auto& trials, const auto&) {
+    return testing::AnyTrialIn(trials, "running");
+  }));
   // Stop the controller (state is saved in StateSaveLocation), keep it away, start it again as
   // tests/cluster/start.sh does: its own UTS namespace named after SlurmctldHost.
   std::string lab = testing::ClusterVar("SLURMSWEEP_LAB");
