@@ -10,12 +10,14 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
 
 #include "base/clock.h"
 #include "orchestrator/connect.h"
+#include "orchestrator/planner.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/run_lock.h"
 #include "orchestrator/runner.h"
@@ -41,6 +43,7 @@ int ExitCode(const Status& s) {
 struct App {
   std::string study_path;
   std::string csv_path;
+  std::string html_path;
   int max_ticks = 0;
   bool detach = false;
   std::string accept_host_key;
@@ -144,6 +147,15 @@ struct App {
     return Status::OK();
   }
 
+  // Offline: needs neither the cluster nor the database, so a study can be planned anywhere.
+  Status CmdPlan() {
+    SWEEP_RETURN_IF_ERROR(LoadStudyFile());
+    auto plan = PlanStudy(study);
+    if (!plan.ok()) return plan.status();
+    std::cout << RenderPlan(*plan, ParamNames(study));
+    return Status::OK();
+  }
+
   Status CmdCancel() {
     SWEEP_RETURN_IF_ERROR(LoadStudyFile());
     SWEEP_RETURN_IF_ERROR(OpenStore(false));
@@ -156,22 +168,36 @@ struct App {
   }
 
   Status CmdReport() {
+    if (html_path.empty() && csv_path.empty()) return Status::InvalidArgument("give --html FILE, --csv DIR or both");
     SWEEP_RETURN_IF_ERROR(LoadStudyFile());
     SWEEP_RETURN_IF_ERROR(OpenStore(true));
     auto rec = store->GetStudy(study.name);
     if (!rec.ok()) return rec.status().WithContext("nothing recorded yet for this study; run it first");
-    auto rows = CollectTrialRows(*store, rec->id, ParamNames(study), clock.Now());
-    if (!rows.ok()) return rows.status();
-    std::string csv = reports::RenderTrialsCsv(ParamNames(study), *rows);
-    // Written beside, then renamed, so a reader never sees half a report.
-    std::string tmp = csv_path + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << csv;
-      if (!out.flush()) return Status::IOError("cannot write " + tmp);
+    // `--csv FILE.csv`, as this command took before metrics.csv existed: trials.csv alone, to that file.
+    bool csv_file = csv_path.ends_with(".csv") && !std::filesystem::is_directory(csv_path);
+    if (csv_file) {
+      auto rows = CollectTrialRows(*store, rec->id, ParamNames(study), clock.Now());
+      if (!rows.ok()) return rows.status();
+      std::string csv = reports::RenderTrialsCsv(ParamNames(study), *rows);
+      // Written beside, then renamed, so a reader never sees half a report.
+      std::string tmp = csv_path + ".tmp";
+      {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        out << csv;
+        if (!out.flush()) return Status::IOError("cannot write " + tmp);
+      }
+      if (std::rename(tmp.c_str(), csv_path.c_str()) != 0) return Status::IOError("cannot rename " + tmp + " to " + csv_path);
+      std::cout << fmt::format("wrote {} ({} trials)\n", csv_path, rows->size());
     }
-    if (std::rename(tmp.c_str(), csv_path.c_str()) != 0) return Status::IOError("cannot rename " + tmp + " to " + csv_path);
-    std::cout << fmt::format("wrote {} ({} trials)\n", csv_path, rows->size());
+    std::string csv_dir = csv_file ? "" : csv_path;
+    if (html_path.empty() && csv_dir.empty()) return Status::OK();
+    ReportOptions options;
+    options.version = SLURMSWEEP_VERSION;
+    SWEEP_RETURN_IF_ERROR(WriteReports(*store, study, rec->id, html_path, csv_dir, clock.Now(), options));
+    if (!html_path.empty()) std::cout << fmt::format("wrote {}\n", html_path);
+    if (!csv_dir.empty()) {
+      std::cout << fmt::format("wrote {0}/trials.csv and {0}/metrics.csv\n", csv_dir);
+    }
     return Status::OK();
   }
 };
@@ -189,7 +215,11 @@ constexpr Command kCommands[] = {
     {"status", "Show every trial's state, job and latest metrics from the study database.", &App::CmdStatus},
     {"cancel", "Cancel every queued or running job of the study (one scancel) and the trials not yet submitted.",
      &App::CmdCancel},
-    {"report", "Write trials.csv: one row per trial with parameters, state, final loss and throughput.",
+    {"plan", "Predict memory per GPU for every configuration (Megatron-LM model presets) and show which are "
+             "dropped by a parallelism rule or a predicted OOM; nothing is submitted.",
+     &App::CmdPlan},
+    {"report", "Write the HTML report (recommendation, speedup over the baseline, ranking, charts, cost) and/or "
+               "trials.csv and metrics.csv.",
      &App::CmdReport},
 };
 
@@ -215,7 +245,10 @@ int main(int argc, char** argv) {
                     "Run in the background: log to DATABASE.log, pid in DATABASE.pid; `status` works meanwhile");
     }
     if (std::string_view(c.name) == "report") {
-      sub->add_option("--csv", app.csv_path, "Where to write trials.csv")->required();
+      sub->add_option("--html", app.html_path, "Write the self-contained HTML report to FILE")->type_name("FILE");
+      sub->add_option("--csv", app.csv_path,
+                      "Write trials.csv and metrics.csv into DIR (a path ending in .csv: trials.csv alone, to it)")
+          ->type_name("DIR");
     }
     sub->callback([&chosen, &c] { chosen = &c; });
   }

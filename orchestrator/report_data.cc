@@ -1,11 +1,23 @@
-// Summaries of each trial's metrics for reports and `status`; see report_data.h.
+// Summaries of each trial's metrics for reports and `status`, and the writing of the report
+// files; see report_data.h.
 #include "orchestrator/report_data.h"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
+
+#include "reports/lttb.h"
 
 namespace sweep {
 namespace {
+
+namespace fs = std::filesystem;
 
 std::optional<double> Median(std::vector<double> v) {
   if (v.empty()) return std::nullopt;
@@ -19,6 +31,319 @@ std::string JsonScalarToString(const nlohmann::json& j) {
   if (j.is_null()) return "";
   return j.dump();
 }
+
+nlohmann::json ParseParams(const std::string& params_json) {
+  auto params = nlohmann::json::parse(params_json, nullptr, false);
+  return params.is_object() ? params : nlohmann::json::object();
+}
+
+std::vector<double> FiniteValues(const std::vector<store::MetricRow>& metrics, std::string_view name) {
+  std::vector<double> v;
+  for (const auto& m : metrics) {
+    if (m.name == name && std::isfinite(m.value)) v.push_back(m.value);
+  }
+  return v;
+}
+
+// One metric's points in step order (Store::Metrics orders rows by name, then step).
+struct Series {
+  std::vector<int64_t> steps;
+  std::vector<double> times, values;
+};
+Series SeriesOf(const std::vector<store::MetricRow>& metrics, std::string_view name) {
+  Series s;
+  for (const auto& m : metrics) {
+    if (m.name != name) continue;
+    s.steps.push_back(m.step);
+    s.times.push_back(m.time_s);
+    s.values.push_back(m.value);
+  }
+  return s;
+}
+
+reports::TrialRow MakeTrialRow(const store::TrialRecord& t, const nlohmann::json& params,
+                               const std::vector<store::MetricRow>& metrics,
+                               const std::vector<std::string>& param_names, double now) {
+  reports::TrialRow r;
+  r.trial_id = t.id;
+  r.trial_key = t.trial_key;
+  for (const auto& name : param_names) r.param_values.push_back(params.contains(name) ? JsonScalarToString(params[name]) : "");
+  r.state = t.state;
+  r.reason = t.reason;
+  r.job_id = t.job_id;
+  r.exit_code = t.exit_code;
+  std::vector<double> iter_ms;
+  int64_t loss_step = -1;
+  for (const auto& m : metrics) {
+    r.steps = std::max(r.steps, m.step);
+    if (!r.train_time_s || m.time_s > *r.train_time_s) r.train_time_s = m.time_s;
+    if ((m.name == "lm_loss" || m.name == "loss") && m.step >= loss_step) {
+      loss_step = m.step;
+      r.final_loss = m.value;
+    }
+    if (m.name == "iter_time_ms" && m.value > 0) iter_ms.push_back(m.value);
+  }
+  r.median_iter_time_ms = Median(iter_ms);
+  if (r.median_iter_time_ms) r.iters_per_s = 1000.0 / *r.median_iter_time_ms;
+  if (t.started_at) r.wall_time_s = (t.ended_at ? *t.ended_at : now) - *t.started_at;
+  return r;
+}
+
+// What every trial's summary needs from the study and the report options.
+struct SummaryContext {
+  std::string objective;
+  bool minimize = true;
+  std::optional<double> target;
+  size_t curve_points = 500;
+  std::optional<double> seq_length;  // from [job.vars], unless a parameter gives it per trial
+};
+
+std::optional<double> NumberOf(const nlohmann::json& j) {
+  if (j.is_number()) return j.get<double>();
+  if (j.is_string()) {
+    try {
+      size_t used = 0;
+      double v = std::stod(j.get<std::string>(), &used);
+      if (used == j.get<std::string>().size()) return v;
+    } catch (const std::exception&) {
+    }
+  }
+  return std::nullopt;
+}
+
+reports::TrialSummary Summarize(const store::TrialRecord& t, const nlohmann::json& params, const reports::TrialRow& row,
+                                const std::vector<store::MetricRow>& metrics, const SummaryContext& ctx) {
+  reports::TrialSummary s;
+  s.id = t.id;
+  s.key = t.trial_key;
+  s.param_values = row.param_values;
+  s.state = t.state;
+  s.reason = t.reason;
+  s.exit_code = t.exit_code;
+  s.job_id = t.job_id;
+  if (t.submitted_at && t.started_at) s.queue_s = *t.started_at - *t.submitted_at;
+  s.wall_s = row.wall_time_s;
+  s.steps = row.steps;
+  s.train_time_s = row.train_time_s;
+  s.iters_per_s = row.iters_per_s;
+  s.tflops_per_gpu = Median(FiniteValues(metrics, "throughput_tflops"));
+
+  // Tokens: logged directly by a JSON-lines workload, or samples per iteration x sequence length.
+  s.tokens_per_s = Median(FiniteValues(metrics, "tokens_per_s"));
+  if (!s.tokens_per_s && s.iters_per_s) {
+    std::optional<double> seq = ctx.seq_length;
+    for (const char* name : {"seq_length", "seq_len"}) {
+      if (params.contains(name)) seq = NumberOf(params[name]).value_or(seq.value_or(0));
+    }
+    auto batch = Median(FiniteValues(metrics, "global_batch_size"));
+    if (seq && *seq > 0 && batch) s.tokens_per_s = *batch * *seq * *s.iters_per_s;
+  }
+
+  Series objective = SeriesOf(metrics, ctx.objective);
+  if (!objective.values.empty()) {
+    s.final_value = objective.values.back();
+    s.smoothed_final = reports::SmoothedFinal(objective.values);
+    std::vector<double> smoothed = reports::Smoothed(objective.values);
+    if (ctx.target) {
+      auto reached = reports::FirstReach(smoothed, *ctx.target, ctx.minimize);
+      if (reached) s.steps_to_target = objective.steps[*reached];
+    }
+    // The charts draw the smoothed curve, the one the target is judged on: downsampling raw noisy
+    // points would draw the noise's envelope. Finite points only; a diverged tail ends the line.
+    std::vector<double> x, y;
+    std::vector<size_t> finite;
+    for (size_t i = 0; i < smoothed.size(); ++i) {
+      if (!std::isfinite(smoothed[i])) continue;
+      finite.push_back(i);
+      x.push_back(static_cast<double>(objective.steps[i]));
+      y.push_back(smoothed[i]);
+    }
+    for (size_t k : reports::LttbIndices(x, y, ctx.curve_points)) {
+      size_t i = finite[k];
+      s.curve.push_back({objective.steps[i], objective.times[i], smoothed[i]});
+    }
+  }
+  return s;
+}
+
+// The trial named by `spec` (a trial key or a JSON object of parameter values), or the first
+// completed trial; the note says which rule applied, for the report's reader.
+std::optional<size_t> FindBaseline(const std::vector<store::TrialRecord>& trials, const std::string& spec,
+                                   std::string& note) {
+  if (spec.empty()) {
+    for (size_t i = 0; i < trials.size(); ++i) {
+      if (trials[i].state == "completed") {
+        note = "the first completed trial (the study names no baseline)";
+        return i;
+      }
+    }
+    note = "no trial has completed yet";
+    return std::nullopt;
+  }
+  auto wanted = nlohmann::json::parse(spec, nullptr, false);
+  if (wanted.is_object()) {
+    for (size_t i = 0; i < trials.size(); ++i) {
+      nlohmann::json params = ParseParams(trials[i].params_json);
+      bool match = true;
+      for (const auto& [name, value] : wanted.items()) {
+        match = match && params.contains(name) &&
+                (params[name] == value || JsonScalarToString(params[name]) == JsonScalarToString(value));
+      }
+      if (match) {
+        note = "named by the study: " + spec;
+        return i;
+      }
+    }
+  } else {
+    for (size_t i = 0; i < trials.size(); ++i) {
+      if (trials[i].trial_key == spec) {
+        note = "named by the study: " + spec;
+        return i;
+      }
+    }
+  }
+  note = "the study's baseline " + spec + " matches no trial";
+  return std::nullopt;
+}
+
+std::string ClusterText(const ClusterSpec& c) {
+  std::string s = c.transport;
+  if (c.transport == "ssh") s += fmt::format(" {}{}:{}", c.user.empty() ? "" : c.user + "@", c.host, c.port);
+  if (!c.partition.empty()) s += ", partition " + c.partition;
+  if (!c.account.empty()) s += ", account " + c.account;
+  if (!c.qos.empty()) s += ", qos " + c.qos;
+  return s;
+}
+
+using MetricsSink = std::function<Status(const store::TrialRecord&, const std::vector<store::MetricRow>&)>;
+
+struct Collected {
+  reports::StudyReport report;
+  std::vector<reports::TrialRow> rows;
+};
+
+// Chooses the target: given, else the baseline's smoothed final value, else the worst smoothed
+// final value among completed trials (each of which then reaches it).
+Status ChooseTarget(store::Store& store, const std::vector<store::TrialRecord>& trials, const SummaryContext& ctx,
+                    const ReportOptions& options, reports::StudyReport& report) {
+  if (options.target) {
+    report.target = options.target;
+    report.target_basis = "set for this report";
+    return Status::OK();
+  }
+  auto smoothed_final = [&](const store::TrialRecord& t) -> Result<std::optional<double>> {
+    auto metrics = store.Metrics(t.id);
+    if (!metrics.ok()) return metrics.status();
+    auto v = reports::SmoothedFinal(SeriesOf(*metrics, ctx.objective).values);
+    return v && std::isfinite(*v) ? v : std::nullopt;
+  };
+  if (report.baseline && trials[*report.baseline].state == "completed") {
+    auto v = smoothed_final(trials[*report.baseline]);
+    if (!v.ok()) return v.status();
+    if (*v) {
+      report.target = **v;
+      report.target_basis = fmt::format("the baseline's final {}, smoothed", ctx.objective);
+      return Status::OK();
+    }
+  }
+  int completed = 0;
+  for (const auto& t : trials) {
+    if (t.state != "completed") continue;
+    auto v = smoothed_final(t);
+    if (!v.ok()) return v.status();
+    if (!*v) continue;
+    ++completed;
+    if (!report.target || (ctx.minimize ? **v > *report.target : **v < *report.target)) report.target = **v;
+  }
+  if (report.target) {
+    report.target_basis = fmt::format("the worst smoothed final {} among the {} completed trials, as there is no "
+                                      "completed baseline",
+                                      ctx.objective, completed);
+  }
+  return Status::OK();
+}
+
+Result<Collected> Collect(store::Store& store, const Study& study, int64_t study_id, const ReportOptions& options,
+                          double now, const MetricsSink& sink) {
+  auto trials = store.ListTrials(study_id);
+  if (!trials.ok()) return trials.status();
+  Collected c;
+  reports::StudyReport& report = c.report;
+  reports::StudyMeta& meta = report.meta;
+  meta.study_name = study.name;
+  meta.generated_at = now;
+  meta.version = options.version;
+  meta.study_path = study.path;
+  meta.study_hash = study.hash;
+  meta.template_path = study.job.template_path;
+  meta.cluster = ClusterText(study.cluster);
+  meta.objective_metric = study.objective.metric;
+  meta.minimize = study.objective.minimize;
+  meta.nodes = study.job.nodes;
+  meta.gpus_per_node = study.job.gpus_per_node;
+  meta.cpus_per_task = study.job.cpus_per_task;
+  meta.param_names = ParamNames(study);
+
+  SummaryContext ctx;
+  ctx.objective = study.objective.metric;
+  ctx.minimize = study.objective.minimize;
+  size_t with_curves = std::count_if(trials->begin(), trials->end(), [](const store::TrialRecord& t) {
+    return t.state != "dropped" && t.state != "new";
+  });
+  ctx.curve_points = std::clamp<size_t>(kCurvePointBudget / std::max<size_t>(1, with_curves), 50, 500);
+  for (const char* name : {"seq_length", "seq_len"}) {
+    auto it = study.job.vars.find(name);
+    if (it != study.job.vars.end()) ctx.seq_length = NumberOf(nlohmann::json(it->second));
+  }
+
+  report.baseline = FindBaseline(*trials, options.baseline, report.baseline_note);
+  SWEEP_RETURN_IF_ERROR(ChooseTarget(store, *trials, ctx, options, report));
+  ctx.target = report.target;
+
+  for (const auto& t : *trials) {
+    auto metrics = store.Metrics(t.id);
+    if (!metrics.ok()) return metrics.status();
+    nlohmann::json params = ParseParams(t.params_json);
+    c.rows.push_back(MakeTrialRow(t, params, *metrics, meta.param_names, now));
+    report.trials.push_back(Summarize(t, params, c.rows.back(), *metrics, ctx));
+    if (sink) SWEEP_RETURN_IF_ERROR(sink(t, *metrics));
+  }
+  return c;
+}
+
+// A file written under a temporary name beside its final one and renamed into place by
+// Commit(), so readers see the old file or the new one, never a part. Removed if not committed.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path)
+      : path_(std::move(path)), tmp_(path_ + ".tmp-" + std::to_string(::getpid())),
+        out_(tmp_, std::ios::binary | std::ios::trunc) {}
+  ~AtomicFile() {
+    if (!committed_) {
+      out_.close();
+      std::error_code ec;
+      fs::remove(tmp_, ec);
+    }
+  }
+  bool ok() const { return out_.good(); }
+  void Append(std::string_view text) { out_.write(text.data(), static_cast<std::streamsize>(text.size())); }
+  Status Commit() {
+    out_.close();
+    if (out_.fail()) return Status::IOError("cannot write " + tmp_);
+    std::error_code ec;
+    fs::permissions(tmp_, fs::perms(0644), fs::perm_options::replace, ec);
+    if (ec) return Status::IOError(fmt::format("cannot chmod {}: {}", tmp_, ec.message()));
+    fs::rename(tmp_, path_, ec);
+    if (ec) return Status::IOError(fmt::format("cannot rename {} to {}: {}", tmp_, path_, ec.message()));
+    committed_ = true;
+    return Status::OK();
+  }
+
+ private:
+  std::string path_, tmp_;
+  std::ofstream out_;
+  bool committed_ = false;
+};
 
 }  // namespace
 
@@ -34,36 +359,62 @@ Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, int
   if (!trials.ok()) return trials.status();
   std::vector<reports::TrialRow> rows;
   for (const auto& t : *trials) {
-    reports::TrialRow r;
-    r.trial_id = t.id;
-    r.trial_key = t.trial_key;
-    auto params = nlohmann::json::parse(t.params_json, nullptr, false);
-    for (const auto& name : param_names) {
-      r.param_values.push_back(params.is_object() && params.contains(name) ? JsonScalarToString(params[name]) : "");
-    }
-    r.state = t.state;
-    r.reason = t.reason;
-    r.job_id = t.job_id;
-    r.exit_code = t.exit_code;
     auto metrics = store.Metrics(t.id);
     if (!metrics.ok()) return metrics.status();
-    std::vector<double> iter_ms;
-    int64_t loss_step = -1;
-    for (const auto& m : *metrics) {
-      r.steps = std::max(r.steps, m.step);
-      if (!r.train_time_s || m.time_s > *r.train_time_s) r.train_time_s = m.time_s;
-      if ((m.name == "lm_loss" || m.name == "loss") && m.step >= loss_step) {
-        loss_step = m.step;
-        r.final_loss = m.value;
-      }
-      if (m.name == "iter_time_ms" && m.value > 0) iter_ms.push_back(m.value);
-    }
-    r.median_iter_time_ms = Median(iter_ms);
-    if (r.median_iter_time_ms) r.iters_per_s = 1000.0 / *r.median_iter_time_ms;
-    if (t.started_at) r.wall_time_s = (t.ended_at ? *t.ended_at : now) - *t.started_at;
-    rows.push_back(std::move(r));
+    rows.push_back(MakeTrialRow(t, ParseParams(t.params_json), *metrics, param_names, now));
   }
   return rows;
+}
+
+Result<reports::StudyReport> CollectReport(store::Store& store, const Study& study, int64_t study_id,
+                                           const ReportOptions& options, double now) {
+  auto c = Collect(store, study, study_id, options, now, nullptr);
+  if (!c.ok()) return c.status();
+  return std::move(c->report);
+}
+
+Status WriteReports(store::Store& store, const Study& study, int64_t study_id, const std::string& html_path,
+                    const std::string& csv_dir, double now, const ReportOptions& options) {
+  if (html_path.empty() && csv_dir.empty()) return Status::InvalidArgument("no report file asked for");
+  std::unique_ptr<AtomicFile> metrics_csv;
+  MetricsSink sink;
+  std::string buffer;
+  if (!csv_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(csv_dir, ec);
+    if (ec) return Status::IOError(fmt::format("cannot create {}: {}", csv_dir, ec.message()));
+    metrics_csv = std::make_unique<AtomicFile>((fs::path(csv_dir) / "metrics.csv").string());
+    if (!metrics_csv->ok()) return Status::IOError("cannot write into " + csv_dir);
+    buffer = reports::MetricsCsvHeader();
+    // Streamed trial by trial: a large study has more points than we want in memory as text.
+    sink = [&](const store::TrialRecord& t, const std::vector<store::MetricRow>& metrics) {
+      for (const auto& m : metrics) {
+        reports::AppendMetricsCsvRow(t.id, t.trial_key, m.step, m.time_s, m.name, m.value, buffer);
+      }
+      if (buffer.size() > (1 << 20)) {
+        metrics_csv->Append(buffer);
+        buffer.clear();
+        if (!metrics_csv->ok()) return Status::IOError("cannot write metrics.csv in " + csv_dir);
+      }
+      return Status::OK();
+    };
+  }
+  auto c = Collect(store, study, study_id, options, now, sink);
+  if (!c.ok()) return c.status();
+
+  if (metrics_csv) {
+    metrics_csv->Append(buffer);
+    AtomicFile trials_csv((fs::path(csv_dir) / "trials.csv").string());
+    trials_csv.Append(reports::RenderTrialsCsv(c->report.meta.param_names, c->rows));
+    SWEEP_RETURN_IF_ERROR(trials_csv.Commit());
+    SWEEP_RETURN_IF_ERROR(metrics_csv->Commit());
+  }
+  if (!html_path.empty()) {
+    AtomicFile html(html_path);
+    html.Append(reports::RenderHtmlReport(c->report, options.html));
+    SWEEP_RETURN_IF_ERROR(html.Commit());
+  }
+  return Status::OK();
 }
 
 }  // namespace sweep

@@ -1,12 +1,16 @@
-// Turning what the store holds into the plain rows reports/ renders (trials.csv, status).
+// Turning what the store holds into the plain data reports/ renders (trials.csv, metrics.csv,
+// the HTML report, `status`), and writing the report files. Reads only; safe while a run writes.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
 #include "orchestrator/study.h"
 #include "reports/csv.h"
+#include "reports/html_report.h"
+#include "reports/study_report.h"
 #include "store/store.h"
 
 namespace sweep {
@@ -16,5 +20,32 @@ Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, int
                                                         const std::vector<std::string>& param_names, double now);
 
 std::vector<std::string> ParamNames(const Study& study);
+
+struct ReportOptions {
+  // The configuration the others are compared with: a trial key ("t-0123456789ab") or a JSON
+  // object of parameter values ({"lr": 0.01, "optimizer": "adam"}; each given key must match, a
+  // number may be given as text). Empty: the first completed trial in id order.
+  std::string baseline;
+  // Objective value that counts as reached. Default: the baseline's smoothed final value; with no
+  // completed baseline, the worst smoothed final value among completed trials.
+  std::optional<double> target;
+  std::string version;  // slurmsweep version, shown in the report
+  reports::HtmlOptions html;
+};
+
+// Per-trial curves are downsampled so that all of them together stay near this many points per
+// chart (between 50 and 500 per trial): 1000 trials of 10k points make a report of a few MB.
+inline constexpr size_t kCurvePointBudget = 100'000;
+
+// The HTML report's data: every trial summarised, baseline and target chosen.
+Result<reports::StudyReport> CollectReport(store::Store& store, const Study& study, int64_t study_id,
+                                           const ReportOptions& options, double now);
+
+// Writes the HTML report to `html_path` and trials.csv and metrics.csv into `csv_dir` (created if
+// missing); either may be empty, not both. Each file is written beside its final name, made
+// mode 0644 and renamed, so a reader (or a browser refreshing it) never sees half a file. The run
+// loop calls this every few minutes; it reads each trial's metrics once.
+Status WriteReports(store::Store& store, const Study& study, int64_t study_id, const std::string& html_path,
+                    const std::string& csv_dir, double now, const ReportOptions& options = {});
 
 }  // namespace sweep

@@ -1,9 +1,10 @@
-// Rendering of trials.csv: RFC 4180 quoting, fixed number formats, and a guard so a
-// parameter value or failure reason cannot run as a spreadsheet formula when the file is opened.
+// Rendering of trials.csv and metrics.csv: RFC 4180 quoting, fixed number formats, and a guard so
+// a parameter value, metric name or failure reason cannot run as a spreadsheet formula.
 #include "reports/csv.h"
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <iterator>
 #include <string_view>
 
@@ -71,6 +72,13 @@ void AppendNumber(const std::optional<double>& value, fmt::format_string<double>
   if (value) fmt::format_to(std::back_inserter(out), fmt_spec, double{*value});
 }
 
+// Shortest round-trip form; the spellings pandas reads for the special values.
+void AppendExact(double value, std::string& out) {
+  if (std::isnan(value)) out.append("nan");
+  else if (std::isinf(value)) out.append(value > 0 ? "inf" : "-inf");
+  else fmt::format_to(std::back_inserter(out), "{}", value);
+}
+
 }  // namespace
 
 std::string RenderTrialsCsv(const std::vector<std::string>& param_names, const std::vector<TrialRow>& rows) {
@@ -109,6 +117,21 @@ std::string RenderTrialsCsv(const std::vector<std::string>& param_names, const s
     out.push_back('\n');
   }
   return out;
+}
+
+std::string MetricsCsvHeader() { return "trial_id,trial_key,step,time_s,name,value\n"; }
+
+void AppendMetricsCsvRow(int64_t trial_id, std::string_view trial_key, int64_t step, double time_s,
+                         std::string_view name, double value, std::string& out) {
+  fmt::format_to(std::back_inserter(out), "{},", trial_id);
+  AppendText(trial_key, out);
+  fmt::format_to(std::back_inserter(out), ",{},", step);
+  if (!std::isnan(time_s)) AppendExact(time_s, out);
+  out.push_back(',');
+  AppendText(name, out);
+  out.push_back(',');
+  AppendExact(value, out);
+  out.push_back('\n');
 }
 
 }  // namespace sweep::reports

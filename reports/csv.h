@@ -1,10 +1,12 @@
-// trials.csv: one row per trial of a study, for spreadsheets and pandas. The columns are a
-// versioned format (see kTrialsCsvVersion); reports only render plain data handed to them.
+// trials.csv (one row per trial) and metrics.csv (one row per logged metric point) of a study, for
+// spreadsheets and pandas. The columns are versioned formats (kTrialsCsvVersion,
+// kMetricsCsvVersion); reports only render plain data handed to them.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sweep::reports {
@@ -32,5 +34,15 @@ struct TrialRow {
 // empty cells; text cells that a spreadsheet would run as a formula are prefixed with '.
 // A row with fewer or more param values than param_names is padded or cut to keep columns aligned.
 std::string RenderTrialsCsv(const std::vector<std::string>& param_names, const std::vector<TrialRow>& rows);
+
+// metrics.csv, long format, version 1 columns:
+//   trial_id,trial_key,step,time_s,name,value
+// Numbers are written in the shortest form that reads back to the same double ("nan", "inf" and
+// "-inf" for those; an unknown time is an empty cell). Built row by row because a large study
+// has ~10^7 points: the caller streams the text to the file trial by trial.
+inline constexpr int kMetricsCsvVersion = 1;
+std::string MetricsCsvHeader();
+void AppendMetricsCsvRow(int64_t trial_id, std::string_view trial_key, int64_t step, double time_s,
+                         std::string_view name, double value, std::string& out);
 
 }  // namespace sweep::reports

@@ -7,13 +7,15 @@ export DEBIAN_FRONTEND=noninteractive
 
 PACKAGES=(
   # build tool chain
-  build-essential make cmake g++ pkg-config git ca-certificates
+  build-essential make cmake g++ pkg-config git ca-certificates clang libclang-rt-14-dev
   # libraries
   libsqlite3-dev sqlite3 libboost1.81-dev libssh-dev libtomlplusplus-dev catch2
   nlohmann-json3-dev libcli11-dev libfmt-dev
   # test lab: Slurm, munge, sshd and the tools tests/cluster/start.sh uses
   slurmctld slurmd slurm-client munge openssh-server openssh-client
   iproute2 util-linux procps python3
+  chromium  # tests/report_browser_test.cc and scripts/report-screenshot.sh render the HTML report
+  python3-optuna  # bench/optuna_pruners.py: the pruners stopping_bench compares ours with
 )
 
 step() { echo "setup: $*"; }

@@ -1,0 +1,298 @@
+// Tests of the report built from a study in the database: the numbers in the HTML table and the
+// decomposition agree with the store's rows, escaping holds end to end, curves are bounded, and
+// trials.csv / metrics.csv carry exactly what the store holds.
+#include "orchestrator/report_data.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "base/clock.h"
+#include "reports/html_text.h"
+#include "tests/synthetic_study.h"
+#include "tests/test_util.h"
+
+namespace sweep {
+namespace {
+
+using testing::ReadAll;
+using testing::TempDir;
+
+struct Fixture {
+  TempDir dir;
+  std::unique_ptr<store::Store> store;
+  Study study = testing::SyntheticStudy();
+  int64_t study_id = 0;
+  testing::SyntheticOptions options;
+
+  explicit Fixture(testing::SyntheticOptions o = {}) : options(o) {
+    auto opened = store::Store::Open(dir.file("study.db"));
+    REQUIRE(opened.ok());
+    store = std::move(opened.value());
+    study_id = testing::FillSyntheticStudy(*store, study, options);
+  }
+};
+
+std::vector<store::MetricRow> RowsNamed(store::Store& s, int64_t trial_id, const std::string& name) {
+  std::vector<store::MetricRow> out;
+  auto metrics = s.Metrics(trial_id);
+  REQUIRE(metrics.ok());
+  for (const auto& m : *metrics) {
+    if (m.name == name) out.push_back(m);
+  }
+  return out;
+}
+
+// The <tr> of the ranking table that shows `key`.
+std::string TableRow(const std::string& html, const std::string& key) {
+  size_t at = html.find("<td><span class=\"key\">" + key + "</span>");
+  REQUIRE(at != std::string::npos);
+  size_t start = html.rfind("<tr", at);
+  return html.substr(start, html.find("</tr>", at) - start);
+}
+
+std::vector<std::string> Cells(const std::string& row) {
+  std::vector<std::string> cells;
+  for (size_t at = row.find("<td"); at != std::string::npos; at = row.find("<td", at + 1)) {
+    size_t open = row.find('>', at) + 1;
+    cells.push_back(row.substr(open, row.find("</td>", open) - open));
+  }
+  return cells;
+}
+
+TEST_CASE("Report values match the store's rows", "[report]") {
+  Fixture f;
+  auto report = CollectReport(*f.store, f.study, f.study_id, {}, f.options.now);
+  REQUIRE(report.ok());
+  auto trials = *f.store->ListTrials(f.study_id);
+  REQUIRE(report->trials.size() == trials.size());
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const auto& s = report->trials[i];
+    INFO(s.key << " " << s.state);
+    REQUIRE(s.key == trials[i].trial_key);
+    REQUIRE(s.state == trials[i].state);
+    auto loss = RowsNamed(*f.store, trials[i].id, "lm_loss");
+    auto iter = RowsNamed(*f.store, trials[i].id, "iter_time_ms");
+    if (loss.empty()) {
+      REQUIRE(!s.final_value);
+      REQUIRE(!s.iters_per_s);
+      continue;
+    }
+    REQUIRE(*s.final_value == loss.back().value);
+    std::vector<double> ms;
+    for (const auto& m : iter) ms.push_back(m.value);
+    std::sort(ms.begin(), ms.end());
+    double median = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+    REQUIRE(*s.iters_per_s == Approx(1000 / median));
+    REQUIRE(*s.tokens_per_s == Approx(1000 / median * 2048 * RowsNamed(*f.store, trials[i].id, "global_batch_size")[0].value));
+    REQUIRE(*s.wall_s == Approx((trials[i].ended_at ? *trials[i].ended_at : f.options.now) - *trials[i].started_at));
+    REQUIRE(*s.queue_s == Approx(*trials[i].started_at - *trials[i].submitted_at));
+  }
+
+  // The same numbers, as the HTML table prints them.
+  std::string html = reports::RenderHtmlReport(*report);
+  reports::Analysis a = reports::Analyze(*report);
+  for (size_t i : a.ranking) {
+    const auto& s = report->trials[i];
+    INFO(s.key);
+    auto cells = Cells(TableRow(html, s.key));
+    // #, trial, 4 params, state, steps, iter/s, tokens/s, TFLOP/s, final, time to target, GPU-hours, queued
+    REQUIRE(cells.size() == 15);
+    REQUIRE(cells[2] == reports::HtmlEscape(s.param_values[0]));
+    REQUIRE(cells[6].find(reports::StateLabel(s.state)) != std::string::npos);
+    REQUIRE(cells[8] == reports::FormatSigOr(s.iters_per_s, 3));
+    REQUIRE(cells[11] == (s.final_value ? reports::FormatSig(*s.final_value, 4) : "–"));
+    auto hours = reports::ResourceHours(s, report->meta);
+    if (hours) REQUIRE(cells[13] == (*hours >= 1000 ? fmt::format("{:.0f}", *hours) : reports::FormatSig(*hours, 3)));
+    if (s.wall_s) REQUIRE(*hours == Approx(*s.wall_s * 2 * 8 / 3600));  // 2 nodes x 8 GPUs
+  }
+}
+
+TEST_CASE("The decomposition multiplies out and matches the curves in the store", "[report]") {
+  Fixture f;
+  auto report = CollectReport(*f.store, f.study, f.study_id, {}, f.options.now);
+  REQUIRE(report.ok());
+  REQUIRE(report->baseline == size_t{0});  // the first completed trial
+  reports::Analysis a = reports::Analyze(*report);
+  REQUIRE(a.recommended);
+  REQUIRE(*a.recommended != 0);
+  REQUIRE(a.decomposition);
+  const auto& d = *a.decomposition;
+  REQUIRE(d.throughput * d.convergence == Approx(d.time_to_target));
+
+  const auto& base = report->trials[0];
+  const auto& rec = report->trials[*a.recommended];
+  // Target: the baseline's final loss smoothed over its last points, recomputed from the store.
+  auto base_loss = RowsNamed(*f.store, base.id, "lm_loss");
+  size_t w = reports::SmoothingWindow(base_loss.size());
+  double sum = 0;
+  for (size_t i = base_loss.size() - w; i < base_loss.size(); ++i) sum += base_loss[i].value;
+  REQUIRE(*report->target == Approx(sum / w));
+  REQUIRE(base.steps_to_target);  // the baseline reaches its own target
+  // The recommendation's first step whose trailing mean reaches the target, from the store.
+  auto rec_loss = RowsNamed(*f.store, rec.id, "lm_loss");
+  size_t rw = reports::SmoothingWindow(rec_loss.size());
+  std::optional<int64_t> first;
+  for (size_t i = 0; i < rec_loss.size() && !first; ++i) {
+    double s = 0;
+    size_t from = i + 1 >= rw ? i + 1 - rw : 0;
+    for (size_t k = from; k <= i; ++k) s += rec_loss[k].value;
+    if (s / static_cast<double>(i + 1 - from) <= *report->target) first = rec_loss[i].step;
+  }
+  REQUIRE(rec.steps_to_target == first);
+  REQUIRE(d.convergence == Approx(static_cast<double>(*base.steps_to_target) / *first));
+  REQUIRE(d.throughput == Approx(*rec.iters_per_s / *base.iters_per_s));
+  REQUIRE(d.time_to_target == Approx(*reports::TimeToTarget(base) / *reports::TimeToTarget(rec)));
+
+  std::string html = reports::RenderHtmlReport(*report);
+  REQUIRE(html.find(reports::FormatFactor(d.throughput) + "</div><div class=\"l\">throughput") != std::string::npos);
+  REQUIRE(html.find(reports::FormatFactor(d.convergence) + "</div><div class=\"l\">convergence") != std::string::npos);
+  REQUIRE(html.find(reports::FormatFactor(d.time_to_target) + "</div><div class=\"l\">time to target") !=
+          std::string::npos);
+}
+
+TEST_CASE("The baseline can be named by key or by parameters", "[report]") {
+  Fixture f;
+  auto trials = *f.store->ListTrials(f.study_id);
+  ReportOptions o;
+  o.baseline = trials[3].trial_key;
+  auto r = CollectReport(*f.store, f.study, f.study_id, o, f.options.now);
+  REQUIRE(r->baseline == size_t{3});
+
+  o.baseline = R"({"micro_batch_size": 2, "lr": "0.0003"})";  // a number given as text matches too
+  r = CollectReport(*f.store, f.study, f.study_id, o, f.options.now);
+  REQUIRE(r->baseline == size_t{5});
+
+  o.baseline = "t-nosuchtrial";
+  r = CollectReport(*f.store, f.study, f.study_id, o, f.options.now);
+  REQUIRE(!r->baseline);
+  REQUIRE(r->baseline_note.find("matches no trial") != std::string::npos);
+  // Without a completed baseline the target is the worst completed final value: all reach it.
+  for (const auto& t : r->trials) {
+    if (t.state == "completed") REQUIRE(t.steps_to_target);
+  }
+  REQUIRE(reports::RenderHtmlReport(*r).find("matches no trial") != std::string::npos);
+
+  o = {};
+  o.target = 2.2;
+  r = CollectReport(*f.store, f.study, f.study_id, o, f.options.now);
+  REQUIRE(r->target == 2.2);
+}
+
+TEST_CASE("A hostile parameter value from the store reaches the HTML escaped", "[report]") {
+  testing::SyntheticOptions o;
+  o.hostile_value = "</script><img src=x onerror=alert(1)>";
+  Fixture f(o);
+  auto report = CollectReport(*f.store, f.study, f.study_id, {}, f.options.now);
+  REQUIRE(report.ok());
+  REQUIRE(report->trials[1].param_values[2] == o.hostile_value);
+  std::string html = reports::RenderHtmlReport(*report);
+  REQUIRE(html.find(o.hostile_value) == std::string::npos);
+  REQUIRE(html.find("<img") == std::string::npos);
+  REQUIRE(html.find("&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;") != std::string::npos);
+}
+
+TEST_CASE("Curves are downsampled with their first and last points kept", "[report]") {
+  testing::SyntheticOptions o;
+  o.trials = 8;
+  o.points = 3000;
+  Fixture f(o);
+  auto report = CollectReport(*f.store, f.study, f.study_id, {}, f.options.now);
+  REQUIRE(report.ok());
+  for (const auto& t : report->trials) {
+    auto loss = RowsNamed(*f.store, t.id, "lm_loss");
+    if (loss.empty()) continue;
+    REQUIRE(t.curve.size() <= 500);
+    REQUIRE(t.curve.size() == std::min<size_t>(500, loss.size()));
+    REQUIRE(t.curve.front().step == loss.front().step);
+    REQUIRE(t.curve.back().step == loss.back().step);
+    REQUIRE(t.curve.front().value == loss.front().value);
+    REQUIRE(t.curve.back().value == *t.smoothed_final);  // the curve drawn is the smoothed one
+    REQUIRE(t.curve.back().time_s == loss.back().time_s);
+  }
+}
+
+// Splits one CSV line without quoted fields (metrics.csv of this study has none).
+std::vector<std::string> Split(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream ss(line);
+  std::string cell;
+  while (std::getline(ss, cell, ',')) out.push_back(cell);
+  if (!line.empty() && line.back() == ',') out.push_back("");
+  return out;
+}
+
+TEST_CASE("WriteReports writes trials.csv, metrics.csv and the HTML, mode 0644, atomically", "[report]") {
+  Fixture f;
+  std::string csv_dir = f.dir.file("out/csv");
+  std::string html = f.dir.file("report.html");
+  // Wrong or useless requests are refused before anything is written.
+  REQUIRE(WriteReports(*f.store, f.study, f.study_id, "", "", f.options.now).code() ==
+          Status::Code::kInvalidArgument);
+  REQUIRE(WriteReports(*f.store, f.study, f.study_id, html, csv_dir, f.options.now).ok());
+  namespace fs = std::filesystem;
+  for (const std::string& path : {html, csv_dir + "/trials.csv", csv_dir + "/metrics.csv"}) {
+    INFO(path);
+    REQUIRE(fs::exists(path));
+    REQUIRE((fs::status(path).permissions() & fs::perms::all) == fs::perms(0644));
+  }
+  for (const auto& entry : fs::recursive_directory_iterator(f.dir.path())) {
+    REQUIRE(entry.path().string().find(".tmp") == std::string::npos);
+  }
+
+  // trials.csv is version 1, exactly what CollectTrialRows gives.
+  auto rows = CollectTrialRows(*f.store, f.study_id, ParamNames(f.study), f.options.now);
+  REQUIRE(ReadAll(csv_dir + "/trials.csv") == reports::RenderTrialsCsv(ParamNames(f.study), *rows));
+
+  // metrics.csv: one line per stored row, same values to the last bit.
+  std::stringstream in(ReadAll(csv_dir + "/metrics.csv"));
+  std::string line;
+  std::getline(in, line);
+  REQUIRE(line == "trial_id,trial_key,step,time_s,name,value");
+  std::map<int64_t, std::string> keys;
+  auto trials = f.store->ListTrials(f.study_id);
+  for (const auto& t : *trials) keys[t.id] = t.trial_key;
+  size_t n = 0;
+  for (const auto& t : *trials) {
+    auto metrics = f.store->Metrics(t.id);
+    for (const auto& m : *metrics) {
+      REQUIRE(std::getline(in, line));
+      auto cells = Split(line);
+      REQUIRE(cells.size() == 6);
+      REQUIRE(std::stoll(cells[0]) == t.id);
+      REQUIRE(cells[1] == keys[t.id]);
+      REQUIRE(std::stoll(cells[2]) == m.step);
+      REQUIRE(std::stod(cells[3]) == m.time_s);
+      REQUIRE(cells[4] == m.name);
+      REQUIRE(std::stod(cells[5]) == m.value);
+      ++n;
+    }
+  }
+  REQUIRE(!std::getline(in, line));
+  REQUIRE(n > 1000);
+
+  // A refresh replaces the files in place; HTML alone and CSV alone work too.
+  REQUIRE(WriteReports(*f.store, f.study, f.study_id, html, "", f.options.now + 60).ok());
+  REQUIRE(ReadAll(html).find(FormatUtc(f.options.now + 60)) != std::string::npos);
+  REQUIRE(WriteReports(*f.store, f.study, f.study_id, "", f.dir.file("csv-only"), f.options.now).ok());
+  REQUIRE(fs::exists(f.dir.file("csv-only/metrics.csv")));
+  // An unwritable place is an error, not a crash, and leaves no temporary file.
+  REQUIRE(!WriteReports(*f.store, f.study, f.study_id, f.dir.file("no/such/dir/r.html"), "", f.options.now).ok());
+}
+
+TEST_CASE("metrics.csv keeps NaN, infinities and a missing time apart", "[report][csv]") {
+  std::string out;
+  reports::AppendMetricsCsvRow(3, "t-1", 10, std::nan(""), "lm_loss", std::nan(""), out);
+  reports::AppendMetricsCsvRow(3, "t-1", 20, 1.5, "=cmd", -INFINITY, out);
+  reports::AppendMetricsCsvRow(3, "t-1", 30, 0.1 + 0.2, "grad_norm", 1e-300, out);
+  REQUIRE(out ==
+          "3,t-1,10,,lm_loss,nan\n"
+          "3,t-1,20,1.5,'=cmd,-inf\n"
+          "3,t-1,30,0.30000000000000004,grad_norm,1e-300\n");
+  REQUIRE(reports::kMetricsCsvVersion == 1);
+}
+
+}  // namespace
+}  // namespace sweep

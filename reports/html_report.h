@@ -1,0 +1,27 @@
+// The sweep report as one self-contained HTML file for the people who pay for the GPUs: the
+// recommended configuration and its speedup over the baseline, the ranking, curves, the effect
+// of each parameter, cost and study metadata. No script, no fonts, nothing fetched: inline CSS
+// and SVG, and a Content-Security-Policy that forbids any request, so it opens from an email
+// offline and prints well. Every text from the study, its parameters or its logs is escaped.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "reports/study_report.h"
+
+namespace sweep::reports {
+
+struct HtmlOptions {
+  size_t top_n = 20;         // ranking rows shown; the rest sit in a collapsed section
+  size_t highlighted = 8;    // best-ranked curves drawn in colour (plus baseline), the others grey
+  size_t throughput_bars = 30;
+};
+
+// The Content-Security-Policy the report carries: nothing may be fetched, inline CSS and data:
+// images only. Exposed for the browser test.
+inline constexpr const char* kReportCsp = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+
+std::string RenderHtmlReport(const StudyReport& report, const HtmlOptions& options = {});
+
+}  // namespace sweep::reports

@@ -1,0 +1,169 @@
+// The HTML report in a real browser: headless Chromium (Debian's `chromium`) loads a report of a
+// synthetic study with networking disabled; the test fails on any console message (our page has
+// no script, so any is an error or a blocked fetch) and on any request the page makes (from
+// Chromium's net log). A control page that does fetch proves both checks can fail.
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "orchestrator/report_data.h"
+#include "tests/synthetic_study.h"
+#include "tests/test_util.h"
+
+namespace sweep {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ReadAll;
+using testing::TempDir;
+
+std::string FindChromium() {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(std::string(path ? path : "") + ":/usr/bin:/usr/local/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    for (const char* name : {"chromium", "chromium-browser"}) {
+      fs::path candidate = fs::path(dir) / name;
+      if (!dir.empty() && fs::exists(candidate)) return candidate.string();
+    }
+  }
+  return "";
+}
+
+struct BrowserRun {
+  int status = -1;
+  std::string out, err;
+  std::vector<std::string> console;        // the page's console messages, CSP violations included
+  std::vector<std::string> page_requests;  // URLs the page asked the network for
+};
+
+// Runs Chromium once on `file` with a fresh profile; `action` is --dump-dom or --screenshot=PNG.
+BrowserRun RunChromium(const std::string& chromium, const TempDir& dir, const std::string& file,
+                       const std::string& action) {
+  static int runs = 0;
+  std::string tag = std::to_string(++runs);
+  std::string profile = dir.file("profile-" + tag), netlog = dir.file("net-" + tag + ".json");
+  std::string out = dir.file("out-" + tag + ".txt"), err = dir.file("err-" + tag + ".txt");
+  fs::create_directories(profile);
+  // Every host resolves to nothing, so neither the page nor Chromium's own background services
+  // can reach the network even if a check below were wrong; the net log still records attempts.
+  std::string cmd = "timeout 120 '" + chromium +
+                    "' --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
+                    " --disable-background-networking --disable-component-update --disable-sync"
+                    " --host-resolver-rules='MAP * ~NOTFOUND' --user-data-dir='" + profile +
+                    "' --enable-logging=stderr --v=0 --log-net-log='" + netlog +
+                    "' --window-size=1280,2000 --hide-scrollbars " + action + " 'file://" + file + "' >'" + out +
+                    "' 2>'" + err + "' </dev/null";
+  BrowserRun run;
+  int rc = std::system(cmd.c_str());
+  run.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  run.out = ReadAll(out);
+  run.err = ReadAll(err);
+  std::stringstream lines(run.err);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.find(":CONSOLE") != std::string::npos || line.find("Refused to") != std::string::npos ||
+        line.find("net::ERR_") != std::string::npos || line.find("Uncaught") != std::string::npos) {
+      run.console.push_back(line);
+    }
+  }
+  // Requests made on behalf of a file:// page carry that origin in their isolation key; the
+  // browser's own (update checks and the like) do not.
+  auto log = nlohmann::json::parse(ReadAll(netlog), nullptr, false);
+  REQUIRE(log.is_object());
+  int start_job = -1;
+  for (const auto& [name, id] : log["constants"]["logEventTypes"].items()) {
+    if (name == "URL_REQUEST_START_JOB") start_job = id.get<int>();
+  }
+  REQUIRE(start_job >= 0);
+  for (const auto& e : log["events"]) {
+    if (e.value("type", -1) != start_job || !e.contains("params")) continue;
+    const auto& p = e["params"];
+    std::string url = p.value("url", ""), key = p.value("network_isolation_key", "");
+    if (url.empty() || url.starts_with("file:") || url.starts_with("data:")) continue;
+    if (key.find("file://") != std::string::npos) run.page_requests.push_back(url);
+  }
+  return run;
+}
+
+std::string Chromium() {
+  std::string chromium = FindChromium();
+  if (chromium.empty()) {
+    FAIL("chromium not found in PATH: the browser test needs Debian's `chromium` package "
+         "(scripts/setup.sh installs it; or: apt-get install -y --no-install-recommends chromium)");
+  }
+  return chromium;
+}
+
+TEST_CASE("The report loads in headless Chromium with no console message and no request", "[browser]") {
+  std::string chromium = Chromium();
+  TempDir dir;
+  auto store = store::Store::Open(dir.file("study.db"));
+  REQUIRE(store.ok());
+  Study study = testing::SyntheticStudy();
+  testing::SyntheticOptions options;
+  options.trials = 40;
+  options.hostile_value = "</script><img src=x onerror=alert(1)>";
+  int64_t id = testing::FillSyntheticStudy(**store, study, options);
+  std::string html = dir.file("report.html");
+  ReportOptions report_options;
+  report_options.version = "test";
+  REQUIRE(WriteReports(**store, study, id, html, "", options.now, report_options).ok());
+
+  BrowserRun dom = RunChromium(chromium, dir, html, "--dump-dom");
+  INFO("chromium stderr:\n" << dom.err);
+  REQUIRE(dom.status == 0);
+  REQUIRE(dom.console.empty());
+  REQUIRE(dom.page_requests.empty());
+  // It rendered our page, and the hostile parameter value is text, not an element.
+  REQUIRE(dom.out.find("<h2>Recommendation</h2>") != std::string::npos);
+  REQUIRE(dom.out.find("<svg class=\"chart\"") != std::string::npos);
+  REQUIRE(dom.out.find("&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;") != std::string::npos);
+  REQUIRE(dom.out.find("<img") == std::string::npos);
+  REQUIRE(dom.out.find("<script") == std::string::npos);
+
+  std::string png = dir.file("report.png");
+  BrowserRun shot = RunChromium(chromium, dir, html, "--screenshot='" + png + "'");
+  INFO("chromium stderr:\n" << shot.err);
+  REQUIRE(shot.status == 0);
+  REQUIRE(shot.console.empty());
+  REQUIRE(shot.page_requests.empty());
+  std::string bytes = ReadAll(png);
+  REQUIRE(bytes.size() > 20'000);  // a blank page is a few kB
+  REQUIRE(bytes.starts_with("\x89PNG\r\n\x1a\n"));
+}
+
+TEST_CASE("The browser checks catch a page that fetches", "[browser]") {
+  std::string chromium = Chromium();
+  TempDir dir;
+  const std::string fetching = R"(<!DOCTYPE html><html><head><meta charset="utf-8">{}</head>
+<body><p>control</p><img src="http://report-test.invalid/pixel.png"></body></html>)";
+  auto page = [&](const std::string& head) {
+    std::string text = fetching;
+    text.replace(text.find("{}"), 2, head);
+    return text;
+  };
+
+  // Without a policy the request goes out (and fails): the net log shows it.
+  testing::WriteAll(dir.file("open.html"), page(""));
+  BrowserRun open = RunChromium(chromium, dir, dir.file("open.html"), "--dump-dom");
+  REQUIRE(open.status == 0);
+  REQUIRE(open.page_requests == std::vector<std::string>{"http://report-test.invalid/pixel.png"});
+
+  // With the report's policy it is blocked, and Chromium says so on the console.
+  testing::WriteAll(dir.file("csp.html"),
+                    page(std::string("<meta http-equiv=\"Content-Security-Policy\" content=\"") + reports::kReportCsp + "\">"));
+  BrowserRun blocked = RunChromium(chromium, dir, dir.file("csp.html"), "--dump-dom");
+  REQUIRE(blocked.status == 0);
+  REQUIRE(blocked.page_requests.empty());
+  REQUIRE(!blocked.console.empty());
+}
+
+}  // namespace
+}  // namespace sweep
