@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+# Runs Optuna 3.1's pruners (Debian python3-optuna) on the curves stopping_bench replays, so both
+# are scored by the same code on the same data. Called by bench/stopping_bench; reads its JSON
+# (per study: each trial's loss at the end of each time bucket, and the random orders) and prints
+# the bucket at which each trial was pruned (the bucket count if it ran to the end).
+import json
+import sys
+
+import optuna
+from optuna.trial import TrialState
+
+# Defaults as a user gets them, and settings matched to ours (first rung or grace at about the
+# same fraction of the budget, eta 3) so a difference is not just a badly chosen parameter.
+PRUNERS = {
+    "MedianPruner()": lambda n: optuna.pruners.MedianPruner(),
+    "MedianPruner(warmup=10%)": lambda n: optuna.pruners.MedianPruner(n_warmup_steps=n // 10),
+    "SuccessiveHalvingPruner()": lambda n: optuna.pruners.SuccessiveHalvingPruner(),
+    "SuccessiveHalvingPruner(r=n/27,eta=3)": lambda n: optuna.pruners.SuccessiveHalvingPruner(
+        min_resource=max(1, round(n / 27)), reduction_factor=3),
+    "HyperbandPruner()": lambda n: optuna.pruners.HyperbandPruner(),
+    "HyperbandPruner(1..n,eta=3)": lambda n: optuna.pruners.HyperbandPruner(
+        min_resource=1, max_resource=n, reduction_factor=3),
+}
+
+
+def all_at_once(make, name, values, n):
+    """Every trial starts together; at each bucket each live trial reports and asks to be pruned."""
+    study = optuna.create_study(study_name=name, direction="minimize", pruner=make(n))
+    trials = [study.ask() for _ in values]
+    stop = [n] * len(values)
+    for step in range(1, n + 1):
+        for i, trial in enumerate(trials):
+            if stop[i] < n:
+                continue
+            trial.report(values[i][step - 1], step)
+            if step < n and trial.should_prune():
+                stop[i] = step
+                study.tell(trial, state=TrialState.PRUNED)
+    for i, trial in enumerate(trials):
+        if stop[i] == n:
+            study.tell(trial, values[i][n - 1])
+    return stop
+
+
+def one_after_another(make, name, values, n, order):
+    """The usual Optuna loop: one trial at a time, in `order`."""
+    study = optuna.create_study(study_name=name, direction="minimize", pruner=make(n))
+    stop = [n] * len(values)
+    for i in order:
+        trial = study.ask()
+        for step in range(1, n + 1):
+            trial.report(values[i][step - 1], step)
+            if step < n and trial.should_prune():
+                stop[i] = step
+                break
+        if stop[i] < n:
+            study.tell(trial, state=TrialState.PRUNED)
+        else:
+            study.tell(trial, values[i][n - 1])
+    return stop
+
+
+def main():
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    with open(sys.argv[1]) as f:
+        data = json.load(f)
+    n = data["buckets"]
+    out = {"optuna_version": optuna.__version__, "pruners": []}
+    for label, make in PRUNERS.items():
+        result = {"name": label, "all_at_once": {}, "sequential": {}}
+        for study in data["studies"]:
+            values = [t["values"] for t in study["trials"]]
+            result["all_at_once"][study["name"]] = all_at_once(make, study["name"], values, n)
+            result["sequential"][study["name"]] = [
+                one_after_another(make, study["name"], values, n, order) for order in study["orders"]]
+        out["pruners"].append(result)
+    json.dump(out, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
