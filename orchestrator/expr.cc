@@ -13,6 +13,7 @@ namespace sweep {
 
 struct Expr::Node {
   enum Kind { kLiteral, kVar, kUnary, kBinary } kind = kLiteral;
+  int depth = 1;  // of the subtree: parsing, evaluation and destruction all recurse this deep
   ExprValue value;
   std::string name;  // variable name, or operator
   std::shared_ptr<const Node> a, b;
@@ -20,6 +21,10 @@ struct Expr::Node {
 
 namespace {
 using NodeP = std::shared_ptr<const Expr::Node>;
+
+// Far beyond any real constraint, far below what the stack holds: a hostile or generated
+// expression gets an error instead of a crash.
+constexpr int kMaxDepth = 200;
 
 class Parser {
  public:
@@ -58,14 +63,34 @@ class Parser {
     pos_ += op.size();
     return true;
   }
-  static NodeP Bin(std::string op, NodeP a, NodeP b) {
+  Result<NodeP> Bin(std::string op, NodeP a, NodeP b) {
     auto n = std::make_shared<Expr::Node>();
     n->kind = Expr::Node::kBinary;
     n->name = std::move(op);
+    n->depth = 1 + std::max(a->depth, b->depth);
     n->a = std::move(a);
     n->b = std::move(b);
-    return n;
+    if (n->depth > kMaxDepth) return TooDeep();
+    return NodeP(n);
   }
+  Result<NodeP> Un(std::string op, NodeP a) {
+    auto n = std::make_shared<Expr::Node>();
+    n->kind = Expr::Node::kUnary;
+    n->name = std::move(op);
+    n->depth = 1 + a->depth;
+    n->a = std::move(a);
+    if (n->depth > kMaxDepth) return TooDeep();
+    return NodeP(n);
+  }
+  Status TooDeep() const {
+    return Status::InvalidArgument(fmt::format("expression nested more than {} levels deep", kMaxDepth));
+  }
+  // Guards the parser's own recursion (parentheses, prefix operators) before any node exists.
+  struct DepthGuard {
+    explicit DepthGuard(int& d) : d_(d) { ++d_; }
+    ~DepthGuard() { --d_; }
+    int& d_;
+  };
 
   Result<NodeP> Or() {
     auto l = And();
@@ -74,7 +99,9 @@ class Parser {
     while (Op("||") || Word("or")) {
       auto r = And();
       if (!r.ok()) return r;
-      n = Bin("||", n, *r);
+      auto b = Bin("||", n, *r);
+      if (!b.ok()) return b;
+      n = *b;
     }
     return n;
   }
@@ -85,19 +112,19 @@ class Parser {
     while (Op("&&") || Word("and")) {
       auto r = Not();
       if (!r.ok()) return r;
-      n = Bin("&&", n, *r);
+      auto b = Bin("&&", n, *r);
+      if (!b.ok()) return b;
+      n = *b;
     }
     return n;
   }
   Result<NodeP> Not() {
     if (Op("!") || Word("not")) {
+      DepthGuard g(nesting_);
+      if (nesting_ > kMaxDepth) return TooDeep();
       auto inner = Not();
       if (!inner.ok()) return inner;
-      auto n = std::make_shared<Expr::Node>();
-      n->kind = Expr::Node::kUnary;
-      n->name = "!";
-      n->a = *inner;
-      return NodeP(n);
+      return Un("!", *inner);
     }
     return Cmp();
   }
@@ -122,7 +149,9 @@ class Parser {
       if (op.empty()) return n;
       auto r = Prod();
       if (!r.ok()) return r;
-      n = Bin(op, n, *r);
+      auto b = Bin(op, n, *r);
+      if (!b.ok()) return b;
+      n = *b;
     }
   }
   Result<NodeP> Prod() {
@@ -134,18 +163,18 @@ class Parser {
       if (op.empty()) return n;
       auto r = Unary();
       if (!r.ok()) return r;
-      n = Bin(op, n, *r);
+      auto b = Bin(op, n, *r);
+      if (!b.ok()) return b;
+      n = *b;
     }
   }
   Result<NodeP> Unary() {
     if (Op("-")) {
+      DepthGuard g(nesting_);
+      if (nesting_ > kMaxDepth) return TooDeep();
       auto inner = Unary();
       if (!inner.ok()) return inner;
-      auto n = std::make_shared<Expr::Node>();
-      n->kind = Expr::Node::kUnary;
-      n->name = "-";
-      n->a = *inner;
-      return NodeP(n);
+      return Un("-", *inner);
     }
     return Atom();
   }
@@ -156,6 +185,8 @@ class Parser {
     char c = t_[pos_];
     if (c == '(') {
       ++pos_;
+      DepthGuard g(nesting_);
+      if (nesting_ > kMaxDepth) return TooDeep();
       auto inner = Or();
       if (!inner.ok()) return inner;
       if (!Op(")")) return Fail("expected ')'");
@@ -196,6 +227,7 @@ class Parser {
 
   const std::string& t_;
   size_t pos_ = 0;
+  int nesting_ = 0;
 };
 
 std::string TypeName(const ExprValue& v) {

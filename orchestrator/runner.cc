@@ -11,6 +11,7 @@
 
 #include "orchestrator/early_stop.h"
 #include "orchestrator/poll_schedule.h"
+#include "orchestrator/report_data.h"
 #include "orchestrator/space.h"
 #include "slurm/job_state.h"
 #include "slurm/sbatch_script.h"
@@ -472,8 +473,10 @@ Status Runner::Run(int max_ticks) {
     if (!r.ok()) return r.status();
     if (r->done) {
       Event(std::nullopt, "done", "every trial has ended");
+      RefreshReports(/*final=*/true);
       return Status::OK();
     }
+    if (clock_.Now() - last_report_ >= study_.report.refresh_minutes * 60) RefreshReports(/*final=*/false);
     clock_.SleepFor(schedule.Next(r->submitted + r->ended + r->changed > 0, r->unavailable));
   }
   return Status::OK();
@@ -518,6 +521,24 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
     ++report.changed;
   }
   return client_.Cancel(jobs);
+}
+
+// The latest report is always on disk during a multi-day study: the HTML every few minutes,
+// the CSV files (which can be large) at the end. A report that cannot be written is logged;
+// it never stops the sweep.
+void Runner::RefreshReports(bool final) {
+  last_report_ = clock_.Now();
+  ReportOptions options;
+  options.baseline = study_.report.baseline;
+  options.target = study_.report.target;
+  options.version = SLURMSWEEP_VERSION;
+  Status st = WriteReports(store_, study_, study_id_, study_.report.html, final ? study_.report.csv_dir : "",
+                           clock_.Now(), options);
+  if (!st.ok()) {
+    Event(std::nullopt, "report_failed", "could not write the report: " + st.ToString());
+  } else if (final) {
+    Event(std::nullopt, "report", fmt::format("report: {} and {}/", study_.report.html, study_.report.csv_dir));
+  }
 }
 
 Result<int> Runner::CancelAll() {

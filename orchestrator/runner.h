@@ -76,6 +76,7 @@ class Runner {
   Result<bool> MaybeChain(store::TrialRecord& trial);
   Status SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& report);
   Status ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport& report);
+  void RefreshReports(bool final);
   Result<std::string> RenderScript(const store::TrialRecord& trial);
   std::string JobName(const std::string& trial_key) const;
   // "slurmsweep:study=S:trial=T:attempt=N": set as the job's --comment, matched on reconcile.
@@ -93,6 +94,7 @@ class Runner {
   std::map<std::string, TrialSpec> specs_;  // by trial key: this study file's trials
   std::map<int64_t, ParserState> parsers_;  // per trial, restored from the store on first use
   int tick_ = 0;
+  double last_report_ = 0;  // first refresh on the first tick
   std::minstd_rand rng_{std::random_device{}()};
 };
 

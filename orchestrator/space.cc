@@ -26,7 +26,8 @@ ExprValue ToExpr(const ParamValue& v) {
 std::string ParamsJson(const Params& params) {
   nlohmann::json j = nlohmann::json::object();  // std::map-backed: keys come out sorted
   for (const auto& [name, v] : params) {
-    std::visit([&](const auto& x) { j[name] = x; }, v);
+    const std::string& key = name;  // clang < 16 cannot capture a structured binding
+    std::visit([&](const auto& x) { j[key] = x; }, v);
   }
   return j.dump();
 }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
 #include "orchestrator/expr.h"
@@ -70,6 +71,9 @@ std::string Fnv1a64Hex(std::string_view data) {
   }
   return fmt::format("{:016x}", h);
 }
+
+// More trials than this is a typo, not a study: it would exhaust memory before reaching the queue.
+constexpr int64_t kMaxTrials = 1'000'000;
 
 // Reads one study file; every error is "FILE:LINE: key 'a.b': what is wrong".
 class Loader {
@@ -169,7 +173,7 @@ class Loader {
       return Status::InvalidArgument(fmt::format("{}:{}:{}: {}", path_, e.source().begin.line,
                                                  e.source().begin.column, e.description()));
     }
-    SWEEP_RETURN_IF_ERROR(CheckKeys(root, "", {"study", "objective", "cluster", "job", "search", "space", "retry", "stopping"}));
+    SWEEP_RETURN_IF_ERROR(CheckKeys(root, "", {"study", "objective", "cluster", "job", "search", "space", "retry", "stopping", "report"}));
 
     // [study]
     auto study = Table(root, "study", true);
@@ -205,6 +209,7 @@ class Loader {
     SWEEP_RETURN_IF_ERROR(LoadSearch(root, s));
     SWEEP_RETURN_IF_ERROR(LoadJob(root, s));
     SWEEP_RETURN_IF_ERROR(LoadRetry(root, s));
+    SWEEP_RETURN_IF_ERROR(LoadReport(root, s));
     auto stopping = Table(root, "stopping", false);
     if (!stopping.ok()) return stopping.status();
     if (*stopping) {
@@ -265,7 +270,7 @@ class Loader {
       if (s.sampler != "grid" && s.sampler != "random") {
         return Error(t.get("sampler"), "search.sampler", "must be \"grid\" or \"random\"");
       }
-      SWEEP_RETURN_IF_ERROR(Int(t, "search", "trials", &s.trials, 1, 1000000));
+      SWEEP_RETURN_IF_ERROR(Int(t, "search", "trials", &s.trials, 1, static_cast<int>(kMaxTrials)));
       int seed = 1;
       SWEEP_RETURN_IF_ERROR(Int(t, "search", "seed", &seed, 0, INT32_MAX));
       s.seed = static_cast<uint64_t>(seed);
@@ -324,6 +329,15 @@ class Loader {
       s.space.push_back(std::move(p));
     }
     if (s.space.empty()) return Status::InvalidArgument(fmt::format("{}: [space] has no parameters", path_));
+    if (s.sampler == "grid") {
+      double size = 1;
+      for (const auto& p : s.space) size *= static_cast<double>(p.choices.size());
+      if (size > kMaxTrials) {
+        return Status::InvalidArgument(fmt::format(
+            "{}: [space] is a grid of {:.3g} configurations, more than {}; use the random sampler with a trial budget",
+            path_, size, kMaxTrials));
+      }
+    }
 
     std::set<std::string> names;
     for (const auto& p : s.space) names.insert(p.name);
@@ -336,6 +350,51 @@ class Loader {
           return ErrorAt(c.line, "search.constraints", fmt::format("'{}' uses '{}', which is not a parameter", c.expr, v));
         }
       }
+    }
+    return Status::OK();
+  }
+
+  Status LoadReport(const toml::table& root, Study& s) {
+    std::string stem = s.database.size() > 3 && s.database.ends_with(".db")
+                           ? s.database.substr(0, s.database.size() - 3)
+                           : s.database;
+    s.report.html = stem + "-report.html";
+    s.report.csv_dir = stem + "-csv";
+    auto rt = Table(root, "report", false);
+    if (!rt.ok()) return rt.status();
+    if (!*rt) return Status::OK();
+    const toml::table& r = **rt;
+    SWEEP_RETURN_IF_ERROR(CheckKeys(r, "report", {"html", "csv_dir", "refresh_minutes", "baseline", "target"}));
+    SWEEP_RETURN_IF_ERROR(String(r, "report", "html", &s.report.html, false));
+    SWEEP_RETURN_IF_ERROR(String(r, "report", "csv_dir", &s.report.csv_dir, false));
+    s.report.html = Resolve(s.dir, s.report.html);
+    s.report.csv_dir = Resolve(s.dir, s.report.csv_dir);
+    SWEEP_RETURN_IF_ERROR(Number(r, "report", "refresh_minutes", &s.report.refresh_minutes, 0.1));
+    if (const toml::node* b = r.get("baseline")) {
+      // A trial key, or the parameter values of the configuration the team runs today.
+      if (auto key = b->value<std::string>(); b->is_string() && key) {
+        s.report.baseline = *key;
+      } else if (const toml::table* values = b->as_table()) {
+        nlohmann::json j = nlohmann::json::object();
+        for (const auto& [k, v] : *values) {
+          if (auto i = v.as_integer()) j[std::string(k.str())] = i->get();
+          else if (auto d = v.as_floating_point()) j[std::string(k.str())] = d->get();
+          else if (auto str = v.as_string()) j[std::string(k.str())] = str->get();
+          else if (auto bo = v.as_boolean()) j[std::string(k.str())] = bo->get();
+          else return Error(&v, fmt::format("report.baseline.{}", k.str()), "must be a value of the parameter");
+          std::string_view key = k.str();  // clang < 16 cannot capture a structured binding
+          if (std::none_of(s.space.begin(), s.space.end(), [&](const ParamSpec& p) { return p.name == key; })) {
+            return Error(&v, fmt::format("report.baseline.{}", k.str()), "is not a parameter of [space]");
+          }
+        }
+        s.report.baseline = j.dump();
+      } else {
+        return Error(b, "report.baseline", "must be a trial key or a table of parameter values");
+      }
+    }
+    if (const toml::node* t = r.get("target")) {
+      if (!t->is_number()) return Error(t, "report.target", "must be a number (objective value that counts as reached)");
+      s.report.target = t->value<double>();
     }
     return Status::OK();
   }
@@ -406,6 +465,14 @@ class Loader {
       if (job.vars.count(p.name)) return ErrorAt(p.line, "space." + p.name, "also defined in [job.vars]; pick one");
     }
 
+    // A regular file of sane size: /dev/zero or a FIFO would exhaust memory or hang the loader.
+    std::error_code ec;
+    if (!fs::is_regular_file(job.template_path, ec)) {
+      return Error(j.get("template"), "job.template", fmt::format("{} is not a regular file", job.template_path));
+    }
+    if (fs::file_size(job.template_path, ec) > (1u << 20)) {
+      return Error(j.get("template"), "job.template", fmt::format("{} is larger than 1 MiB", job.template_path));
+    }
     std::ifstream in(job.template_path, std::ios::binary);
     if (!in) return Error(j.get("template"), "job.template", fmt::format("cannot read {}", job.template_path));
     std::stringstream ss;

@@ -86,6 +86,14 @@ struct Study {
   int trials = 0;                // random: budget
   uint64_t seed = 1;
   std::vector<Constraint> constraints;
+  // [report]: what the run loop keeps on disk while it works, and what the report compares with.
+  struct Report {
+    std::string html;            // default: DATABASE without .db + "-report.html"
+    std::string csv_dir;         // default: DATABASE without .db + "-csv"
+    double refresh_minutes = 5;  // the HTML is rewritten this often during a run; CSV at the end
+    std::string baseline;        // trial key or JSON object of parameter values (ReportOptions)
+    std::optional<double> target;
+  } report;
   StoppingConfig stopping;  // [stopping]: early-stopping rules (early_stop.h); none by default
   // [retry]: how many times a trial that ended in a class is submitted again from scratch.
   // Node failures, preemption and lost jobs are the cluster's fault; an OOM or a diverged run

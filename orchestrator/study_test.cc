@@ -2,6 +2,8 @@
 // the study file is right, and the file:line:key they get when it is not.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include <set>
 
 #include "orchestrator/expr.h"
@@ -176,4 +178,30 @@ TEST_CASE("the random sampler draws a reproducible budget of distinct trials", "
   auto grid_range = d.Parse(MinimalStudy("[space]\nlr = { min = 1, max = 2 }\nopt = [\"a\"]\n"));
   REQUIRE_FALSE(grid_range.ok());
   CHECK_THAT(grid_range.status().message(), Catch::Contains("random sampler"));
+}
+
+TEST_CASE("hostile study input is an error, never a crash or a hang", "[study]") {
+  StudyDir d;
+  std::string deep(3000, '(');
+  auto nested = d.Parse(MinimalStudy("[space]\nlr = [0.1]\nopt = [\"a\"]\n",
+                                     "[search]\nconstraints = [\"" + deep + "lr < 1\"]\n"));
+  REQUIRE_FALSE(nested.ok());
+  CHECK_THAT(nested.status().message(), Catch::Contains("nested more than"));
+  std::string chain = "lr";
+  for (int i = 0; i < 5000; ++i) chain += " + lr";
+  auto flat = d.Parse(MinimalStudy("[space]\nlr = [0.1]\nopt = [\"a\"]\n",
+                                   "[search]\nconstraints = [\"" + chain + " > 0\"]\n"));
+  REQUIRE_FALSE(flat.ok());
+
+  std::string device = MinimalStudy();
+  device.replace(device.find("job.sbatch"), 10, "/dev/zero");
+  auto dev = d.Parse(device);
+  REQUIRE_FALSE(dev.ok());
+  CHECK_THAT(dev.status().message(), Catch::Contains("not a regular file"));
+
+  std::string huge = "[space]\n";
+  for (int i = 0; i < 10; ++i) huge += fmt::format("p{} = [1,2,3,4,5,6,7,8,9,10]\n", i);
+  auto grid = d.Parse(MinimalStudy(huge + "lr = [1]\nopt = [\"a\"]\n"));
+  REQUIRE_FALSE(grid.ok());
+  CHECK_THAT(grid.status().message(), Catch::Contains("random sampler"));
 }
