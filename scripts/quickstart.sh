@@ -8,5 +8,6 @@ scripts/build.sh
 tests/cluster/start.sh
 build/bin/slurmsweep run examples/quickstart.toml
 build/bin/slurmsweep report examples/quickstart.toml --csv build/quickstart-trials.csv
-echo "quickstart: report written to build/quickstart-trials.csv; database build/quickstart.db"
+echo "quickstart: reports: build/quickstart-report.html (open it in a browser), build/quickstart-csv/ and"
+echo "quickstart: build/quickstart-trials.csv; database build/quickstart.db"
 echo "quickstart: the test cluster keeps running; stop it with tests/cluster/stop.sh"
