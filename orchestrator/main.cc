@@ -46,6 +46,7 @@ struct App {
   std::string html_path;
   int max_ticks = 0;
   bool detach = false;
+  bool submit_predicted_oom = false;
   std::string accept_host_key;
 
   SystemClock clock;
@@ -81,6 +82,7 @@ struct App {
     SWEEP_RETURN_IF_ERROR(OpenStore(false));
     SWEEP_RETURN_IF_ERROR(Connect());
     Runner runner(study, *store, *transport, clock, std::cout);
+    runner.set_submit_predicted_oom(submit_predicted_oom);
     SWEEP_RETURN_IF_ERROR(runner.Run(max_ticks));
     const auto& s = runner.slurm_stats();
     std::cout << fmt::format("slurm commands: {} sbatch, {} squeue, {} sacct, {} scancel\n", s.sbatch, s.squeue, s.sacct,
@@ -241,6 +243,8 @@ int main(int argc, char** argv) {
       sub->add_option("--accept-host-key", app.accept_host_key,
                       "Record the cluster's host key if it is unknown and has exactly this fingerprint "
                       "(SHA256:..., verified out of band); a changed key is always refused");
+      sub->add_flag("--submit-predicted-oom", app.submit_predicted_oom,
+                    "Also submit configurations the memory planner predicts will not fit (studies with a model)");
       sub->add_flag("--detach", app.detach,
                     "Run in the background: log to DATABASE.log, pid in DATABASE.pid; `status` works meanwhile");
     }

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "orchestrator/early_stop.h"
+#include "orchestrator/planner.h"
 #include "orchestrator/poll_schedule.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/space.h"
@@ -85,9 +86,23 @@ Status Runner::Prepare() {
 
   auto specs = ExpandSpace(study_);
   if (!specs.ok()) return specs.status();
+  // A study that names a model gets the memory planner's verdict before anything is queued:
+  // configurations Megatron would refuse, or that cannot fit in GPU memory, are dropped.
+  std::map<std::string, std::string> plan_drops;
+  if (study_.job.vars.count("model")) {
+    auto plan = PlanStudy(study_);
+    if (!plan.ok()) return plan.status();
+    for (const auto& row : plan->rows) {
+      bool oom = row.verdict == PlanRow::Verdict::kOom;
+      if (row.verdict == PlanRow::Verdict::kRule || (oom && !submit_predicted_oom_)) {
+        plan_drops[row.trial.key] = (oom ? "memory plan: " : "parallelism rule: ") + row.reason;
+      }
+    }
+  }
   std::vector<store::TrialRecord> records;
   specs_.clear();
-  for (const auto& spec : *specs) {
+  for (auto spec : *specs) {
+    if (spec.dropped_reason.empty() && plan_drops.count(spec.key)) spec.dropped_reason = plan_drops[spec.key];
     specs_[spec.key] = spec;
     store::TrialRecord r;
     r.trial_key = spec.key;
@@ -111,9 +126,10 @@ Status Runner::Prepare() {
     SWEEP_RETURN_IF_ERROR(st);
     SWEEP_RETURN_IF_ERROR(transport_.WriteFile(w + "/" + BaseName(local), content, 0755).WithContext("staging " + local));
   }
-  size_t dropped = std::count_if(specs->begin(), specs->end(), [](const TrialSpec& t) { return !t.dropped_reason.empty(); });
+  size_t dropped = std::count_if(records.begin(), records.end(),
+                                 [](const store::TrialRecord& t) { return t.state == kTrialDropped; });
   Event(std::nullopt, "prepare",
-        fmt::format("study '{}': {} trials ({} dropped by constraints) via {}", study_.name, specs->size(), dropped,
+        fmt::format("study '{}': {} trials ({} dropped by constraints or the memory plan) via {}", study_.name, specs->size(), dropped,
                     transport_.Describe()));
   prepared_ = true;
   return Status::OK();

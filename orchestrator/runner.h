@@ -63,6 +63,10 @@ class Runner {
   // scancel every live job of the study (one call) and mark unsubmitted trials cancelled.
   Result<int> CancelAll();
 
+  // Submit configurations the memory planner predicts will run out of memory (its prediction
+  // may be pessimistic for a given software stack); parallelism-rule violations stay dropped.
+  void set_submit_predicted_oom(bool v) { submit_predicted_oom_ = v; }
+
   int64_t study_id() const { return study_id_; }
   const slurm::SlurmClient::Stats& slurm_stats() const { return client_.stats(); }
 
@@ -91,6 +95,7 @@ class Runner {
   std::ostream& log_;
   int64_t study_id_ = 0;
   bool prepared_ = false;
+  bool submit_predicted_oom_ = false;
   std::map<std::string, TrialSpec> specs_;  // by trial key: this study file's trials
   std::map<int64_t, ParserState> parsers_;  // per trial, restored from the store on first use
   int tick_ = 0;
