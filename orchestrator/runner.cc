@@ -56,7 +56,7 @@ std::string DescribeExit(const std::string& exit_code) {
 }  // namespace
 
 bool IsFinalTrialState(std::string_view state) {
-  for (std::string_view s : {kTrialDropped, kTrialLost, kTrialPruned, kTrialCudaOom, kTrialDiverged}) {
+  for (std::string_view s : {kTrialDropped, kTrialLost, kTrialPruned, kTrialCudaOom, kTrialDiverged, kTrialSkipped}) {
     if (state == s) return true;
   }
   return slurm::IsTerminal(slurm::JobStateFromName(state));
@@ -298,9 +298,64 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
     t.reason = reason;
     SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
     if (!ended) continue;
+    if (t.state == kTrialCudaOom) SWEEP_RETURN_IF_ERROR(SkipDominatedByOom(t, trials));
     auto chained = MaybeChain(t);
     if (!chained.ok()) return chained.status();
     if (!*chained) SWEEP_RETURN_IF_ERROR(MaybeRetry(t));
+  }
+  return Status::OK();
+}
+
+namespace {
+
+// How much activation memory a recompute setting keeps: none > selective > full.
+int RecomputeRank(const std::string& v) { return v == "full" ? 0 : v == "selective" ? 1 : 2; }
+
+double AsNumber(const ParamValue& v) {
+  if (auto i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  if (auto d = std::get_if<double>(&v)) return *d;
+  return 0;
+}
+
+// Needs at least as much GPU memory as `oom` on every axis: the same everything else, a micro-batch
+// at least as large, tensor and pipeline parallelism no larger, and no more recomputation.
+bool NeedsAtLeastAsMuchMemory(const TrialSpec& candidate, const TrialSpec& oom) {
+  bool any_axis = false;
+  for (size_t i = 0; i < oom.params.size(); ++i) {
+    const auto& [name, ov] = oom.params[i];
+    const ParamValue& cv = candidate.params[i].second;
+    if (name == "mbs" || name == "micro_batch_size") {
+      any_axis = true;
+      if (AsNumber(cv) < AsNumber(ov)) return false;
+    } else if (name == "tp" || name == "pp" || name == "cp") {
+      any_axis = true;
+      if (AsNumber(cv) > AsNumber(ov)) return false;
+    } else if (name == "recompute") {
+      any_axis = true;
+      if (RecomputeRank(ParamToString(cv)) < RecomputeRank(ParamToString(ov))) return false;
+    } else if (cv != ov) {
+      return false;
+    }
+  }
+  return any_axis;
+}
+
+}  // namespace
+
+// Learning from a CUDA OOM: a configuration that needs at least as much memory on every axis
+// would fail the same way, so it never reaches the queue.
+Status Runner::SkipDominatedByOom(const store::TrialRecord& oom, std::vector<store::TrialRecord>& trials) {
+  auto spec = specs_.find(oom.trial_key);
+  if (spec == specs_.end()) return Status::OK();
+  for (auto& t : trials) {
+    if (t.state != kTrialNew || t.id == oom.id) continue;
+    auto candidate = specs_.find(t.trial_key);
+    if (candidate == specs_.end() || candidate->second.params.size() != spec->second.params.size()) continue;
+    if (!NeedsAtLeastAsMuchMemory(candidate->second, spec->second)) continue;
+    t.state = std::string(kTrialSkipped);
+    t.reason = fmt::format("skipped: dominated by the CUDA OOM of trial {} ({})", oom.id, oom.trial_key);
+    SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+    Event(t.id, "skip", t.reason);
   }
   return Status::OK();
 }

@@ -30,6 +30,7 @@ inline constexpr std::string_view kTrialLost = "lost";              // left the 
 inline constexpr std::string_view kTrialPruned = "pruned";          // stopped early by a stopping rule
 inline constexpr std::string_view kTrialCudaOom = "cuda_oom";       // the log says CUDA ran out of memory
 inline constexpr std::string_view kTrialDiverged = "diverged";      // loss became NaN/Inf, or the log says so
+inline constexpr std::string_view kTrialSkipped = "skipped";        // would need at least the memory of a CUDA OOM
 
 // Ended for good: the run loop neither submits nor watches it.
 bool IsFinalTrialState(std::string_view state);
@@ -78,6 +79,7 @@ class Runner {
   Status Classify(const store::TrialRecord& trial, std::string& state, std::string& reason);
   Status MaybeRetry(store::TrialRecord& trial);
   Result<bool> MaybeChain(store::TrialRecord& trial);
+  Status SkipDominatedByOom(const store::TrialRecord& oom, std::vector<store::TrialRecord>& trials);
   Status SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& report);
   Status ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport& report);
   void RefreshReports(bool final);

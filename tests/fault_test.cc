@@ -404,3 +404,36 @@ TEST_CASE("early stopping cancels clearly worse trials while they run; the best 
     if (t.state == "pruned") CHECK(last_loss(t).value > last_loss(*best).value);
   }
 }
+
+TEST_CASE("after a CUDA OOM, configurations that need at least as much memory never reach sbatch", "[cluster][fault]") {
+  testing::TempDir dir;
+  const std::string name = "oomlearn" + std::to_string(getpid());
+  // Stands in for a model that does not fit: micro-batch 4+ without tensor parallelism OOMs.
+  std::string tmpl = R"TPL(#!/bin/bash
+if [ {{mbs}} -ge 4 ] && [ {{tp}} -le 1 ]; then
+  echo "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB" >&2; exit 1
+fi
+exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --train-iters 10 --log-interval 5
+)TPL";
+  // One at a time, in grid order: (4,1) runs first and OOMs; (8,1) needs more and is skipped;
+  // (4,2) and (8,2) have more tensor parallelism and run; (2,1) needs less and runs.
+  std::string path = WriteLocalStudy(dir, name, "[space]\nmbs = [4, 8, 2]\ntp = [1, 2]\n", "x = 1\n", tmpl, 1);
+  pid_t pid = Spawn({"run", path}, dir.file("orchestrator.log"));
+  int code = WaitExit(pid);
+  std::string log = testing::ReadAll(dir.file("orchestrator.log"));
+  INFO(log);
+  REQUIRE(code == 0);
+  auto db = OpenDb(dir, name);
+  std::map<std::string, store::TrialRecord> by;
+  for (const auto& t : Trials(*db, name)) by[t.params_json] = t;
+  CHECK(by[R"({"mbs":4,"tp":1})"].state == "cuda_oom");
+  const auto& skipped = by[R"({"mbs":8,"tp":1})"];
+  CHECK(skipped.state == "skipped");
+  CHECK_THAT(skipped.reason, Catch::Contains("dominated by the CUDA OOM"));
+  CHECK(skipped.job_id.empty());  // never submitted
+  CHECK(skipped.attempt == 0);
+  CHECK(by[R"({"mbs":4,"tp":2})"].state == "completed");
+  CHECK(by[R"({"mbs":8,"tp":2})"].state == "completed");
+  CHECK(by[R"({"mbs":2,"tp":1})"].state == "completed");
+  CHECK_THAT(log, Catch::Contains("slurm commands: 5 sbatch"));  // 6 trials, 1 skipped
+}
