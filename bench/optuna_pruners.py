@@ -1,8 +1,7 @@
 #!/usr/bin/python3
-# Runs Optuna 3.1's pruners (Debian python3-optuna) on the curves stopping_bench replays, so both
-# are scored by the same code on the same data. Called by bench/stopping_bench; reads its JSON
-# (per study: each trial's loss at the end of each time bucket, and the random orders) and prints
-# the bucket at which each trial was pruned (the bucket count if it ran to the end).
+# Runs Optuna 3.1's pruners (Debian python3-optuna) on the curves bench/stopping_bench replays, which
+# scores them with its own rules' code. Reads its JSON (per study: each trial's loss at the end of
+# each time bucket, the random orders); prints the bucket at which each trial was pruned.
 import json
 import sys
 

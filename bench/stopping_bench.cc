@@ -1,7 +1,6 @@
-// stopping_bench: replays real Megatron-LM loss curves (bench/data) as simulated sweeps, each
-// trial's curve revealed as time passes, under every stopping rule of orchestrator/early_stop.h
-// and under none, and runs Optuna's pruners on the same curves (bench/optuna_pruners.py).
-// Not a test: it prints what each rule costs and what it loses. See bench/data/SOURCE.md.
+// stopping_bench: replays real loss curves (bench/data, described in its SOURCE.md) as simulated
+// sweeps under each stopping rule of orchestrator/early_stop.h, under none, and under Optuna's
+// pruners (bench/optuna_pruners.py), and prints what each costs and loses. Not a test.
 //
 // A study is a sweep with a common training-time budget B: the longest time every one of its
 // trials reached, so each trial's loss at B is measured, never extrapolated. Exhaustive search
@@ -203,7 +202,8 @@ std::vector<double> AllAtOnce(const BenchStudy& s, const StoppingConfig& config,
     double now = s.budget_s * k / ticks;
     std::vector<TrialProgress> trials;
     for (size_t i = 0; i < n; ++i) {
-      trials.push_back(Progress(s, i, stopped[i] ? TrialPhase::kStopped : TrialPhase::kRunning, stopped[i] ? stop[i] : now));
+      trials.push_back(
+          Progress(s, i, stopped[i] ? TrialPhase::kStopped : TrialPhase::kRunning, stopped[i] ? stop[i] : now));
     }
     for (const StopDecision& d : EvaluateStopping(config, trials)) {
       stopped[d.trial_id] = true;
@@ -280,7 +280,8 @@ Score Average(const std::vector<Score>& scores) {
   return a;
 }
 
-Summary Summarize(std::string name, const std::vector<BenchStudy>& studies, const std::vector<std::vector<Score>>& runs) {
+Summary Summarize(std::string name, const std::vector<BenchStudy>& studies,
+                  const std::vector<std::vector<Score>>& runs) {
   Summary m;
   m.name = std::move(name);
   double spent = 0, exhaustive = 0;
@@ -390,8 +391,9 @@ std::vector<Policy> Policies() {
 
 // Writes the curves as Optuna would see them (the latest raw loss at each bucket's end, as a
 // user's training loop reports it), runs bench/optuna_pruners.py, and returns its JSON.
-std::optional<json> RunOptuna(const std::vector<BenchStudy>& studies, const std::vector<std::vector<std::vector<size_t>>>& orders,
-                              int buckets, const std::string& python, const fs::path& script) {
+std::optional<json> RunOptuna(const std::vector<BenchStudy>& studies,
+                              const std::vector<std::vector<std::vector<size_t>>>& orders, int buckets,
+                              const std::string& python, const fs::path& script) {
   json in;
   in["buckets"] = buckets;
   for (size_t si = 0; si < studies.size(); ++si) {
@@ -419,7 +421,7 @@ std::optional<json> RunOptuna(const std::vector<BenchStudy>& studies, const std:
     if (out->is_discarded()) out.reset();
   }
   fs::remove_all(tmp);
-  if (!out) std::cerr << "stopping_bench: " << cmd << " failed (exit " << rc << "); Optuna columns left out\n";
+  if (!out) std::cerr << "stopping_bench: " << cmd << " failed (wait status " << rc << "); Optuna columns left out\n";
   return out;
 }
 
@@ -483,8 +485,9 @@ int Main(int argc, char** argv) {
     size_t best = std::min_element(s.final_loss.begin(), s.final_loss.end()) - s.final_loss.begin();
     std::map<std::string, int> models;
     for (const BenchTrial& t : s.trials) ++models[t.model];
-    fmt::print("  {:<18} {:>2} trials, {:>2} models, budget {:>7.2f}s x {} GPUs; best at budget {:.4f} ({})\n", s.name,
-               s.trials.size(), models.size(), s.budget_s, s.trials.front().gpus, s.final_loss[best], s.trials[best].name);
+    fmt::print("  {:<18} {:>2} trials, {:>2} models, budget {:>7.2f}s x {} GPUs; best at budget {:.4f} ({})\n",
+               s.name, s.trials.size(), models.size(), s.budget_s, s.trials.front().gpus, s.final_loss[best],
+               s.trials[best].name);
     std::vector<std::vector<size_t>> o;
     for (int k = 0; k < n_orders; ++k) {
       std::vector<size_t> order(s.trials.size());

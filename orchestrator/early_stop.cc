@@ -11,6 +11,8 @@
 #include <map>
 #include <set>
 
+#include "base/text.h"
+
 namespace sweep {
 namespace {
 
@@ -19,27 +21,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // ---------------------------------------------------------------------------------------------
 // Parsing
 
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 // The closest of `known` to `word`, if it is close enough to be a typo of it.
 std::string Suggestion(std::string_view word, const std::vector<std::string_view>& known) {
-  std::string_view best;
-  size_t best_d = 4;
-  for (std::string_view k : known) {
-    size_t d = EditDistance(word, k);
-    if (d < best_d) best_d = d, best = k;
-  }
+  std::string_view best = ClosestWord(word, known);
   return best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
 }
 
@@ -294,7 +278,8 @@ Series MakeSeries(const TrialProgress& trial, const StoppingConfig& config) {
     // Time must not run backwards for interpolation; a restart glitch is clamped, not trusted.
     double at = finite[k].time_s * scale;
     if (!out.t.empty() && at < out.t.back()) at = out.t.back();
-    out.area_to.push_back(out.t.empty() ? 0 : out.area_to.back() + 0.5 * (out.s.back() + smoothed[k]) * (at - out.t.back()));
+    out.area_to.push_back(
+        out.t.empty() ? 0 : out.area_to.back() + 0.5 * (out.s.back() + smoothed[k]) * (at - out.t.back()));
     out.t.push_back(at);
     out.step.push_back(finite[k].step);
     out.s.push_back(smoothed[k]);
@@ -363,8 +348,8 @@ void Divergence(Context& c) {
     double now = s.s.back();
     if (cfg.max_loss && now > *cfg.max_loss) {
       c.Stop(i, "divergence",
-             fmt::format("at t={}: smoothed loss {} > max_loss {}", Secs(s.last_t()), Num(now), Num(*cfg.max_loss)), now,
-             *cfg.max_loss, 0);
+             fmt::format("at t={}: smoothed loss {} > max_loss {}", Secs(s.last_t()), Num(now), Num(*cfg.max_loss)),
+             now, *cfg.max_loss, 0);
       continue;
     }
     if (cfg.spike_factor) {
@@ -479,7 +464,11 @@ class ThroughputModel {
       int g = ids.emplace(key, static_cast<int>(ids.size())).first->second;
       group_.push_back(g);
       rate_.push_back(c.series[i].Rate(c.config.throughput.min_points));
-      if (static_cast<size_t>(g) == members_.size()) members_.emplace_back(), min_step_.push_back(kInf), max_step_.push_back(-kInf);
+      if (static_cast<size_t>(g) == members_.size()) {
+        members_.emplace_back();
+        min_step_.push_back(kInf);
+        max_step_.push_back(-kInf);
+      }
       const Series& s = c.series[i];
       if (s.empty()) continue;
       members_[g].push_back(i);
@@ -725,6 +714,18 @@ std::optional<double> TimeToTarget(const std::vector<CurvePoint>& curve, double 
     prev = k;
   }
   return std::nullopt;
+}
+
+std::optional<double> ProjectedTime(const std::vector<CurvePoint>& curve, int64_t step) {
+  std::optional<CurvePoint> first, last;
+  for (const CurvePoint& p : curve) {
+    if (!std::isfinite(p.time_s)) continue;
+    if (!first) first = p;
+    last = p;
+  }
+  if (!first || last->step <= first->step || last->time_s <= first->time_s) return std::nullopt;
+  double seconds_per_step = (last->time_s - first->time_s) / static_cast<double>(last->step - first->step);
+  return last->time_s + seconds_per_step * static_cast<double>(std::max<int64_t>(0, step - last->step));
 }
 
 std::vector<StopDecision> EvaluateStopping(const StoppingConfig& config, const std::vector<TrialProgress>& trials) {

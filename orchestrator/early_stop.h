@@ -168,11 +168,11 @@ struct TrialProgress {
 
 struct StopDecision {
   int64_t trial_id = 0;
-  std::string rule;    // "divergence", "halving", "median", "patience", "throughput"
-  std::string reason;  // one line with the numbers that decided it
-  double at_s = 0;     // the trial's time on the axis when decided
-  double value = 0;    // the trial's number that was judged (smoothed loss, average, prediction)
-  double threshold = 0;  // what it was compared with (median, rung cut-off, bound, rival's loss)
+  std::string rule;          // "divergence", "halving", "median", "patience", "throughput"
+  std::string reason;        // one line with the numbers that decided it
+  double at_s = 0;           // the trial's time on the axis when decided
+  double value = 0;          // the trial's number that was judged (smoothed loss, average, prediction)
+  double threshold = 0;      // what it was compared with (median, rung cut-off, bound, rival's loss)
   int reference_trials = 0;  // trials the comparison used
 };
 
@@ -188,5 +188,10 @@ std::vector<double> Smooth(const std::vector<CurvePoint>& curve, const Smoothing
 // Training time (the curve's own time_s) at which the smoothed loss first reaches `target`,
 // interpolated linearly between the two points around the crossing; nullopt if it never does.
 std::optional<double> TimeToTarget(const std::vector<CurvePoint>& curve, double target, const Smoothing& smoothing);
+
+// Training time at which a trial would reach `step` at the iteration rate it has shown so far
+// (its last point's time plus the remaining steps at its average rate): what a stopped trial
+// would have run, for the report's GPU-hours saved. nullopt without two points with time between.
+std::optional<double> ProjectedTime(const std::vector<CurvePoint>& curve, int64_t step);
 
 }  // namespace sweep

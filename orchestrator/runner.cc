@@ -564,7 +564,11 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
   for (auto& t : trials) {
     bool live = t.state == "running" && t.stop_request.empty();
     bool done = t.state == "completed";
-    bool stopped = !live && !done && IsFinalTrialState(t.state) && t.state != kTrialDropped;
+    // Being cancelled (stop requested, job not gone yet) or ended early: still evidence, never
+    // stopped twice.
+    bool stopping = t.state == "running" && !t.stop_request.empty();
+    bool stopped = stopping || (!live && !done && IsFinalTrialState(t.state) && t.state != kTrialDropped &&
+                                t.state != kTrialSkipped);
     if (!live && !done && !stopped) continue;
     auto spec = specs_.find(t.trial_key);
     if (spec == specs_.end()) continue;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include "base/text.h"
 #include "orchestrator/expr.h"
 #include "orchestrator/template_vars.h"
 #include "slurm/sbatch_script.h"
@@ -32,19 +33,6 @@ std::string ParamToString(const ParamValue& v) {
 }
 
 namespace {
-
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 
 bool IsIdentifier(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
@@ -93,14 +81,9 @@ class Loader {
     for (const auto& [k, node] : table) {
       std::string_view key = k.str();
       if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-      std::string_view best;
-      size_t best_d = 99;
-      for (auto a : allowed) {
-        size_t d = EditDistance(key, a);
-        if (d < best_d) best_d = d, best = a;
-      }
+      std::string_view best = ClosestWord(key, std::vector<std::string_view>(allowed));
       std::string full = prefix.empty() ? std::string(key) : fmt::format("{}.{}", prefix, key);
-      std::string hint = best_d <= 3 ? fmt::format(" (did you mean '{}'?)", best) : "";
+      std::string hint = best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
       return Status::InvalidArgument(fmt::format("{}:{}: unknown key '{}'{}", path_, k.source().begin.line, full, hint));
     }
     return Status::OK();
@@ -217,6 +200,11 @@ class Loader {
       for (const auto& p : s.space) names.push_back(p.name);
       auto cfg = ParseStoppingConfig(**stopping, path_, names);
       if (!cfg.ok()) return cfg.status();
+      if (!s.objective.minimize && cfg->AnyRule()) {
+        // The rules compare losses: lower is better. A maximised objective would stop the winners.
+        return Error(*stopping, "stopping",
+                     "early-stopping rules need an objective to minimise (objective.mode = \"min\")");
+      }
       s.stopping = std::move(*cfg);
     }
     return s;

@@ -12,7 +12,7 @@ ALL_TARGETS=(study_fuzz expr_fuzz metrics_fuzz slurm_fuzz)
 # (libssh, SQLite, Boost.Process) stay out so each target builds in one clang call. An
 # "undefined reference" after a change elsewhere means a file must be added here.
 declare -A SOURCES=(
-  [study_fuzz]="base/status.cc orchestrator/study.cc orchestrator/expr.cc orchestrator/template_vars.cc
+  [study_fuzz]="base/status.cc base/text.cc orchestrator/study.cc orchestrator/expr.cc orchestrator/template_vars.cc
                 orchestrator/metrics_parser.cc orchestrator/early_stop.cc slurm/sbatch_script.cc"
   [expr_fuzz]="base/status.cc orchestrator/expr.cc"
   [metrics_fuzz]="orchestrator/metrics_parser.cc"

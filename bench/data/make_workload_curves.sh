@@ -1,8 +1,7 @@
 #!/bin/bash
-# Records bench/data/workload_curves.csv: loss curves of our example workload (a real MLP trained
-# on the CPU, examples/workload/mlp_train.cc) over an optimizer x learning rate x width x batch
-# grid, run one at a time on this machine, so stopping_bench has a hyperparameter study too.
-# Usage: bench/data/make_workload_curves.sh [MLP_TRAIN] (default build/bin/mlp_train)
+# Records bench/data/workload_curves.csv: our example workload's loss curves (examples/workload/
+# mlp_train.cc) over an optimizer x learning rate x width x batch grid, for stopping_bench's
+# hyperparameter study. Usage: bench/data/make_workload_curves.sh [MLP_TRAIN] (default build/bin/mlp_train)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${1:-$here/../../build/bin/mlp_train}

@@ -1,0 +1,16 @@
+// Small text helpers shared by the parsers of user input: suggesting the key the user meant.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+namespace sweep {
+
+// Levenshtein distance: insertions, deletions and substitutions, one each.
+size_t EditDistance(std::string_view a, std::string_view b);
+
+// The candidate closest to `word`, or "" if none is within `max_distance` edits.
+std::string_view ClosestWord(std::string_view word, const std::vector<std::string_view>& candidates,
+                             size_t max_distance = 3);
+
+}  // namespace sweep
