@@ -19,8 +19,8 @@ double Loss(int64_t step) { return 2.0 + 3.0 * std::exp(-static_cast<double>(ste
 
 // A curve logged every `interval` steps from step 1, `seconds_per_step` apart, for `seconds`
 // of training time; time 0 is the first logged iteration, as the metrics parser stores it.
-std::vector<CurvePoint> Curve(double seconds_per_step, double seconds, const std::function<double(int64_t)>& loss = Loss,
-                              int64_t interval = 1) {
+std::vector<CurvePoint> Curve(double seconds_per_step, double seconds,
+                              const std::function<double(int64_t)>& loss = Loss, int64_t interval = 1) {
   std::vector<CurvePoint> out;
   for (int64_t step = 1;; step += interval) {
     double t = static_cast<double>(step - 1) * seconds_per_step;
@@ -93,6 +93,14 @@ TEST_CASE("time to target interpolates the crossing, and is empty if the target 
   CHECK_FALSE(TimeToTarget(dip, 2, {SmoothingKind::kRunningMean, 0.3, 3}).has_value());
 }
 
+TEST_CASE("projected time: where the trial would be at its shown iteration rate") {
+  std::vector<CurvePoint> c = {{10, 0, 5}, {20, 4, 4}, {30, 8, kNaN}};
+  CHECK(*ProjectedTime(c, 100) == Approx(36));
+  CHECK(*ProjectedTime(c, 25) == Approx(8));  // already past it: its last time
+  CHECK_FALSE(ProjectedTime({{10, 0, 5}}, 100).has_value());
+  CHECK_FALSE(ProjectedTime({}, 100).has_value());
+}
+
 TEST_CASE("median rule: loss at equal time, not equal iteration, decides") {
   // Four references at 1 s per iteration; `fast` has the same loss per iteration at 1.7x the
   // speed; `slow` is 3x slower per iteration with a slightly better loss per iteration.
@@ -113,7 +121,9 @@ TEST_CASE("median rule: grace period, minimum of trials, ties, and only trials t
   std::vector<TrialProgress> trials = {Trial(1, Curve(1, 30)), Trial(2, Curve(1, 30)), Trial(3, Curve(1, 30)),
                                        Trial(4, Curve(2, 30))};
   SECTION("nothing before the grace period") { CHECK(EvaluateStopping(MedianOnly(31), trials).empty()); }
-  SECTION("after it, the slow one") { CHECK(StoppedIds(EvaluateStopping(MedianOnly(29), trials)) == std::vector<int64_t>{4}); }
+  SECTION("after it, the slow one") {
+    CHECK(StoppedIds(EvaluateStopping(MedianOnly(29), trials)) == std::vector<int64_t>{4});
+  }
   SECTION("not with fewer other trials than min_trials") { CHECK(EvaluateStopping(MedianOnly(0, 4), trials).empty()); }
   SECTION("trials that have not reached t do not count") {
     trials[0].loss = Curve(1, 10);
