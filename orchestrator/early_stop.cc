@@ -405,7 +405,16 @@ void Median(Context& c) {
   for (size_t i = 0; i < c.trials.size(); ++i) {
     if (!c.Candidate(i)) continue;
     const Series& me = c.series[i];
-    double at = me.last_t();
+    // Compare at the latest time that enough other trials have reached: in a sweep where all
+    // trials run at once, the trial that started first is always ahead, and comparing only at
+    // its own latest time would never find rivals that got there, so it could never be stopped.
+    std::vector<double> reach;
+    for (size_t j = 0; j < c.series.size(); ++j) {
+      if (j != i && !c.series[j].t.empty()) reach.push_back(c.series[j].last_t());
+    }
+    if (static_cast<int>(reach.size()) < cfg.min_trials || cfg.min_trials < 1) continue;
+    std::nth_element(reach.begin(), reach.begin() + (cfg.min_trials - 1), reach.end(), std::greater<>());
+    double at = std::min(me.last_t(), reach[static_cast<size_t>(cfg.min_trials - 1)]);
     if (at < cfg.grace_s || at <= me.first_t()) continue;
     std::vector<double> others;
     for (size_t j = 0; j < c.series.size(); ++j) {

@@ -125,11 +125,21 @@ TEST_CASE("median rule: grace period, minimum of trials, ties, and only trials t
     CHECK(StoppedIds(EvaluateStopping(MedianOnly(29), trials)) == std::vector<int64_t>{4});
   }
   SECTION("not with fewer other trials than min_trials") { CHECK(EvaluateStopping(MedianOnly(0, 4), trials).empty()); }
-  SECTION("trials that have not reached t do not count") {
+  SECTION("trials that have not reached t do not count: the comparison is at the latest common time") {
     trials[0].loss = Curve(1, 10);
     trials[1].loss = Curve(1, 10);
-    // Trial 4 is at t=30; only trial 3 reached it.
-    CHECK(EvaluateStopping(MedianOnly(0, 2), trials).empty());
+    // Trial 4 is at t=30 but only trial 3 reached that: with min_trials 2 it is judged at t=10,
+    // the latest time two others reached, where it is already behind.
+    auto d = EvaluateStopping(MedianOnly(0, 2), trials);
+    REQUIRE(StoppedIds(d) == std::vector<int64_t>{4});
+    CHECK_THAT(d[0].reason, Catch::Contains("t=10s"));
+    CHECK(d[0].reference_trials == 3);
+  }
+  SECTION("the trial that started first is judged too, though it is always ahead in time") {
+    // All run at once; the bad one started a little earlier, so no rival ever reaches its
+    // latest time while it runs. It is compared where the rivals are.
+    trials[3].loss = Curve(1, 33, [](int64_t s) { return Loss(s) + 0.5; });
+    CHECK(StoppedIds(EvaluateStopping(MedianOnly(0, 3), trials)) == std::vector<int64_t>{4});
   }
   SECTION("ties are not stopped: identical curves all survive") {
     trials[3].loss = Curve(1, 30);

@@ -236,6 +236,12 @@ Result<int64_t> Runner::Ingest(store::TrialRecord& t) {
     // Only after the commit: a failed write leaves offset and parser where they were.
     t.log_offset = new_offset;
     ps->second = next;
+    if (auto c = curves_.find(t.id); c != curves_.end()) {
+      for (const auto& r : rows) {
+        if (r.name == study_.objective.metric) c->second.loss.push_back({r.step, r.time_s, r.value});
+        if (r.name == "nan_iters") c->second.nan_iters.push_back({r.step, r.time_s, r.value});
+      }
+    }
     stored += static_cast<int64_t>(rows.size());
     if (parsed.malformed > 0) {
       Event(t.id, "malformed", fmt::format("{} malformed metric line(s) skipped in {}", parsed.malformed, t.log_path));
@@ -460,6 +466,7 @@ Status Runner::MaybeRetry(store::TrialRecord& t) {
   SWEEP_RETURN_IF_ERROR(store_.ResetMetrics(t.id));
   t.log_offset = 0;
   parsers_.erase(t.id);
+  curves_.erase(t.id);
   return Status::OK();
 }
 
@@ -553,6 +560,20 @@ Status Runner::Run(int max_ticks) {
   return Status::OK();
 }
 
+// The objective's curve (and Megatron's NaN-iteration counts) of a trial, kept in memory: read
+// from the store once, then extended by Ingest, so the rules cost no database scan per tick.
+Result<Runner::TrialCurve*> Runner::Curve(int64_t trial_id) {
+  auto it = curves_.find(trial_id);
+  if (it != curves_.end()) return &it->second;
+  TrialCurve c;
+  for (auto [name, out] : {std::pair{study_.objective.metric, &c.loss}, {std::string("nan_iters"), &c.nan_iters}}) {
+    auto rows = store_.MetricSeries(trial_id, name);
+    if (!rows.ok()) return rows.status();
+    for (const auto& m : *rows) out->push_back({m.step, m.time_s, m.value});
+  }
+  return &curves_.emplace(trial_id, std::move(c)).first->second;
+}
+
 // Early stopping: the rules see every trial's stored curve; the losers get their reason recorded
 // first (so the end is classed "pruned" even after a crash), then one scancel for all of them.
 Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport& report) {
@@ -577,12 +598,10 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
     p.phase = live ? TrialPhase::kRunning : done ? TrialPhase::kCompleted : TrialPhase::kStopped;
     p.gpus = gpus;
     for (const auto& [name, v] : spec->second.params) p.params.emplace_back(name, ParamToString(v));
-    auto rows = store_.Metrics(t.id);
-    if (!rows.ok()) return rows.status();
-    for (const auto& m : *rows) {
-      if (m.name == study_.objective.metric) p.loss.push_back({m.step, m.time_s, m.value});
-      if (m.name == "nan_iters") p.nan_iters.push_back({m.step, m.time_s, m.value});
-    }
+    auto curve = Curve(t.id);
+    if (!curve.ok()) return curve.status();
+    p.loss = (*curve)->loss;
+    p.nan_iters = (*curve)->nan_iters;
     by_id[t.id] = &t;
     progress.push_back(std::move(p));
   }

@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "orchestrator/early_stop.h"
 #include "orchestrator/metrics_parser.h"
 #include "orchestrator/space.h"
 #include "orchestrator/study.h"
@@ -82,6 +83,10 @@ class Runner {
   Status SkipDominatedByOom(const store::TrialRecord& oom, std::vector<store::TrialRecord>& trials);
   Status SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& report);
   Status ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport& report);
+  struct TrialCurve {
+    std::vector<CurvePoint> loss, nan_iters;
+  };
+  Result<TrialCurve*> Curve(int64_t trial_id);
   void RefreshReports(bool final);
   Result<std::string> RenderScript(const store::TrialRecord& trial);
   std::string JobName(const std::string& trial_key) const;
@@ -99,7 +104,8 @@ class Runner {
   bool prepared_ = false;
   bool submit_predicted_oom_ = false;
   std::map<std::string, TrialSpec> specs_;  // by trial key: this study file's trials
-  std::map<int64_t, ParserState> parsers_;  // per trial, restored from the store on first use
+  std::map<int64_t, ParserState> parsers_;
+  std::map<int64_t, TrialCurve> curves_;    // early stopping's view, see Curve()  // per trial, restored from the store on first use
   int tick_ = 0;
   double last_report_ = 0;  // first refresh on the first tick
   std::minstd_rand rng_{std::random_device{}()};

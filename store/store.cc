@@ -131,6 +131,9 @@ constexpr const char* kSqlInsertMetric =
 // (name, step) is the primary key's order, so this needs no sort.
 constexpr const char* kSqlMetrics =
     "SELECT step, time_s, name, value FROM metrics WHERE trial_id = ?1 ORDER BY name, step";
+// A range of the primary key: one metric of one trial, already in step order.
+constexpr const char* kSqlMetricSeries =
+    "SELECT step, time_s, name, value FROM metrics WHERE trial_id = ?1 AND name = ?2 ORDER BY step";
 constexpr const char* kSqlLastMetric =
     "SELECT step, time_s, name, value FROM metrics WHERE trial_id = ?1 AND name = ?2 "
     "ORDER BY step DESC LIMIT 1";
@@ -371,6 +374,7 @@ class SqliteStore final : public Store {
   Status AppendMetrics(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset) override;
   Status ResetMetrics(int64_t trial_id) override;
   Result<std::vector<MetricRow>> Metrics(int64_t trial_id) override;
+  Result<std::vector<MetricRow>> MetricSeries(int64_t trial_id, const std::string& name) override;
   Result<std::optional<MetricRow>> LastMetric(int64_t trial_id, const std::string& name) override;
   Result<int64_t> CountMetrics(int64_t trial_id) override;
   Status AddEvent(int64_t study_id, std::optional<int64_t> trial_id, double at, const std::string& kind,
@@ -385,7 +389,7 @@ class SqliteStore final : public Store {
     StmtPtr upsert_study, get_study, study_exists;
     StmtPtr insert_trial, trial_id_by_key, list_trials, get_trial, update_trial, set_log_offset;
     StmtPtr delete_metrics;
-    StmtPtr insert_metric, metrics, last_metric, count_metrics;
+    StmtPtr insert_metric, metrics, metric_series, last_metric, count_metrics;
     StmtPtr add_event, events;
   };
 
@@ -484,6 +488,7 @@ Status SqliteStore::PrepareStatements() {
       {&stmts_.delete_metrics, kSqlDeleteMetrics},
       {&stmts_.insert_metric, kSqlInsertMetric},
       {&stmts_.metrics, kSqlMetrics},
+      {&stmts_.metric_series, kSqlMetricSeries},
       {&stmts_.last_metric, kSqlLastMetric},
       {&stmts_.count_metrics, kSqlCountMetrics},
       {&stmts_.add_event, kSqlAddEvent},
@@ -749,6 +754,19 @@ Result<std::vector<MetricRow>> SqliteStore::Metrics(int64_t trial_id) {
     rows.push_back(ReadMetric(q));
   }
   return rows;
+}
+
+Result<std::vector<MetricRow>> SqliteStore::MetricSeries(int64_t trial_id, const std::string& name) {
+  Query q = Use(stmts_.metric_series, "read " + name + " of trial " + std::to_string(trial_id));
+  q.BindInt(1, trial_id);
+  q.BindText(2, name);
+  std::vector<MetricRow> rows;
+  for (;;) {
+    auto row = q.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return rows;
+    rows.push_back(ReadMetric(q));
+  }
 }
 
 Result<std::optional<MetricRow>> SqliteStore::LastMetric(int64_t trial_id, const std::string& name) {

@@ -275,6 +275,14 @@ TEST_CASE("Store: AppendMetrics is idempotent for replayed rows and moves the of
   CHECK((*rows)[3].time_s == 1.5);
   CHECK((*rows)[3].value == 2.0);
 
+  auto series = store->MetricSeries(id, "lm_loss");
+  REQUIRE(series.ok());
+  REQUIRE(series->size() == 3);
+  CHECK((*series)[0].step == 1);
+  CHECK((*series)[2].step == 3);
+  CHECK((*series)[2].value == 2.0);
+  CHECK(store->MetricSeries(id, "grad_norm")->empty());
+
   auto last = store->LastMetric(id, "lm_loss");
   REQUIRE(last.ok());
   REQUIRE(last->has_value());

@@ -108,6 +108,18 @@ std::vector<store::TrialRecord> Trials(store::Store& db, const std::string& name
   return *trials;
 }
 
+// `slurmsweep run STUDY` as a separate process, to its end: exit code and everything it printed.
+struct FinishedRun {
+  int code = -1;
+  std::string log;
+};
+FinishedRun RunToEnd(const testing::TempDir& dir, const std::string& path) {
+  FinishedRun r;
+  r.code = WaitExit(Spawn({"run", path}, dir.file("orchestrator.log")));
+  r.log = testing::ReadAll(dir.file("orchestrator.log"));
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("kill -9 at random moments: every attempt has exactly one job and no metric is lost or doubled",
@@ -338,11 +350,10 @@ wait $pid
   std::string text = testing::ReadAll(path);
   text.replace(text.find("time_limit = \"00:05:00\""), 23, "time_limit = \"00:01:00\"\nmax_chain = 6");
   testing::WriteAll(path, text);
-  pid_t pid = Spawn({"run", path}, dir.file("orchestrator.log"));
-  int code = WaitExit(pid);
-  std::string log = testing::ReadAll(dir.file("orchestrator.log"));
+  FinishedRun run = RunToEnd(dir, path);
+  const std::string& log = run.log;
   INFO(log);
-  REQUIRE(code == 0);
+  REQUIRE(run.code == 0);
   auto db = OpenDb(dir, name);
   auto trials = Trials(*db, name);
   REQUIRE(trials.size() == 1);
@@ -373,11 +384,10 @@ TEST_CASE("early stopping cancels clearly worse trials while they run; the best 
   std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.0001, 0.005, 0.01, 0.02]\nmbs = [4]\n",
                                      "iters = 400\nsleep_ms = 30\noptimizer = \"adam\"\n", kTrainTemplate, 4,
                                      "[stopping.median]\ngrace_s = 2\nmin_trials = 2\n");
-  pid_t pid = Spawn({"run", path}, dir.file("orchestrator.log"));
-  int code = WaitExit(pid);
-  std::string log = testing::ReadAll(dir.file("orchestrator.log"));
+  FinishedRun run = RunToEnd(dir, path);
+  const std::string& log = run.log;
   INFO(log);
-  REQUIRE(code == 0);
+  REQUIRE(run.code == 0);
   auto db = OpenDb(dir, name);
   auto trials = Trials(*db, name);
   REQUIRE(trials.size() == 4);
@@ -418,11 +428,10 @@ exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --train-iters 10 --log-int
   // One at a time, in grid order: (4,1) runs first and OOMs; (8,1) needs more and is skipped;
   // (4,2) and (8,2) have more tensor parallelism and run; (2,1) needs less and runs.
   std::string path = WriteLocalStudy(dir, name, "[space]\nmbs = [4, 8, 2]\ntp = [1, 2]\n", "x = 1\n", tmpl, 1);
-  pid_t pid = Spawn({"run", path}, dir.file("orchestrator.log"));
-  int code = WaitExit(pid);
-  std::string log = testing::ReadAll(dir.file("orchestrator.log"));
+  FinishedRun run = RunToEnd(dir, path);
+  const std::string& log = run.log;
   INFO(log);
-  REQUIRE(code == 0);
+  REQUIRE(run.code == 0);
   auto db = OpenDb(dir, name);
   std::map<std::string, store::TrialRecord> by;
   for (const auto& t : Trials(*db, name)) by[t.params_json] = t;
