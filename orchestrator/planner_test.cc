@@ -55,14 +55,6 @@ ModelPreset SmallGpt() {
   return m;
 }
 
-std::vector<std::string> Split(const std::string& line) {
-  std::vector<std::string> out;
-  std::stringstream ss(line);
-  std::string cell;
-  while (std::getline(ss, cell, ',')) out.push_back(cell);
-  if (!line.empty() && line.back() == ',') out.push_back("");
-  return out;
-}
 
 }  // namespace
 
@@ -165,7 +157,7 @@ TEST_CASE("planner matches Megatron-LM's measured allocated memory", "[planner]"
   std::string line;
   std::getline(in, line);  // provenance comment
   std::getline(in, line);
-  auto header = Split(line);
+  auto header = testing::SplitCsvLine(line);
   auto col = [&](const std::string& name) {
     for (size_t i = 0; i < header.size(); ++i)
       if (header[i] == name) return i;
@@ -175,7 +167,7 @@ TEST_CASE("planner matches Megatron-LM's measured allocated memory", "[planner]"
   int checked = 0;
   double worst_7b = 0, worst_small_gib = 0, worst_peak = 0;
   while (std::getline(in, line)) {
-    auto r = Split(line);
+    auto r = testing::SplitCsvLine(line);
     REQUIRE(r.size() == header.size());
     std::string name = r[col("case")];
     bool big = name.starts_with("gpt3_7b");

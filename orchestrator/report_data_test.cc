@@ -214,15 +214,6 @@ TEST_CASE("Curves are downsampled with their first and last points kept", "[repo
   }
 }
 
-// Splits one CSV line without quoted fields (metrics.csv of this study has none).
-std::vector<std::string> Split(const std::string& line) {
-  std::vector<std::string> out;
-  std::stringstream ss(line);
-  std::string cell;
-  while (std::getline(ss, cell, ',')) out.push_back(cell);
-  if (!line.empty() && line.back() == ',') out.push_back("");
-  return out;
-}
 
 TEST_CASE("WriteReports writes trials.csv, metrics.csv and the HTML, mode 0644, atomically", "[report]") {
   Fixture f;
@@ -259,7 +250,7 @@ TEST_CASE("WriteReports writes trials.csv, metrics.csv and the HTML, mode 0644, 
     auto metrics = f.store->Metrics(t.id);
     for (const auto& m : *metrics) {
       REQUIRE(std::getline(in, line));
-      auto cells = Split(line);
+      auto cells = testing::SplitCsvLine(line);
       REQUIRE(cells.size() == 6);
       REQUIRE(std::stoll(cells[0]) == t.id);
       REQUIRE(cells[1] == keys[t.id]);

@@ -99,6 +99,13 @@ bool WaitForStudy(const std::string& database, const std::string& study_name, do
   return false;
 }
 
+// How many points of metric `name` the store holds for a trial.
+inline size_t CountPoints(store::Store& db, int64_t trial_id, const std::string& name) {
+  auto rows = db.MetricSeries(trial_id, name);
+  REQUIRE(rows.ok());
+  return rows->size();
+}
+
 inline bool AnyTrialIn(const std::vector<store::TrialRecord>& trials, const std::string& state) {
   for (const auto& t : trials)
     if (t.state == state) return true;

@@ -168,10 +168,7 @@ TEST_CASE("kill -9 at random moments: every attempt has exactly one job and no m
     size_t lines = 0;
     for (size_t p = trial_log.find("| lm loss:"); p != std::string::npos; p = trial_log.find("| lm loss:", p + 1)) ++lines;
     CHECK(lines == 12);
-    auto rows = db->Metrics(t.id);
-    REQUIRE(rows.ok());
-    size_t loss_rows = std::count_if(rows->begin(), rows->end(), [](const auto& m) { return m.name == "lm_loss"; });
-    CHECK(loss_rows == lines);
+    CHECK(testing::CountPoints(*db, t.id, "lm_loss") == lines);
     CHECK(t.log_offset == static_cast<int64_t>(trial_log.size()));
   }
   size_t total_jobs = 0;

@@ -73,6 +73,15 @@ void SshdOutage(double seconds) {
   REQUIRE(rc == 0);
 }
 
+// Every trial completed with its whole curve: `loss_points` lm_loss points, none lost or doubled.
+void CheckAllCompleted(Harness& h, size_t loss_points) {
+  for (const auto& t : h.Trials()) {
+    INFO(t.trial_key << " " << t.state << " " << t.reason);
+    CHECK(t.state == "completed");
+    CHECK(testing::CountPoints(*h.store, t.id, "lm_loss") == loss_points);
+  }
+}
+
 constexpr const char* kTrain = R"(#!/bin/bash
 exec {{workdir}}/mlp_train --micro-batch-size 4 --lr {{lr}} --optimizer sgd --hidden 16 \
   --train-iters {{iters}} --log-interval 5 --sleep-ms {{sleep_ms}}
@@ -98,12 +107,7 @@ TEST_CASE("sshd down for 30 s mid-run: the run goes on when it returns and loses
   INFO(h.log.str());
   REQUIRE(result.ok());
   CHECK_THAT(h.log.str(), Catch::Contains("cluster unreachable, will retry"));
-  for (const auto& t : h.Trials()) {
-    CHECK(t.state == "completed");
-    auto rows = h.store->Metrics(t.id);
-    REQUIRE(rows.ok());
-    CHECK(std::count_if(rows->begin(), rows->end(), [](const auto& m) { return m.name == "lm_loss"; }) == 80);
-  }
+  CheckAllCompleted(h, 80);
 }
 
 TEST_CASE("a node dies mid-job: the trial ends as node failure, is retried per policy and completes", "[outage]") {
@@ -144,10 +148,8 @@ TEST_CASE("a node dies mid-job: the trial ends as node failure, is retried per p
   CHECK(trials[0].state == "completed");
   CHECK(trials[0].attempt == 2);
   CHECK_THAT(h.log.str(), Catch::Contains("retrying (1 of 1)"));
-  auto rows = h.store->Metrics(trials[0].id);
-  REQUIRE(rows.ok());
   // The retry started from scratch: one full curve, none of the dead attempt's points mixed in.
-  CHECK(std::count_if(rows->begin(), rows->end(), [](const auto& m) { return m.name == "lm_loss"; }) == 60);
+  CHECK(testing::CountPoints(*h.store, trials[0].id, "lm_loss") == 60);
 }
 
 TEST_CASE("slurmctld restarts mid-run: nothing is marked while it is away and the sweep completes", "[outage]") {
@@ -177,10 +179,5 @@ TEST_CASE("slurmctld restarts mid-run: nothing is marked while it is away and th
   INFO(h.log.str());
   REQUIRE(result.ok());
   CHECK_THAT(h.log.str(), Catch::Contains("cluster unreachable, will retry"));
-  for (const auto& t : h.Trials()) {
-    CHECK(t.state == "completed");
-    auto rows = h.store->Metrics(t.id);
-    REQUIRE(rows.ok());
-    CHECK(std::count_if(rows->begin(), rows->end(), [](const auto& m) { return m.name == "lm_loss"; }) == 40);
-  }
+  CheckAllCompleted(h, 40);
 }

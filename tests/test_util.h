@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace sweep::testing {
 
@@ -62,6 +63,17 @@ inline std::map<std::string, std::string> ClusterEnv() {
     env[line.substr(0, eq)] = value;
   }
   return env;
+}
+
+// Splits one CSV line that has no quoted fields (what tests write or expect); a trailing comma
+// gives a last empty cell.
+inline std::vector<std::string> SplitCsvLine(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream ss(line);
+  std::string cell;
+  while (std::getline(ss, cell, ',')) out.push_back(cell);
+  if (!line.empty() && line.back() == ',') out.push_back("");
+  return out;
 }
 
 }  // namespace sweep::testing
