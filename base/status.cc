@@ -11,6 +11,7 @@ std::string Status::ToString() const {
     case Code::kIOError: return "I/O error: " + message_;
     case Code::kUnavailable: return "unavailable: " + message_;
     case Code::kFailedPrecondition: return "cannot do that now: " + message_;
+    case Code::kResourceExhausted: return "limit reached: " + message_;
     case Code::kInternal: return "internal error: " + message_;
   }
   return message_;

@@ -19,6 +19,7 @@ class Status {
     kIOError,             // local disk or database trouble
     kUnavailable,         // connection or scheduler down: retry later, never mark trials
     kFailedPrecondition,  // state forbids the action (e.g. study already running)
+    kResourceExhausted,   // a quota says "not now" (e.g. a QOS submit limit): wait, then try again
     kInternal,
   };
 
@@ -29,6 +30,7 @@ class Status {
   static Status IOError(std::string msg) { return Status(Code::kIOError, std::move(msg)); }
   static Status Unavailable(std::string msg) { return Status(Code::kUnavailable, std::move(msg)); }
   static Status FailedPrecondition(std::string msg) { return Status(Code::kFailedPrecondition, std::move(msg)); }
+  static Status ResourceExhausted(std::string msg) { return Status(Code::kResourceExhausted, std::move(msg)); }
   static Status Internal(std::string msg) { return Status(Code::kInternal, std::move(msg)); }
 
   bool ok() const { return code_ == Code::kOk; }
@@ -36,6 +38,7 @@ class Status {
   const std::string& message() const { return message_; }
   bool IsUnavailable() const { return code_ == Code::kUnavailable; }
   bool IsNotFound() const { return code_ == Code::kNotFound; }
+  bool IsResourceExhausted() const { return code_ == Code::kResourceExhausted; }
 
   // "context: message"; keeps the code so callers can still branch on it.
   Status WithContext(std::string_view context) const {

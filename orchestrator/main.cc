@@ -33,7 +33,8 @@ int ExitCode(const Status& s) {
     case Status::Code::kOk: return 0;
     case Status::Code::kInvalidArgument:
     case Status::Code::kNotFound: return 2;
-    case Status::Code::kUnavailable: return 3;
+    case Status::Code::kUnavailable:
+    case Status::Code::kResourceExhausted: return 3;
     case Status::Code::kFailedPrecondition: return 4;
     default: return 1;
   }
@@ -85,8 +86,10 @@ struct App {
     runner.set_submit_predicted_oom(submit_predicted_oom);
     SWEEP_RETURN_IF_ERROR(runner.Run(max_ticks));
     const auto& s = runner.slurm_stats();
-    std::cout << fmt::format("slurm commands: {} sbatch, {} squeue, {} sacct, {} scancel\n", s.sbatch, s.squeue, s.sacct,
-                             s.scancel);
+    const auto& c = runner.cluster_calls();
+    std::cout << fmt::format(
+        "slurm commands: {} sbatch, {} squeue, {} sacct, {} scancel; cluster calls: {} commands, {} file writes, {} log reads\n",
+        s.sbatch, s.squeue, s.sacct, s.scancel, c.commands, c.writes, c.reads);
     return PrintStatus(runner.study_id());
   }
 

@@ -79,6 +79,10 @@ std::string Runner::CommentTag(const store::TrialRecord& t) const {
   return fmt::format("slurmsweep:study={}:trial={}:attempt={}", study_.name, t.trial_key, t.attempt);
 }
 
+std::string Runner::ArrayTag(const std::string& array_name) const {
+  return fmt::format("slurmsweep:study={}:array={}", study_.name, array_name);
+}
+
 Status Runner::Prepare() {
   auto id = store_.UpsertStudy(study_.name, study_.path, study_.hash, clock_.Now());
   if (!id.ok()) return id.status();
@@ -135,7 +139,7 @@ Status Runner::Prepare() {
   return Status::OK();
 }
 
-Result<std::string> Runner::RenderScript(const store::TrialRecord& t) {
+Result<std::string> Runner::RenderBody(const store::TrialRecord& t) {
   auto spec = specs_.find(t.trial_key);
   if (spec == specs_.end()) return Status::Internal("trial " + t.trial_key + " is not in this study file");
   const std::string& w = study_.cluster.workdir;
@@ -151,9 +155,13 @@ Result<std::string> Runner::RenderScript(const store::TrialRecord& t) {
   vars["gpus_per_node"] = std::to_string(study_.job.gpus_per_node);
   vars["gpus"] = std::to_string(study_.job.nodes * study_.job.gpus_per_node);
   vars["cpus_per_task"] = std::to_string(study_.job.cpus_per_task);
-  auto body = slurm::RenderTemplate(study_.job.template_text, study_.job.template_path, vars);
-  if (!body.ok()) return body.status();
+  return slurm::RenderTemplate(study_.job.template_text, study_.job.template_path, vars);
+}
 
+Result<std::string> Runner::RenderScript(const store::TrialRecord& t) {
+  auto body = RenderBody(t);
+  if (!body.ok()) return body.status();
+  const std::string& w = study_.cluster.workdir;
   slurm::SbatchHeader h;
   h.job_name = JobName(t.trial_key);
   h.output = t.log_path;
@@ -176,27 +184,34 @@ Result<std::string> Runner::RenderScript(const store::TrialRecord& t) {
 Status Runner::Reconcile(std::vector<store::TrialRecord>& trials) {
   std::vector<std::string> names;
   for (const auto& t : trials) {
-    if (t.state == kTrialSubmitting) names.push_back(JobName(t.trial_key));
+    if (t.state != kTrialSubmitting) continue;
+    std::string name = t.array_name.empty() ? JobName(t.trial_key) : t.array_name;
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   }
   if (names.empty()) return Status::OK();
   auto found = client_.FindByName(names);
   if (!found.ok()) return found.status();
   for (auto& t : trials) {
     if (t.state != kTrialSubmitting) continue;
-    const slurm::JobInfo* job = nullptr;
-    // The tag names the attempt, so an earlier attempt's job is never mistaken for this one.
+    // The tag names the attempt (or the array, whose name names its first trial's attempt), so
+    // an earlier attempt's job is never mistaken for this one.
+    std::string tag = t.array_name.empty() ? CommentTag(t) : ArrayTag(t.array_name);
+    std::string job_id;
+    slurm::JobState state = slurm::JobState::kPending;
     for (const auto& j : *found) {
-      if (j.comment == CommentTag(t)) job = &j;
+      if (j.comment != tag) continue;
+      std::string base = slurm::ArrayBaseId(j.job_id);
+      std::string mine = t.array_name.empty() ? base : fmt::format("{}_{}", base, t.array_index);
+      // A task that already left squeue is still this array's: the next query finds out how it ended.
+      if (job_id.empty() || j.job_id == mine) job_id = mine;
+      if (j.job_id == mine && !slurm::IsTerminal(j.state) && j.state != slurm::JobState::kUnknown) state = j.state;
     }
-    if (job) {
-      t.job_id = job->job_id;
-      t.state = std::string(slurm::JobStateName(slurm::IsTerminal(job->state) || job->state == slurm::JobState::kUnknown
-                                                    ? slurm::JobState::kPending
-                                                    : job->state));
-      Event(t.id, "adopt", fmt::format("adopted job {} submitted before a restart", job->job_id));
+    if (!job_id.empty()) {
+      t.job_id = job_id;
+      t.state = std::string(slurm::JobStateName(state));
+      Event(t.id, "adopt", fmt::format("adopted job {} submitted before a restart", job_id));
     } else {
-      t.state = std::string(kTrialNew);
-      t.attempt -= 1;  // SubmitNew counts it again: the attempt that never reached Slurm is reused
+      UndoSubmission(t);
       Event(t.id, "resubmit", "no job found for an interrupted submission; it will be submitted");
     }
     SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
@@ -267,7 +282,10 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
     auto it = jobs->find(t.job_id);
     std::string new_state;
     std::string reason;
-    if (it == jobs->end()) {
+    if (it == jobs->end() && !t.stop_request.empty()) {
+      // We cancelled it; a queued array task that never started leaves no record at all.
+      new_state = std::string(slurm::JobStateName(slurm::JobState::kCancelled));
+    } else if (it == jobs->end()) {
       new_state = std::string(kTrialLost);
       reason = "job " + t.job_id + " left the queue and the cluster keeps no accounting of how it ended";
     } else {
@@ -353,17 +371,26 @@ bool NeedsAtLeastAsMuchMemory(const TrialSpec& candidate, const TrialSpec& oom) 
 Status Runner::SkipDominatedByOom(const store::TrialRecord& oom, std::vector<store::TrialRecord>& trials) {
   auto spec = specs_.find(oom.trial_key);
   if (spec == specs_.end()) return Status::OK();
+  std::vector<std::string> queued;  // already waiting in the queue (array tasks): cancelled
   for (auto& t : trials) {
-    if (t.state != kTrialNew || t.id == oom.id) continue;
+    bool waiting = t.state == "pending" && !t.job_id.empty() && t.stop_request.empty();
+    if ((t.state != kTrialNew && !waiting) || t.id == oom.id) continue;
     auto candidate = specs_.find(t.trial_key);
     if (candidate == specs_.end() || candidate->second.params.size() != spec->second.params.size()) continue;
     if (!NeedsAtLeastAsMuchMemory(candidate->second, spec->second)) continue;
-    t.state = std::string(kTrialSkipped);
-    t.reason = fmt::format("skipped: dominated by the CUDA OOM of trial {} ({})", oom.id, oom.trial_key);
+    std::string why = fmt::format("skipped: dominated by the CUDA OOM of trial {} ({})", oom.id, oom.trial_key);
+    if (waiting) {
+      // Recorded before scancel, so its end is classed skipped even after a crash.
+      t.stop_request = why;
+      queued.push_back(t.job_id);
+    } else {
+      t.state = std::string(kTrialSkipped);
+      t.reason = why;
+    }
     SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
-    Event(t.id, "skip", t.reason);
+    Event(t.id, "skip", why + (waiting ? fmt::format("; cancelling queued job {}", t.job_id) : ""));
   }
-  return Status::OK();
+  return client_.Cancel(queued);
 }
 
 // A job that stopped at its time limit after saving a checkpoint continues in a new job. Unlike
@@ -389,6 +416,8 @@ Result<bool> Runner::MaybeChain(store::TrialRecord& t) {
   t.slurm_state.clear();
   t.exit_code.clear();
   t.ended_at.reset();  // started_at stays: the chain's wall time runs from its first job
+  t.array_name.clear();
+  t.array_index = -1;
   SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
   // The next job logs to a new file: read it from its start, keep every point and the parser's
   // time axis.
@@ -410,6 +439,7 @@ Result<std::string> Runner::LogTail(const store::TrialRecord& t) {
 Status Runner::Classify(const store::TrialRecord& t, std::string& state, std::string& reason) {
   if (state == "cancelled") {
     if (t.stop_request.rfind("pruned", 0) == 0) state = std::string(kTrialPruned);
+    if (t.stop_request.rfind("skipped", 0) == 0) state = std::string(kTrialSkipped);
     reason = t.stop_request.empty() ? "cancelled outside slurmsweep (" + t.slurm_state + ")" : t.stop_request;
     return Status::OK();
   }
@@ -462,6 +492,8 @@ Status Runner::MaybeRetry(store::TrialRecord& t) {
   t.exit_code.clear();
   t.started_at.reset();
   t.ended_at.reset();
+  t.array_name.clear();
+  t.array_index = -1;
   SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
   SWEEP_RETURN_IF_ERROR(store_.ResetMetrics(t.id));
   t.log_offset = 0;
@@ -470,49 +502,168 @@ Status Runner::MaybeRetry(store::TrialRecord& t) {
   return Status::OK();
 }
 
+// Fills the free slots: every new trial up to max_concurrent + queue_ahead. Trials whose
+// scripts carry the same #SBATCH directives go as one job array throttled so that at most
+// max_concurrent trials run at once; the rest, or every trial with arrays off, one job each.
 Status Runner::SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& report) {
+  const ClusterSpec& c = study_.cluster;
+  if (clock_.Now() < submit_paused_until_) return Status::OK();
   int live = 0;
   for (const auto& t : trials) {
     if (!IsFinalTrialState(t.state) && t.state != kTrialNew) ++live;
   }
+  // Every live trial runs at most one job at a time, so throttles summing to the free slots keep
+  // the study within max_concurrent however the queue starts them.
+  int free_slots = c.max_concurrent - live;
+  if (free_slots <= 0) return Status::OK();
+  int64_t room = c.queue_ahead < 0 ? INT64_MAX : int64_t{free_slots} + c.queue_ahead;
+  std::vector<std::pair<std::vector<std::string>, std::vector<store::TrialRecord*>>> groups;
+  int64_t taken = 0;
   for (auto& t : trials) {
-    if (live >= study_.cluster.max_concurrent) break;
+    if (taken >= room) break;
     if (t.state != kTrialNew || !specs_.count(t.trial_key)) continue;
-    t.attempt += 1;
-    t.log_path = fmt::format("{}/logs/{}.{}.out", study_.cluster.workdir, t.trial_key, t.attempt);
-    auto script = RenderScript(t);
-    if (!script.ok()) return script.status();
-    std::string script_path = fmt::format("{}/scripts/{}.{}.sbatch", study_.cluster.workdir, t.trial_key, t.attempt);
-    SWEEP_RETURN_IF_ERROR(transport_.WriteFile(script_path, *script, 0644));
-    // Record the intent first: if we die after sbatch but before storing the id, Reconcile
-    // finds the job by name instead of submitting a second one.
-    t.state = std::string(kTrialSubmitting);
-    SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
-    auto job = client_.Submit(script_path);
-    if (!job.ok()) {
-      if (job.status().IsUnavailable()) return job.status();  // stays "submitting"; reconciled next tick
-      t.state = std::string(slurm::JobStateName(slurm::JobState::kFailed));
-      t.reason = "sbatch refused the job: " + job.status().message();
-      t.ended_at = clock_.Now();
-      Event(t.id, "submit_failed", t.reason);
-      SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
-      continue;
+    ++taken;
+    std::vector<std::string> directives;
+    if (c.arrays) {
+      auto body = RenderBody(t);
+      if (!body.ok()) return body.status();
+      directives = slurm::SbatchDirectives(*body);
     }
-    t.job_id = *job;
-    t.state = std::string(slurm::JobStateName(slurm::JobState::kPending));
-    t.submitted_at = clock_.Now();
-    SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
-    Event(t.id, "submit", fmt::format("submitted {} as job {}", t.trial_key, t.job_id));
-    ++live;
-    ++report.submitted;
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == directives; });
+    if (g == groups.end() || !c.arrays) g = groups.insert(groups.end(), {directives, {}});
+    g->second.push_back(&t);
+  }
+  int max_chunk = c.arrays ? c.max_array_size : 1;
+  if (submit_chunk_ > 0) max_chunk = std::min(max_chunk, submit_chunk_);
+  for (auto& [directives, members] : groups) {
+    for (size_t i = 0; i < members.size() && free_slots > 0; i += max_chunk) {
+      std::vector<store::TrialRecord*> batch(members.begin() + i,
+                                             members.begin() + std::min(members.size(), i + max_chunk));
+      int throttle = std::min<int>(free_slots, static_cast<int>(batch.size()));
+      SWEEP_RETURN_IF_ERROR(SubmitBatch(batch, throttle, report));
+      if (clock_.Now() < submit_paused_until_) return Status::OK();
+      free_slots -= throttle;
+    }
   }
   return Status::OK();
+}
+
+void Runner::UndoSubmission(store::TrialRecord& t) {
+  t.state = std::string(kTrialNew);
+  t.attempt -= 1;  // the attempt that never reached Slurm is reused
+  t.array_name.clear();
+  t.array_index = -1;
+}
+
+Status Runner::SubmitBatch(std::vector<store::TrialRecord*>& batch, int throttle, TickReport& report) {
+  const std::string& w = study_.cluster.workdir;
+  bool array = batch.size() > 1;
+  std::string array_name =
+      array ? fmt::format("ss-{}-arr{}-{}", study_.name, batch.front()->id, batch.front()->attempt + 1) : "";
+  std::string dispatch;  // the array's case statement: task index -> that trial's script
+  std::vector<std::string> directives;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    store::TrialRecord& t = *batch[i];
+    t.attempt += 1;
+    t.array_name = array_name;
+    t.array_index = array ? static_cast<int>(i) : -1;
+    std::string own_log = fmt::format("{}/logs/{}.{}.out", w, t.trial_key, t.attempt);
+    t.log_path = array ? fmt::format("{}/logs/{}_{}.out", w, array_name, i) : own_log;
+    auto script = RenderScript(t);
+    if (!script.ok()) return script.status();
+    std::string script_path = fmt::format("{}/scripts/{}.{}.sbatch", w, t.trial_key, t.attempt);
+    SWEEP_RETURN_IF_ERROR(transport_.WriteFile(script_path, *script, 0755));
+    if (!array) continue;
+    if (i == 0) {
+      auto body = RenderBody(t);
+      if (!body.ok()) return body.status();
+      directives = slurm::SbatchDirectives(*body);
+    }
+    // The trial's usual log name points at the task's log, for people browsing logs/.
+    dispatch += fmt::format("  {}) ln -sfn {} {}; exec {} ;;\n", i, slurm::ShellQuote(BaseName(t.log_path)),
+                            slurm::ShellQuote(own_log), slurm::ShellQuote(script_path));
+  }
+  std::string submit_path =
+      array ? fmt::format("{}/scripts/{}.sbatch", w, array_name)
+            : fmt::format("{}/scripts/{}.{}.sbatch", w, batch.front()->trial_key, batch.front()->attempt);
+  if (array) {
+    std::string body = "#!/bin/bash\n";
+    for (const auto& d : directives) body += d + "\n";
+    body += fmt::format(
+        "# slurmsweep job array of study {}: each task execs its trial's own script.\n"
+        "case \"${{SLURM_ARRAY_TASK_ID:-}}\" in\n{}"
+        "  *) echo \"slurmsweep: array task ${{SLURM_ARRAY_TASK_ID:-?}} has no trial\" >&2; exit 2 ;;\nesac\n",
+        study_.name, dispatch);
+    slurm::SbatchHeader h;
+    h.job_name = array_name;
+    h.output = fmt::format("{}/logs/{}_%a.out", w, array_name);
+    h.comment = ArrayTag(array_name);
+    h.workdir = w;
+    h.partition = study_.cluster.partition;
+    h.account = study_.cluster.account;
+    h.qos = study_.cluster.qos;
+    h.nodes = study_.job.nodes;
+    h.gpus_per_node = study_.job.gpus_per_node;
+    h.cpus_per_task = study_.job.cpus_per_task;
+    h.mem = study_.job.mem;
+    h.time_limit = study_.job.time_limit;
+    h.array = fmt::format("0-{}%{}", batch.size() - 1, throttle);
+    auto script = slurm::AddSbatchHeader(body, h);
+    if (!script.ok()) return script.status();
+    SWEEP_RETURN_IF_ERROR(transport_.WriteFile(submit_path, *script, 0644));
+  }
+  // Record the intent first: if we die after sbatch but before storing the id, Reconcile finds
+  // the job by name instead of submitting a second one.
+  SWEEP_RETURN_IF_ERROR(store_.InTransaction([&]() -> Status {
+    for (store::TrialRecord* t : batch) {
+      t->state = std::string(kTrialSubmitting);
+      SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(*t));
+    }
+    return Status::OK();
+  }));
+  auto job = client_.Submit(submit_path);
+  if (!job.ok() && job.status().IsUnavailable()) return job.status();  // stays "submitting"; reconciled next tick
+  if (!job.ok() && job.status().IsResourceExhausted()) {
+    // A full submit quota: wait and retry with smaller arrays; the rest of the loop goes on.
+    submit_pause_s_ = std::clamp(submit_pause_s_ * 2, 60.0, 900.0);
+    submit_paused_until_ = clock_.Now() + submit_pause_s_;
+    submit_chunk_ = std::max<int>(1, static_cast<int>(batch.size()) / 2);
+    Event(std::nullopt, "submit_paused",
+          fmt::format("the cluster refuses more jobs now ({}); {} trial(s) wait {:.0f} s, then go in arrays of at most {}",
+                      job.status().message(), batch.size(), submit_pause_s_, submit_chunk_));
+  }
+  return store_.InTransaction([&]() -> Status {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      store::TrialRecord& t = *batch[i];
+      if (!job.ok() && job.status().IsResourceExhausted()) {
+        UndoSubmission(t);
+      } else if (!job.ok()) {
+        t.state = std::string(slurm::JobStateName(slurm::JobState::kFailed));
+        t.reason = "sbatch refused the job: " + job.status().message();
+        t.ended_at = clock_.Now();
+        Event(t.id, "submit_failed", t.reason);
+      } else {
+        t.job_id = array ? fmt::format("{}_{}", *job, i) : *job;
+        t.state = std::string(slurm::JobStateName(slurm::JobState::kPending));
+        t.submitted_at = clock_.Now();
+        Event(t.id, "submit", fmt::format("submitted {} as job {}", t.trial_key, t.job_id));
+        ++report.submitted;
+      }
+      SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+    }
+    if (job.ok()) {
+      submit_pause_s_ = 0;
+      if (submit_chunk_ > 0) submit_chunk_ = std::min(study_.cluster.max_array_size, submit_chunk_ * 2);
+    }
+    return Status::OK();
+  });
 }
 
 Result<TickReport> Runner::Tick() {
   if (!prepared_) SWEEP_RETURN_IF_ERROR(Prepare());
   ++tick_;
   TickReport report;
+  int64_t calls_before = transport_.counts().total();
   auto trials = store_.ListTrials(study_id_);
   if (!trials.ok()) return trials.status();
 
@@ -529,9 +680,10 @@ Result<TickReport> Runner::Tick() {
   report.done = st.ok() && std::all_of(trials->begin(), trials->end(), [&](const store::TrialRecord& t) {
     return IsFinalTrialState(t.state) || !specs_.count(t.trial_key);
   });
-  log_ << fmt::format("[{}] tick {}: {} active, {} submitted, {} ended, {} points, {} squeue/sacct call(s)\n",
+  report.cluster_calls = transport_.counts().total() - calls_before;
+  log_ << fmt::format("[{}] tick {}: {} active, {} submitted, {} ended, {} points, {} squeue/sacct call(s), {} cluster call(s)\n",
                       FormatUtc(clock_.Now()), tick_, report.active, report.submitted, report.ended, report.points,
-                      report.slurm_queries);
+                      report.slurm_queries, report.cluster_calls);
   log_.flush();
   return report;
 }

@@ -43,6 +43,7 @@ struct TickReport {
   int changed = 0;       // trials whose state or reason changed
   int64_t points = 0;    // metric rows ingested
   int slurm_queries = 0; // squeue + sacct calls this tick
+  int64_t cluster_calls = 0;  // commands, file writes and reads sent to the cluster this tick
   bool done = false;     // every trial has ended
   bool unavailable = false;  // the cluster could not be reached; nothing was marked
 };
@@ -71,6 +72,7 @@ class Runner {
 
   int64_t study_id() const { return study_id_; }
   const slurm::SlurmClient::Stats& slurm_stats() const { return client_.stats(); }
+  const slurm::CountingTransport::Counts& cluster_calls() const { return transport_.counts(); }
 
  private:
   Status Reconcile(std::vector<store::TrialRecord>& trials);
@@ -82,21 +84,30 @@ class Runner {
   Result<bool> MaybeChain(store::TrialRecord& trial);
   Status SkipDominatedByOom(const store::TrialRecord& oom, std::vector<store::TrialRecord>& trials);
   Status SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& report);
+  // One sbatch for `batch`: a plain job for one trial, else a job array throttled to `throttle`
+  // running tasks. Submit limits pause submission (no error); other refusals fail the trials.
+  Status SubmitBatch(std::vector<store::TrialRecord*>& batch, int throttle, TickReport& report);
+  // Back to "new" with the attempt and array fields undone, for a submission that never happened.
+  void UndoSubmission(store::TrialRecord& t);
   Status ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport& report);
   struct TrialCurve {
     std::vector<CurvePoint> loss, nan_iters;
   };
   Result<TrialCurve*> Curve(int64_t trial_id);
   void RefreshReports(bool final);
+  // The template rendered with the trial's values; RenderScript adds slurmsweep's #SBATCH header.
+  Result<std::string> RenderBody(const store::TrialRecord& trial);
   Result<std::string> RenderScript(const store::TrialRecord& trial);
   std::string JobName(const std::string& trial_key) const;
   // "slurmsweep:study=S:trial=T:attempt=N": set as the job's --comment, matched on reconcile.
   std::string CommentTag(const store::TrialRecord& trial) const;
+  // "slurmsweep:study=S:array=NAME": the comment of an array job (every task carries it).
+  std::string ArrayTag(const std::string& array_name) const;
   void Event(std::optional<int64_t> trial_id, const std::string& kind, const std::string& message);
 
   const Study& study_;
   store::Store& store_;
-  slurm::Transport& transport_;
+  slurm::CountingTransport transport_;
   slurm::SlurmClient client_;
   Clock& clock_;
   std::ostream& log_;
@@ -107,6 +118,11 @@ class Runner {
   std::map<int64_t, ParserState> parsers_;
   std::map<int64_t, TrialCurve> curves_;    // early stopping's view, see Curve()  // per trial, restored from the store on first use
   int tick_ = 0;
+  // Submit quotas (QOSMaxSubmitJobPerUserLimit, ...): no sbatch before this time; arrays no larger
+  // than submit_chunk_ until one is accepted again.
+  double submit_paused_until_ = 0;
+  double submit_pause_s_ = 0;
+  int submit_chunk_ = 0;
   double last_report_ = 0;  // first refresh on the first tick
   std::minstd_rand rng_{std::random_device{}()};
 };

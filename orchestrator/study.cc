@@ -122,6 +122,14 @@ class Loader {
     return Status::OK();
   }
 
+  Status Bool(const toml::table& t, std::string_view prefix, std::string_view key, bool* out) {
+    const toml::node* n = t.get(key);
+    if (!n) return Status::OK();
+    if (!n->is_boolean()) return Error(n, fmt::format("{}.{}", prefix, key), "must be true or false");
+    *out = n->as_boolean()->get();
+    return Status::OK();
+  }
+
   Status Number(const toml::table& t, std::string_view prefix, std::string_view key, double* out, double lo) {
     const toml::node* n = t.get(key);
     if (!n) return Status::OK();
@@ -217,7 +225,7 @@ class Loader {
     SWEEP_RETURN_IF_ERROR(CheckKeys(c, "cluster",
                                     {"transport", "host", "port", "user", "identity_file", "known_hosts", "partition",
                                      "account", "qos", "workdir", "max_concurrent", "poll_interval_s",
-                                     "max_poll_interval_s"}));
+                                     "max_poll_interval_s", "arrays", "max_array_size", "queue_ahead"}));
     ClusterSpec& k = s.cluster;
     SWEEP_RETURN_IF_ERROR(String(c, "cluster", "transport", &k.transport, false));
     if (k.transport != "ssh" && k.transport != "local") {
@@ -245,6 +253,9 @@ class Loader {
     SWEEP_RETURN_IF_ERROR(Number(c, "cluster", "poll_interval_s", &k.poll_interval_s, 0.2));
     k.max_poll_interval_s = 4 * k.poll_interval_s;
     SWEEP_RETURN_IF_ERROR(Number(c, "cluster", "max_poll_interval_s", &k.max_poll_interval_s, k.poll_interval_s));
+    SWEEP_RETURN_IF_ERROR(Bool(c, "cluster", "arrays", &k.arrays));
+    SWEEP_RETURN_IF_ERROR(Int(c, "cluster", "max_array_size", &k.max_array_size, 2, 1000000));
+    SWEEP_RETURN_IF_ERROR(Int(c, "cluster", "queue_ahead", &k.queue_ahead, -1, 1000000));
     return Status::OK();
   }
 

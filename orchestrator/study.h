@@ -47,6 +47,14 @@ struct ClusterSpec {
   int max_concurrent = 4;   // trials queued or running at once
   double poll_interval_s = 5;       // the wait right after something changed
   double max_poll_interval_s = 0;   // the wait grows up to this while nothing changes (default 4x)
+  // Trials that share a template's directives and resources go to Slurm as one job array
+  // (sbatch --array=...%N, N from max_concurrent). Off: one sbatch per trial.
+  bool arrays = true;
+  int max_array_size = 1000;        // Slurm's default MaxArraySize is 1001 (indices 0-1000)
+  // How many trials may wait in the queue beyond max_concurrent: -1 = all of them (the sweep
+  // is queued at once and ages in the queue), 0 = submit only what can run (every result, e.g.
+  // a CUDA OOM, can still shape what is submitted next).
+  int queue_ahead = -1;
 };
 
 struct JobSpec {

@@ -16,6 +16,7 @@ PACKAGES=(
   iproute2 util-linux procps python3
   chromium  # tests/report_browser_test.cc and scripts/report-screenshot.sh render the HTML report
   python3-optuna  # bench/optuna_pruners.py: the pruners stopping_bench compares ours with
+  time  # /usr/bin/time: peak RSS in bench/scale_bench.sh
 )
 
 step() { echo "setup: $*"; }

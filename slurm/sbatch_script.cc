@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 namespace sweep::slurm {
 namespace {
@@ -121,6 +122,22 @@ Result<std::string> RenderTemplate(std::string_view tmpl, std::string_view templ
   return out;
 }
 
+std::vector<std::string> SbatchDirectives(std::string_view script) {
+  std::vector<std::string> out;
+  bool first = true;
+  while (!script.empty()) {
+    size_t nl = script.find('\n');
+    std::string_view line = script.substr(0, nl);
+    script.remove_prefix(nl == std::string_view::npos ? script.size() : nl + 1);
+    if (std::exchange(first, false) && line.substr(0, 2) == "#!") continue;
+    size_t b = line.find_first_not_of(" \t\r");
+    if (b == std::string_view::npos) continue;  // blank lines do not end the directives
+    if (line[b] != '#') break;                   // the first command does
+    if (line.substr(b, 7) == "#SBATCH") out.emplace_back(line.substr(b));
+  }
+  return out;
+}
+
 Result<std::string> AddSbatchHeader(std::string_view script, const SbatchHeader& h) {
   std::string header;
   auto add = [&](std::string_view option, const std::string& value) -> Status {
@@ -144,6 +161,7 @@ Result<std::string> AddSbatchHeader(std::string_view script, const SbatchHeader&
   if (h.cpus_per_task > 0) SWEEP_RETURN_IF_ERROR(add("cpus-per-task", std::to_string(h.cpus_per_task)));
   SWEEP_RETURN_IF_ERROR(add("mem", h.mem));
   SWEEP_RETURN_IF_ERROR(add("time", h.time_limit));
+  SWEEP_RETURN_IF_ERROR(add("array", h.array));
 
   std::string out;
   if (script.substr(0, 2) == "#!") {

@@ -33,7 +33,7 @@ Result<std::string> RenderTemplate(std::string_view tmpl, std::string_view templ
 // lines are not shell-parsed and cannot be quoted.
 struct SbatchHeader {
   std::string job_name;
-  std::string output;     // per-trial log file, absolute path on the cluster
+  std::string output;     // per-trial log file, absolute path on the cluster ("%a": array task index)
   std::string comment;    // "slurmsweep:study=NAME:trial=KEY:attempt=N"
   std::string workdir;    // --chdir
   std::string partition, account, qos;
@@ -42,7 +42,12 @@ struct SbatchHeader {
   int cpus_per_task = 0;
   std::string mem;        // e.g. "2G"
   std::string time_limit; // e.g. "00:10:00"
+  std::string array;      // "0-49%8": a job array of 50 tasks, at most 8 running at once
 };
+
+// The #SBATCH lines a script carries before its first command (sbatch reads no further), in
+// order. Two trials whose rendered scripts carry the same directives can share a job array.
+std::vector<std::string> SbatchDirectives(std::string_view script);
 
 // Inserts the header after the template's first line if it is a shebang, else prepends
 // "#!/bin/bash" and the header.

@@ -179,6 +179,18 @@ Result<std::string> ParseSbatchParsable(std::string_view out) {
   return std::string(id);
 }
 
+bool IsSubmitLimit(std::string_view err) {
+  for (std::string_view needle :
+       // The reason sbatch prints before the generic "Job violates accounting/QOS policy", which
+       // also covers permanent refusals (a time limit above the QOS maximum).
+       {"MaxSubmitJob", "GrpSubmitJobsLimit"}) {
+    if (err.find(needle) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+std::string ArrayBaseId(std::string_view job_id) { return std::string(job_id.substr(0, job_id.find('_'))); }
+
 bool IsSchedulerUnavailable(std::string_view err) {
   for (std::string_view needle :
        {"Socket timed out", "Unable to contact slurm controller", "Connection refused", "Zero Bytes were transmitted",
@@ -203,8 +215,9 @@ Result<std::string> SlurmClient::Submit(const std::string& script_path) {
   auto r = RunSlurm("sbatch --parsable " + ShellQuote(script_path), &stats_.sbatch);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {
-    return Status::InvalidArgument(fmt::format("sbatch refused {} (exit {}): {}", script_path, r->exit_code,
-                                               Trim(r->err)));
+    std::string msg = fmt::format("sbatch refused {} (exit {}): {}", script_path, r->exit_code, Trim(r->err));
+    if (IsSubmitLimit(r->err)) return Status::ResourceExhausted(msg);
+    return Status::InvalidArgument(msg);
   }
   return ParseSbatchParsable(r->out);
 }
@@ -217,8 +230,15 @@ Result<std::map<std::string, JobInfo>> SlurmClient::Query(const std::vector<std:
       return Status::InvalidArgument(fmt::format("'{}' is not a Slurm job id", id));
     }
   }
-  std::string ids = JoinIds(job_ids);
-  auto sq = RunSlurm(fmt::format("squeue -h -t all -j {} -O {}", ids, ShellQuote(kSqueueFormat)), &stats_.squeue);
+  // Array tasks are asked for by their array's id, one line per task (-r): the command stays short
+  // however many tasks an array has.
+  std::vector<std::string> bases;
+  for (const auto& id : job_ids) {
+    std::string base = ArrayBaseId(id);
+    if (std::find(bases.begin(), bases.end(), base) == bases.end()) bases.push_back(base);
+  }
+  auto sq = RunSlurm(fmt::format("squeue -h -r -t all -j {} -O {}", JoinIds(bases), ShellQuote(kSqueueFormat)),
+                     &stats_.squeue);
   if (!sq.ok()) return sq.status();
   // "Invalid job id specified" (exit 1) only when none of the ids is known any more.
   bool none_known = sq->exit_code != 0 && sq->err.find("Invalid job id") != std::string::npos;
@@ -249,7 +269,7 @@ Result<std::vector<JobInfo>> SlurmClient::FindByName(const std::vector<std::stri
   if (names.empty()) return std::vector<JobInfo>{};
   std::string list;
   for (const auto& n : names) list += (list.empty() ? "" : ",") + n;
-  auto sq = RunSlurm(fmt::format("squeue -h -t all --name={} -O {}", ShellQuote(list), ShellQuote(kSqueueFormat)),
+  auto sq = RunSlurm(fmt::format("squeue -h -r -t all --name={} -O {}", ShellQuote(list), ShellQuote(kSqueueFormat)),
                      &stats_.squeue);
   if (!sq.ok()) return sq.status();
   if (sq->exit_code != 0) return Status::Unavailable(fmt::format("squeue exited {}: {}", sq->exit_code, Trim(sq->err)));

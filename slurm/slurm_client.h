@@ -35,6 +35,13 @@ std::vector<JobInfo> ParseScontrolShowJob(std::string_view out);
 // "sbatch --parsable" prints "ID" or "ID;CLUSTER".
 Result<std::string> ParseSbatchParsable(std::string_view out);
 
+// True when sbatch refused a job because a submit quota is full (QOSMaxSubmitJobPerUserLimit,
+// AssocMaxSubmitJobLimit, ...): the job is fine, the cluster wants fewer queued now.
+bool IsSubmitLimit(std::string_view err);
+
+// "123_4" -> "123"; "123" -> "123".
+std::string ArrayBaseId(std::string_view job_id);
+
 // True for the errors Slurm clients print when slurmctld is down or overloaded: retry later.
 bool IsSchedulerUnavailable(std::string_view err);
 
@@ -48,12 +55,14 @@ class SlurmClient {
 
   explicit SlurmClient(Transport& transport) : transport_(transport) {}
 
-  // sbatch --parsable SCRIPT; the job id. kUnavailable when the controller cannot be reached
-  // (the caller retries), kInvalidArgument when sbatch rejects the script.
+  // sbatch --parsable SCRIPT; the job id (of an array: the array's id). kUnavailable when the
+  // controller cannot be reached (the caller retries), kResourceExhausted when a submit quota is
+  // full (the caller waits), kInvalidArgument when sbatch rejects the script.
   Result<std::string> Submit(const std::string& script_path);
 
-  // The state of every job in `job_ids`: one squeue call, plus one sacct call for those squeue
-  // no longer lists (if accounting exists). Jobs found nowhere are absent from the map.
+  // The state of every job in `job_ids` ("123", or "123_4" for a task of array 123): one squeue
+  // call, plus one sacct call for those squeue no longer lists (if accounting exists). Jobs found
+  // nowhere are absent from the map.
   Result<std::map<std::string, JobInfo>> Query(const std::vector<std::string>& job_ids);
 
   // Jobs (any state squeue still knows) whose name is one of `names`: one squeue call. Used on

@@ -147,6 +147,29 @@ TEST_CASE("templates render quoted values and reject unknown or unbalanced place
   CHECK_FALSE(RenderTemplate("{{v}}", "t", nul).ok());
 }
 
+TEST_CASE("a template's own #SBATCH directives are those before its first command", "[slurm]") {
+  auto d = SbatchDirectives("#!/bin/bash\n#SBATCH --signal=B:USR1@45\n\n# a comment\n  #SBATCH --exclusive\n"
+                            "echo hi\n#SBATCH --ignored-by-sbatch\n");
+  REQUIRE(d.size() == 2);
+  CHECK(d[0] == "#SBATCH --signal=B:USR1@45");
+  CHECK(d[1] == "#SBATCH --exclusive");
+  CHECK(SbatchDirectives("echo\n#SBATCH --x\n").empty());
+  CHECK(SbatchDirectives("").empty());
+}
+
+TEST_CASE("a full submit quota is told from a bad job", "[slurm]") {
+  // As sbatch prints them (Slurm 22.05 src/common/slurm_errno.c wording).
+  CHECK(IsSubmitLimit("sbatch: error: QOSMaxSubmitJobPerUserLimit\nsbatch: error: Batch job submission failed: "
+                      "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)\n"));
+  CHECK(IsSubmitLimit("sbatch: error: AssocMaxSubmitJobLimit\n"));
+  CHECK_FALSE(IsSubmitLimit("sbatch: error: Batch job submission failed: Invalid partition name specified\n"));
+  CHECK_FALSE(IsSubmitLimit("sbatch: error: QOSMaxWallDurationPerJobLimit\nsbatch: error: Batch job submission failed: "
+                            "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)\n"));
+  CHECK_FALSE(IsSubmitLimit("sbatch: error: Batch job submission failed: Requested node configuration is not available\n"));
+  CHECK(ArrayBaseId("123_4") == "123");
+  CHECK(ArrayBaseId("123") == "123");
+}
+
 TEST_CASE("the #SBATCH header goes after the shebang and refuses unsafe values", "[slurm]") {
   SbatchHeader h;
   h.job_name = "ss-quick-t-abc";
@@ -159,6 +182,12 @@ TEST_CASE("the #SBATCH header goes after the shebang and refuses unsafe values",
   CHECK_THAT(*s, Catch::StartsWith("#!/bin/sh\n#SBATCH --job-name=ss-quick-t-abc\n"));
   CHECK_THAT(*s, Catch::Contains("#SBATCH --comment=slurmsweep:study=quick:trial=t-abc:attempt=1\n"));
   CHECK_THAT(*s, Catch::EndsWith("#SBATCH --time=00:05:00\necho hi\n"));
+  h.array = "0-59%12";
+  h.output = "/w/logs/ss-quick-arr1-1_%a.out";
+  s = AddSbatchHeader("#!/bin/sh\necho hi\n", h);
+  REQUIRE(s.ok());
+  CHECK_THAT(*s, Catch::Contains("#SBATCH --output=/w/logs/ss-quick-arr1-1_%a.out\n"));
+  CHECK_THAT(*s, Catch::Contains("#SBATCH --array=0-59%12\n"));
   h.partition = "debug --wrap=x";
   CHECK_FALSE(AddSbatchHeader("echo\n", h).ok());
 }

@@ -44,6 +44,35 @@ class Transport {
 
 std::unique_ptr<Transport> NewLocalTransport();
 
+// Counts the calls that cross to the cluster (over SSH each is at least one round trip), so the
+// run loop's log and the benchmarks show the load per tick.
+class CountingTransport final : public Transport {
+ public:
+  struct Counts {
+    int64_t commands = 0, writes = 0, reads = 0;
+    int64_t total() const { return commands + writes + reads; }
+  };
+  explicit CountingTransport(Transport& inner) : inner_(inner) {}
+  Result<CommandOutput> Run(const std::string& command) override {
+    ++counts_.commands;
+    return inner_.Run(command);
+  }
+  Status WriteFile(const std::string& path, std::string_view content, int mode) override {
+    ++counts_.writes;
+    return inner_.WriteFile(path, content, mode);
+  }
+  Result<std::string> ReadFrom(const std::string& path, uint64_t offset, size_t max_bytes) override {
+    ++counts_.reads;
+    return inner_.ReadFrom(path, offset, max_bytes);
+  }
+  std::string Describe() const override { return inner_.Describe(); }
+  const Counts& counts() const { return counts_; }
+
+ private:
+  Transport& inner_;
+  Counts counts_;
+};
+
 struct SshOptions {
   std::string host;
   int port = 22;

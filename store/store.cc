@@ -72,6 +72,11 @@ CREATE TABLE events (
 );
 CREATE INDEX events_by_study ON events (study_id, id);
 )sql",
+    // 2: trials submitted as tasks of a job array: the array's job name and this trial's index.
+    R"sql(
+ALTER TABLE trials ADD COLUMN array_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE trials ADD COLUMN array_index INTEGER NOT NULL DEFAULT -1;
+)sql",
 };
 
 // ---- Connection setup --------------------------------------------------------------------------
@@ -110,17 +115,17 @@ constexpr const char* kSqlTrialIdByKey = "SELECT id FROM trials WHERE study_id =
 // Column order is what ReadTrial expects.
 constexpr const char* kSqlListTrials =
     "SELECT id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code, "
-    "attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request "
+    "attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request, array_name, array_index "
     "FROM trials WHERE study_id = ?1 ORDER BY id";
 constexpr const char* kSqlGetTrial =
     "SELECT id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code, "
-    "attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request "
+    "attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request, array_name, array_index "
     "FROM trials WHERE id = ?1";
 // log_offset is absent on purpose: only AppendMetrics moves it, together with the rows.
 constexpr const char* kSqlUpdateTrial =
     "UPDATE trials SET state = ?2, reason = ?3, job_id = ?4, slurm_state = ?5, exit_code = ?6, "
-    "attempt = ?7, submitted_at = ?8, started_at = ?9, ended_at = ?10, log_path = ?11, stop_request = ?12 "
-    "WHERE id = ?1";
+    "attempt = ?7, submitted_at = ?8, started_at = ?9, ended_at = ?10, log_path = ?11, stop_request = ?12, "
+    "array_name = ?13, array_index = ?14 WHERE id = ?1";
 constexpr const char* kSqlSetLogOffset = "UPDATE trials SET log_offset = ?2 WHERE id = ?1";
 constexpr const char* kSqlDeleteMetrics = "DELETE FROM metrics WHERE trial_id = ?1";
 
@@ -345,6 +350,8 @@ TrialRecord ReadTrial(const Query& q) {
   t.log_path = q.Text(13);
   t.log_offset = q.Int(14);
   t.stop_request = q.Text(15);
+  t.array_name = q.Text(16);
+  t.array_index = static_cast<int>(q.Int(17));
   return t;
 }
 
@@ -692,6 +699,8 @@ Status SqliteStore::UpdateTrial(const TrialRecord& trial) {
   q.BindOptReal(10, trial.ended_at);
   q.BindText(11, trial.log_path);
   q.BindText(12, trial.stop_request);
+  q.BindText(13, trial.array_name);
+  q.BindInt(14, trial.array_index);
   SWEEP_RETURN_IF_ERROR(q.Run());
   // sqlite3_changes counts matched rows, even when no value changed.
   if (sqlite3_changes(db_.get()) == 0) return Status::NotFound(path_ + ": trial " + std::to_string(trial.id));

@@ -6,7 +6,7 @@
 //   studies(id, name UNIQUE, spec_path, spec_hash, created_at)
 //   trials(id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code,
 //          attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request,
-//          UNIQUE(study_id, trial_key))
+//          array_name, array_index, UNIQUE(study_id, trial_key))
 //   metrics(trial_id, step, time_s, name, value, PRIMARY KEY(trial_id, name, step))
 //   events(id, study_id, trial_id, at, kind, message)
 // Exactly-once ingestion: metric rows and the log offset they came from are written in one
@@ -45,6 +45,10 @@ struct TrialRecord {
   // Why slurmsweep asked Slurm to stop the job ("cancelled by the user", "pruned: ..."); empty if
   // it did not. Kept apart from `reason` so an end the user caused is told from one they did not.
   std::string stop_request;
+  // A trial submitted as a task of a job array: the array's job name (its sbatch --job-name, so
+  // an interrupted submission is found again) and the task index. Empty / -1 for a plain job.
+  std::string array_name;
+  int array_index = -1;
 };
 
 struct MetricRow {

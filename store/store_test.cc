@@ -198,6 +198,8 @@ TEST_CASE("Store: UpdateTrial round-trips every mutable field but not the offset
   t.ended_at = 1700000200.75;
   t.log_path = "/scratch/u/sweep1/a/slurm-98765_3.out";
   t.stop_request = "pruned: median rule";
+  t.array_name = "ss-quick-arr1-1";
+  t.array_index = 3;
   t.log_offset = 999999;  // must be ignored
   REQUIRE(store->UpdateTrial(t).ok());
 
@@ -215,6 +217,8 @@ TEST_CASE("Store: UpdateTrial round-trips every mutable field but not the offset
   CHECK(got->started_at == 1700000100.5);
   CHECK(got->ended_at == 1700000200.75);
   CHECK(got->stop_request == "pruned: median rule");
+  CHECK(got->array_name == "ss-quick-arr1-1");
+  CHECK(got->array_index == 3);
   CHECK(got->log_path == t.log_path);
   CHECK(got->log_offset == 77);
 
@@ -365,6 +369,46 @@ TEST_CASE("Store: a failed transaction rolls back rows and offset", "[store]") {
   auto reopened = MustOpen(dir.file("study.db"));
   CHECK(*reopened->CountMetrics(id) == 2);
   CHECK(reopened->GetTrial(id)->log_offset == 90);
+}
+
+// A study database written by the first release (schema 1, before job arrays), as its migration
+// created it: opening it with this binary keeps every trial and adds the array columns.
+TEST_CASE("Store: a schema-1 database is migrated in place and keeps its trials", "[store]") {
+  TempDir dir;
+  std::string path = dir.file("old.db");
+  {
+    RawDb raw(path);
+    raw.Exec(R"sql(
+CREATE TABLE studies (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, spec_path TEXT NOT NULL,
+  spec_hash TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE TABLE trials (id INTEGER PRIMARY KEY, study_id INTEGER NOT NULL REFERENCES studies(id),
+  trial_key TEXT NOT NULL, params_json TEXT NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',
+  job_id TEXT NOT NULL DEFAULT '', slurm_state TEXT NOT NULL DEFAULT '', exit_code TEXT NOT NULL DEFAULT '',
+  attempt INTEGER NOT NULL DEFAULT 0, submitted_at REAL, started_at REAL, ended_at REAL,
+  log_path TEXT NOT NULL DEFAULT '', log_offset INTEGER NOT NULL DEFAULT 0,
+  stop_request TEXT NOT NULL DEFAULT '', UNIQUE (study_id, trial_key));
+CREATE TABLE metrics (trial_id INTEGER NOT NULL REFERENCES trials(id), step INTEGER NOT NULL, time_s REAL,
+  name TEXT NOT NULL, value REAL, PRIMARY KEY (trial_id, name, step)) WITHOUT ROWID;
+CREATE TABLE events (id INTEGER PRIMARY KEY, study_id INTEGER NOT NULL REFERENCES studies(id),
+  trial_id INTEGER REFERENCES trials(id), at REAL NOT NULL, kind TEXT NOT NULL, message TEXT NOT NULL);
+CREATE INDEX events_by_study ON events (study_id, id);
+INSERT INTO studies VALUES (1, 'old', 'old.toml', 'h', 1.0);
+INSERT INTO trials (id, study_id, trial_key, params_json, state, job_id, attempt, log_offset)
+  VALUES (1, 1, 't-1', '{"lr":0.1}', 'running', '4242', 1, 640);
+INSERT INTO metrics VALUES (1, 10, 1.5, 'lm_loss', 2.5);
+PRAGMA user_version = 1;
+)sql");
+  }
+  auto store = MustOpen(path);
+  auto t = store->GetTrial(1);
+  REQUIRE(t.ok());
+  CHECK(t->state == "running");
+  CHECK(t->job_id == "4242");
+  CHECK(t->log_offset == 640);
+  CHECK(t->array_name.empty());
+  CHECK(t->array_index == -1);
+  CHECK(store->CountMetrics(1).value() == 1);
+  CHECK(RawDb(path).Text("PRAGMA user_version") == std::to_string(SchemaVersion()));
 }
 
 TEST_CASE("Store: a database from a newer slurmsweep is refused", "[store]") {

@@ -33,7 +33,7 @@ exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --lr {{lr}} --optimizer {{
 // Writes a study that runs the example workload over SSH on the test cluster.
 std::string WriteStudy(const testing::TempDir& dir, const std::string& name, const std::string& space,
                        const std::string& vars, int max_concurrent = 8, const std::string& tmpl = kTemplate,
-                       const std::string& known_hosts = "") {
+                       const std::string& known_hosts = "", const std::string& extra = "") {
   testing::WriteAll(dir.file("job.sbatch"), tmpl);
   std::string text = fmt::format(R"([study]
 name = "{name}"
@@ -61,13 +61,15 @@ stage = ["{bin}/bin/mlp_train"]
 {vars}
 
 {space}
+
+{extra}
 )",
       fmt::arg("name", name), fmt::arg("host", testing::ClusterVar("SLURMSWEEP_SSH_HOST")), fmt::arg("port", testing::ClusterVar("SLURMSWEEP_SSH_PORT")),
       fmt::arg("user", testing::ClusterVar("SLURMSWEEP_SSH_USER")), fmt::arg("key", testing::ClusterVar("SLURMSWEEP_SSH_KEY")),
       fmt::arg("known", known_hosts.empty() ? testing::ClusterVar("SLURMSWEEP_SSH_KNOWN_HOSTS") : known_hosts),
       fmt::arg("partition", testing::ClusterVar("SLURMSWEEP_PARTITION")), fmt::arg("work", dir.file("work")),
       fmt::arg("maxc", max_concurrent), fmt::arg("bin", SLURMSWEEP_BINARY_DIR), fmt::arg("vars", vars),
-      fmt::arg("space", space));
+      fmt::arg("space", space), fmt::arg("extra", extra));
   testing::WriteAll(dir.file("study.toml"), text);
   return dir.file("study.toml");
 }
@@ -93,12 +95,16 @@ TEST_CASE("a study runs to completion over SSH and a second run submits nothing"
       REQUIRE(last.ok());
       REQUIRE(last->has_value());
       CHECK((*last)->step == 40);
-      // The script on the cluster side carries the comment tag.
-      std::string script = testing::ReadAll(fmt::format("{}/scripts/{}.1.sbatch", dir.file("work"), t.trial_key));
-      CHECK_THAT(script, Catch::Contains(fmt::format("#SBATCH --comment=slurmsweep:study=happy:trial={}:attempt=1",
-                                                     t.trial_key)));
+      // One job array for the four: the trial is a task of it, its own log name points at the task's log.
+      CHECK(t.job_id.rfind(trials[0].job_id.substr(0, trials[0].job_id.find('_')) + "_", 0) == 0);
+      CHECK(testing::ReadAll(fmt::format("{}/logs/{}.1.out", dir.file("work"), t.trial_key)) ==
+            testing::ReadAll(t.log_path));
     }
-    CHECK(h.runner->slurm_stats().sbatch == 4);
+    CHECK(h.runner->slurm_stats().sbatch == 1);
+    // The array script on the cluster side carries the comment tag it is found by after a crash.
+    std::string script = testing::ReadAll(fmt::format("{}/scripts/{}.sbatch", dir.file("work"), trials[0].array_name));
+    CHECK_THAT(script, Catch::Contains(fmt::format("#SBATCH --comment=slurmsweep:study=happy:array={}", trials[0].array_name)));
+    CHECK_THAT(script, Catch::Contains("#SBATCH --array=0-3%4"));
     // The report has a row per trial with its final loss.
     auto rows = CollectTrialRows(*h.store, h.runner->study_id(), ParamNames(h.study), h.clock.Now());
     REQUIRE(rows.ok());
@@ -159,7 +165,7 @@ TEST_CASE("cancel stops running jobs and unsubmitted trials; the run loop sees t
     INFO(t.trial_key << " " << t.reason);
     CHECK(t.state == "cancelled");
   }
-  CHECK(h.runner->slurm_stats().sbatch == 2);  // the third was never submitted
+  CHECK(h.runner->slurm_stats().sbatch == 1);  // one array of three, at most two running
 }
 
 TEST_CASE("one squeue call per tick however many trials are active", "[cluster]") {
@@ -183,6 +189,82 @@ TEST_CASE("one squeue call per tick however many trials are active", "[cluster]"
   CHECK(done);
   CHECK(max_active >= 20);
   for (const auto& t : h.Trials()) CHECK(t.state == "completed");
+}
+
+// Issue 7's acceptance: a 50+ trial study goes to Slurm as arrays (one sbatch per array), with a
+// constant number of squeue calls per tick; a CUDA OOM cancels the queued tasks it dominates and a
+// failed task is retried on its own (a mixed study).
+TEST_CASE("a 60-trial study is one job array: one sbatch, one squeue per tick; OOM-dominated tasks cancelled, a retry alone",
+          "[cluster]") {
+  testing::TempDir dir;
+  std::string tmpl = R"TPL(#!/bin/bash
+set -euo pipefail
+if [ {{mbs}} = 16 ] && [ {{seed}} = 1 ]; then
+  echo "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB" >&2; exit 1
+fi
+if [ {{mbs}} = 1 ] && [ {{seed}} = 2 ] && [ {{attempt}} = 1 ]; then exit 3; fi
+exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --seed {{seed}} --lr 0.05 --optimizer sgd \
+  --hidden 16 --train-iters 40 --log-interval 5 --sleep-ms 40
+)TPL";
+  // Grid order: parameters by name, the first varying slowest, so (mbs 16, seed 1) is task 0 and
+  // the config it dominates, (mbs 32, seed 1), is task 50: still queued when task 0 runs out of memory.
+  std::string path = WriteStudy(dir, "arrays",
+                                "[space]\nmbs = [16, 1, 2, 4, 8, 32]\n"
+                                "seed = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n",
+                                "x = 1\n", /*max_concurrent=*/12, tmpl, "", "[retry]\nfailed = 1\n");
+  Harness h(path);
+  REQUIRE(h.runner->Prepare().ok());
+  bool done = false;
+  int max_squeue = 0;
+  for (int i = 0; i < 600 && !done; ++i) {
+    int squeue_before = h.runner->slurm_stats().squeue;
+    auto r = h.runner->Tick();
+    REQUIRE(r.ok());
+    int squeue = h.runner->slurm_stats().squeue - squeue_before;
+    max_squeue = std::max(max_squeue, squeue);
+    CHECK(squeue == (r->active > 0 ? 1 : 0));
+    done = r->done;
+    if (!done) h.clock.SleepFor(0.5);
+  }
+  INFO(h.log.str());
+  REQUIRE(done);
+  CHECK(max_squeue == 1);
+  // One sbatch for the array of 60, one for the retry.
+  CHECK(h.runner->slurm_stats().sbatch == 2);
+  auto trials = h.Trials();
+  REQUIRE(trials.size() == 60);
+  std::string array_id = trials[0].job_id.substr(0, trials[0].job_id.find('_'));
+  std::map<std::string, int> states;
+  for (const auto& t : trials) {
+    INFO(t.params_json << " " << t.state << " " << t.reason << " job " << t.job_id);
+    ++states[t.state];
+    if (t.params_json == R"({"mbs":16,"seed":1})") {
+      CHECK(t.state == "cuda_oom");
+    } else if (t.params_json == R"({"mbs":32,"seed":1})") {
+      CHECK(t.state == "skipped");
+      CHECK_THAT(t.reason, Catch::Contains("dominated by the CUDA OOM"));
+      CHECK(t.job_id == array_id + "_50");
+      CHECK(h.store->CountMetrics(t.id).value() == 0);  // cancelled before it started
+    } else if (t.params_json == R"({"mbs":1,"seed":2})") {
+      CHECK(t.state == "completed");
+      CHECK(t.attempt == 2);
+      CHECK(t.job_id.find('_') == std::string::npos);  // resubmitted alone, as a plain job
+    } else {
+      CHECK(t.state == "completed");
+      CHECK(t.attempt == 1);
+      CHECK(t.job_id.rfind(array_id + "_", 0) == 0);
+      CHECK(testing::CountPoints(*h.store, t.id, "lm_loss") == 8);
+    }
+  }
+  CHECK(states["completed"] == 58);
+  // Slurm's own record: one array of 60 tasks throttled to 12 running at once; the task cancelled
+  // while queued never ran, so Slurm keeps no record of it.
+  CHECK_THAT(testing::ReadAll(fmt::format("{}/scripts/{}.sbatch", dir.file("work"), trials[0].array_name)),
+             Catch::Contains("#SBATCH --array=0-59%12"));
+  std::string listed = testing::Capture(fmt::format("SLURM_CONF={} squeue -h -r -t all -j {} -o %i",
+                                                    testing::ClusterVar("SLURM_CONF"), array_id));
+  CHECK(std::count(listed.begin(), listed.end(), '\n') == 59);
+  CHECK_THAT(listed, !Catch::Contains(array_id + "_50\n"));
 }
 
 TEST_CASE("hostile parameter values reach the job literally and run nothing", "[cluster]") {
