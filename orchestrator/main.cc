@@ -196,9 +196,7 @@ struct App {
     }
     std::string csv_dir = csv_file ? "" : csv_path;
     if (html_path.empty() && csv_dir.empty()) return Status::OK();
-    ReportOptions options;
-    options.version = SLURMSWEEP_VERSION;
-    SWEEP_RETURN_IF_ERROR(WriteReports(*store, study, rec->id, html_path, csv_dir, clock.Now(), options));
+    SWEEP_RETURN_IF_ERROR(WriteReports(*store, study, rec->id, html_path, csv_dir, clock.Now(), ReportOptionsFor(study)));
     if (!html_path.empty()) std::cout << fmt::format("wrote {}\n", html_path);
     if (!csv_dir.empty()) {
       std::cout << fmt::format("wrote {0}/trials.csv and {0}/metrics.csv\n", csv_dir);

@@ -206,6 +206,18 @@ std::optional<size_t> FindBaseline(const std::vector<store::TrialRecord>& trials
   return std::nullopt;
 }
 
+}  // namespace
+
+ReportOptions ReportOptionsFor(const Study& study) {
+  ReportOptions options;
+  options.baseline = study.report.baseline;
+  options.target = study.report.target;
+  options.version = SLURMSWEEP_VERSION;
+  return options;
+}
+
+namespace {
+
 std::string ClusterText(const ClusterSpec& c) {
   std::string s = c.transport;
   if (c.transport == "ssh") s += fmt::format(" {}{}:{}", c.user.empty() ? "" : c.user + "@", c.host, c.port);

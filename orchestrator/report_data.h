@@ -33,6 +33,9 @@ struct ReportOptions {
   reports::HtmlOptions html;
 };
 
+// The options a study's [report] table asks for (baseline, target), with this binary's version.
+ReportOptions ReportOptionsFor(const Study& study);
+
 // Per-trial curves are downsampled so that all of them together stay near this many points per
 // chart (between 50 and 500 per trial): 1000 trials of 10k points make a report of a few MB.
 inline constexpr size_t kCurvePointBudget = 100'000;

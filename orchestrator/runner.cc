@@ -63,7 +63,7 @@ bool IsFinalTrialState(std::string_view state) {
 }
 
 Runner::Runner(const Study& study, store::Store& store, slurm::Transport& transport, Clock& clock, std::ostream& log)
-    : study_(study), store_(store), transport_(transport), client_(transport), clock_(clock), log_(log) {}
+    : study_(study), store_(store), transport_(transport), client_(transport_), clock_(clock), log_(log) {}
 
 void Runner::Event(std::optional<int64_t> trial_id, const std::string& kind, const std::string& message) {
   log_ << fmt::format("[{}] {}{}\n", FormatUtc(clock_.Now()), trial_id ? fmt::format("trial {}: ", *trial_id) : "",
@@ -774,12 +774,8 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
 // it never stops the sweep.
 void Runner::RefreshReports(bool final) {
   last_report_ = clock_.Now();
-  ReportOptions options;
-  options.baseline = study_.report.baseline;
-  options.target = study_.report.target;
-  options.version = SLURMSWEEP_VERSION;
   Status st = WriteReports(store_, study_, study_id_, study_.report.html, final ? study_.report.csv_dir : "",
-                           clock_.Now(), options);
+                           clock_.Now(), ReportOptionsFor(study_));
   if (!st.ok()) {
     Event(std::nullopt, "report_failed", "could not write the report: " + st.ToString());
   } else if (final) {

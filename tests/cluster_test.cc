@@ -14,6 +14,7 @@
 #include "orchestrator/report_data.h"
 #include "orchestrator/runner.h"
 #include "orchestrator/study.h"
+#include "reports/study_report.h"
 #include "store/store.h"
 #include "tests/cluster_harness.h"
 #include "tests/test_util.h"
@@ -330,4 +331,55 @@ TEST_CASE("an unknown host key is recorded only when the user names its exact fi
   auto [again, again_out] = testing::RunShell(bin + " status " + path + " 2>&1");
   CHECK(again == 0);
   CHECK_THAT(again_out, Catch::Contains("1 completed"));
+}
+
+// Issue 5's acceptance: the replay of recorded Megatron-LM layouts runs on the test cluster, the
+// throughput rule stops the slow layouts, and the report splits the winner's gain over the
+// baseline into throughput x convergence. examples/megatron-replay.toml as shipped, run faster.
+TEST_CASE("the Megatron replay sweep ranks layouts by loss versus time and the report decomposes the gain",
+          "[cluster]") {
+  testing::TempDir dir;
+  std::string text = testing::ReadAll(std::string(SLURMSWEEP_SOURCE_DIR) + "/examples/megatron-replay.toml");
+  auto replace = [&](const std::string& from, const std::string& to) {
+    size_t p = text.find(from);
+    REQUIRE(p != std::string::npos);
+    text.replace(p, from.size(), to);
+  };
+  std::string src = SLURMSWEEP_SOURCE_DIR, bin = SLURMSWEEP_BINARY_DIR;
+  replace("speedup = 0.1", "speedup = 0.3");
+  replace("database = \"../build/megatron-replay.db\"", "database = \"" + dir.file("replay.db") + "\"");
+  replace("workdir = \"/tmp/slurmsweep-megatron-replay\"", "workdir = \"" + dir.file("work") + "\"");
+  replace("../templates/", src + "/templates/");
+  replace("\"../build/bin/megatron_replay\"", "\"" + bin + "/bin/megatron_replay\"");
+  replace("\"data/megatron-replay/cases.csv\"", "\"" + src + "/examples/data/megatron-replay/cases.csv\"");
+  replace("\"data/megatron-replay/curves.csv\"", "\"" + src + "/examples/data/megatron-replay/curves.csv\"");
+  replace("refresh_minutes = 0.5", "refresh_minutes = 0.5\nhtml = \"" + dir.file("report.html") + "\"\ncsv_dir = \"" +
+                                       dir.file("csv") + "\"");
+  testing::WriteAll(dir.file("replay.toml"), text);
+
+  Harness h(dir.file("replay.toml"));
+  REQUIRE(h.runner->Run(400).ok());
+  INFO(h.log.str());
+  CHECK(h.Trial(R"({"pp":1,"tp":1})").state == "completed");
+  for (const char* slow : {R"({"pp":1,"tp":2})", R"({"pp":1,"tp":4})", R"({"pp":2,"tp":4})"}) {
+    auto t = h.Trial(slow);
+    CHECK(t.state == "pruned");
+    CHECK_THAT(t.reason, Catch::Contains("throughput rule"));
+  }
+  auto report = CollectReport(*h.store, h.study, h.runner->study_id(), ReportOptionsFor(h.study), h.clock.Now());
+  REQUIRE(report.ok());
+  reports::Analysis a = reports::Analyze(*report);
+  REQUIRE(a.recommended);
+  REQUIRE(report->baseline);
+  CHECK(report->trials[*a.recommended].key == h.Trial(R"({"pp":1,"tp":1})").trial_key);
+  CHECK(report->trials[*report->baseline].key == h.Trial(R"({"pp":1,"tp":4})").trial_key);
+  CHECK(a.ranking.front() == *a.recommended);
+  REQUIRE(a.decomposition);
+  // The recorded H100 iteration times: 53 ms at TP1 against 196 ms at TP4.
+  CHECK(a.decomposition->throughput > 3.3);
+  CHECK(a.decomposition->throughput < 4.1);
+  CHECK(a.decomposition->time_to_target == Approx(a.decomposition->throughput * a.decomposition->convergence));
+  CHECK(a.decomposition->time_to_target > 2);
+  std::string html = testing::ReadAll(dir.file("report.html"));
+  CHECK_THAT(html, Catch::Contains("time to target"));
 }

@@ -331,6 +331,81 @@ TEST_CASE("a submission whose answer was lost is found and adopted, never submit
   for (const auto& t : *trials) CHECK(jobs[t.job_id] == 1);
 }
 
+namespace {
+
+// The real local transport, except that sbatch answers "submit quota full" the first `refusals`
+// times without running, with the words Slurm 22.05 prints for QOSMaxSubmitJobPerUserLimit.
+class SubmitQuotaFull final : public slurm::Transport {
+ public:
+  SubmitQuotaFull(std::unique_ptr<slurm::Transport> real, int refusals) : real_(std::move(real)), left_(refusals) {}
+  Result<slurm::CommandOutput> Run(const std::string& command) override {
+    if (command.rfind("sbatch", 0) == 0 && left_ > 0) {
+      --left_;
+      return slurm::CommandOutput{1, "",
+                                  "sbatch: error: QOSMaxSubmitJobPerUserLimit\n"
+                                  "sbatch: error: Batch job submission failed: Job violates accounting/QOS policy "
+                                  "(job submit limit, user's size and/or time limits)\n"};
+    }
+    return real_->Run(command);
+  }
+  Status WriteFile(const std::string& p, std::string_view c, int mode) override { return real_->WriteFile(p, c, mode); }
+  Result<std::string> ReadFrom(const std::string& p, uint64_t o, size_t n) override { return real_->ReadFrom(p, o, n); }
+  std::string Describe() const override { return "local with a full submit quota"; }
+
+ private:
+  std::unique_ptr<slurm::Transport> real_;
+  int left_;
+};
+
+// Real time, except that long waits pass at once: a minutes-long submit pause takes no test time
+// while the jobs on the cluster run in real time.
+class FastForwardClock final : public Clock {
+ public:
+  double Now() const override { return real_.Now() + skipped_; }
+  void SleepFor(double seconds) override {
+    double real = std::min(seconds, 0.1);
+    real_.SleepFor(real);
+    skipped_ += seconds - real;
+  }
+
+ private:
+  SystemClock real_;
+  double skipped_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("a full submit quota pauses submission, then smaller arrays go in; no trial fails", "[cluster][fault]") {
+  testing::TempDir dir;
+  const std::string name = "quota" + std::to_string(getpid());
+  std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01, 0.02, 0.03, 0.04, 0.05, 0.06]\nmbs = [4]\n",
+                                     "iters = 20\nsleep_ms = 0\noptimizer = \"sgd\"\n", kTrainTemplate, 6);
+  setenv("SLURM_CONF", testing::ClusterVar("SLURM_CONF").c_str(), 1);
+  auto study = LoadStudy(path);
+  REQUIRE(study.ok());
+  auto db = store::Store::Open(study->database);
+  REQUIRE(db.ok());
+  SubmitQuotaFull transport(slurm::NewLocalTransport(), 2);
+  FastForwardClock clock;
+  double start = clock.Now();
+  std::ostringstream log;
+  Runner runner(*study, **db, transport, clock, log);
+  REQUIRE(runner.Run(400).ok());
+  INFO(log.str());
+  // Two refusals: 60 s, then 120 s of waiting, and the array halved each time (6 -> 3 -> 1).
+  CHECK_THAT(log.str(), Catch::Contains("then go in arrays of at most 3"));
+  CHECK_THAT(log.str(), Catch::Contains("then go in arrays of at most 1"));
+  CHECK(clock.Now() - start >= 180);
+  auto trials = (*db)->ListTrials(runner.study_id());
+  REQUIRE(trials.ok());
+  for (const auto& t : *trials) {
+    INFO(t.trial_key << " " << t.state << " " << t.reason);
+    CHECK(t.state == "completed");
+    CHECK(t.attempt == 1);  // a refused submission is no attempt
+  }
+  CHECK(StudyJobs(name).size() == 6);
+}
+
 TEST_CASE("a trial longer than its time limit runs as a chain of jobs and its curve is one curve",
           "[cluster][fault]") {
   testing::TempDir dir;
