@@ -12,6 +12,7 @@
 #include "orchestrator/early_stop.h"
 #include "orchestrator/planner.h"
 #include "orchestrator/poll_schedule.h"
+#include "orchestrator/query_budget.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/space.h"
 #include "slurm/job_state.h"
@@ -698,7 +699,13 @@ Status Runner::Run(int max_ticks) {
     Event(std::nullopt, "unavailable", "cluster unreachable, will retry: " + st.message());
     clock_.SleepFor(schedule.Next(false, true));
   }
+  // One pace for all of this user's studies on this cluster: wait for our slot before each tick.
+  auto budget = QueryBudget::Open(QueryBudget::DefaultPath(transport_.Describe()), study_.cluster.query_gap_s);
+  if (!budget.ok()) return budget.status();
   for (int i = 0; max_ticks == 0 || i < max_ticks; ++i) {
+    auto wait = budget->Reserve(SystemClock().Now());
+    if (!wait.ok()) return wait.status();
+    if (*wait > 0) clock_.SleepFor(*wait);
     auto r = Tick();
     if (!r.ok()) return r.status();
     if (r->done) {

@@ -225,7 +225,7 @@ class Loader {
     SWEEP_RETURN_IF_ERROR(CheckKeys(c, "cluster",
                                     {"transport", "host", "port", "user", "identity_file", "known_hosts", "partition",
                                      "account", "qos", "workdir", "max_concurrent", "poll_interval_s",
-                                     "max_poll_interval_s", "arrays", "max_array_size", "queue_ahead"}));
+                                     "max_poll_interval_s", "arrays", "max_array_size", "queue_ahead", "query_gap_s"}));
     ClusterSpec& k = s.cluster;
     SWEEP_RETURN_IF_ERROR(String(c, "cluster", "transport", &k.transport, false));
     if (k.transport != "ssh" && k.transport != "local") {
@@ -256,6 +256,7 @@ class Loader {
     SWEEP_RETURN_IF_ERROR(Bool(c, "cluster", "arrays", &k.arrays));
     SWEEP_RETURN_IF_ERROR(Int(c, "cluster", "max_array_size", &k.max_array_size, 2, 1000000));
     SWEEP_RETURN_IF_ERROR(Int(c, "cluster", "queue_ahead", &k.queue_ahead, -1, 1000000));
+    SWEEP_RETURN_IF_ERROR(Number(c, "cluster", "query_gap_s", &k.query_gap_s, 0));
     return Status::OK();
   }
 

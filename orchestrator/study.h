@@ -55,6 +55,9 @@ struct ClusterSpec {
   // is queued at once and ages in the queue), 0 = submit only what can run (every result, e.g.
   // a CUDA OOM, can still shape what is submitted next).
   int queue_ahead = -1;
+  // Every slurmsweep of this user on this machine polling the same cluster shares one pace: at
+  // most one tick per query_gap_s among all of them (QueryBudget). 0 = this study is not paced.
+  double query_gap_s = 0.5;
 };
 
 struct JobSpec {
