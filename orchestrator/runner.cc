@@ -633,12 +633,15 @@ Status Runner::SubmitBatch(std::vector<store::TrialRecord*>& batch, int throttle
           fmt::format("the cluster refuses more jobs now ({}); {} trial(s) wait {:.0f} s, then go in arrays of at most {}",
                       job.status().message(), batch.size(), submit_pause_s_, submit_chunk_));
   }
+  if (!job.ok() && job.status().IsResourceExhausted()) {
+    // Left "submitting": an sbatch stopped by its timeout may have got through just before, so
+    // Reconcile looks for the job by name before anything is submitted again.
+    return Status::OK();
+  }
   return store_.InTransaction([&]() -> Status {
     for (size_t i = 0; i < batch.size(); ++i) {
       store::TrialRecord& t = *batch[i];
-      if (!job.ok() && job.status().IsResourceExhausted()) {
-        UndoSubmission(t);
-      } else if (!job.ok()) {
+      if (!job.ok()) {
         t.state = std::string(slurm::JobStateName(slurm::JobState::kFailed));
         t.reason = "sbatch refused the job: " + job.status().message();
         t.ended_at = clock_.Now();

@@ -14,6 +14,7 @@ namespace {
 // squeue --Format fields, each ended by '|'; Comment last so a '|' inside it survives.
 constexpr std::string_view kSqueueFormat =
     "JobArrayID:|,State:|,Reason:|,exit_code:|,Name:|,StartTime:|,EndTime:|,Comment:";
+constexpr int kSbatchTimeoutS = 60;
 constexpr std::string_view kSacctFields = "JobID,State,ExitCode,Reason,JobName,Start,End,Comment";
 
 std::vector<std::string_view> Split(std::string_view line, char sep, size_t max_fields) {
@@ -183,7 +184,9 @@ bool IsSubmitLimit(std::string_view err) {
   for (std::string_view needle :
        // The reason sbatch prints before the generic "Job violates accounting/QOS policy", which
        // also covers permanent refusals (a time limit above the QOS maximum).
-       {"MaxSubmitJob", "GrpSubmitJobsLimit"}) {
+       // "temporarily unable": slurmctld's MaxJobCount is reached (sbatch retries on its own, for
+       // minutes, until Submit's timeout stops it).
+       {"MaxSubmitJob", "GrpSubmitJobsLimit", "temporarily unable to accept job"}) {
     if (err.find(needle) != std::string_view::npos) return true;
   }
   return false;
@@ -212,7 +215,10 @@ Result<CommandOutput> SlurmClient::RunSlurm(const std::string& command, int* cou
 }
 
 Result<std::string> SlurmClient::Submit(const std::string& script_path) {
-  auto r = RunSlurm("sbatch --parsable " + ShellQuote(script_path), &stats_.sbatch);
+  // sbatch waits and retries by itself while slurmctld holds MaxJobCount jobs; bounded here so the
+  // run loop goes on tracking (the caller then treats the submission as in doubt).
+  auto r = RunSlurm(fmt::format("timeout {} sbatch --parsable {}", kSbatchTimeoutS, ShellQuote(script_path)),
+                    &stats_.sbatch);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {
     std::string msg = fmt::format("sbatch refused {} (exit {}): {}", script_path, r->exit_code, Trim(r->err));

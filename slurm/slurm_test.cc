@@ -162,6 +162,8 @@ TEST_CASE("a full submit quota is told from a bad job", "[slurm]") {
   CHECK(IsSubmitLimit("sbatch: error: QOSMaxSubmitJobPerUserLimit\nsbatch: error: Batch job submission failed: "
                       "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)\n"));
   CHECK(IsSubmitLimit("sbatch: error: AssocMaxSubmitJobLimit\n"));
+  // Seen on the test cluster with MaxJobCount reached (sbatch keeps retrying until stopped).
+  CHECK(IsSubmitLimit("sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying\n"));
   CHECK_FALSE(IsSubmitLimit("sbatch: error: Batch job submission failed: Invalid partition name specified\n"));
   CHECK_FALSE(IsSubmitLimit("sbatch: error: QOSMaxWallDurationPerJobLimit\nsbatch: error: Batch job submission failed: "
                             "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)\n"));

@@ -285,7 +285,7 @@ class LoseFirstSbatchAnswer final : public slurm::Transport {
   explicit LoseFirstSbatchAnswer(std::unique_ptr<slurm::Transport> real) : real_(std::move(real)) {}
   Result<slurm::CommandOutput> Run(const std::string& command) override {
     auto r = real_->Run(command);
-    if (command.rfind("sbatch", 0) == 0 && !dropped_) {
+    if (command.find("sbatch --parsable") != std::string::npos && !dropped_) {
       dropped_ = true;
       return Status::Unavailable("connection lost (injected) after sbatch ran");
     }
@@ -339,7 +339,7 @@ class SubmitQuotaFull final : public slurm::Transport {
  public:
   SubmitQuotaFull(std::unique_ptr<slurm::Transport> real, int refusals) : real_(std::move(real)), left_(refusals) {}
   Result<slurm::CommandOutput> Run(const std::string& command) override {
-    if (command.rfind("sbatch", 0) == 0 && left_ > 0) {
+    if (command.find("sbatch --parsable") != std::string::npos && left_ > 0) {
       --left_;
       return slurm::CommandOutput{1, "",
                                   "sbatch: error: QOSMaxSubmitJobPerUserLimit\n"

@@ -182,6 +182,8 @@ SlurmdTimeout=10
 MessageTimeout=5
 KillWait=2
 MinJobAge=300
+# bench/scale_bench.sh queues 10,000 array tasks on top of earlier runs' records (kept MinJobAge).
+MaxJobCount=50000
 EOF
   for i in $(seq "$NODES"); do
     name=$(node_name "$i")
