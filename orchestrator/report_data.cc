@@ -291,6 +291,7 @@ Result<Collected> Collect(store::Store& store, const Study& study, int64_t study
   meta.cluster = ClusterText(study.cluster);
   meta.objective_metric = study.objective.metric;
   meta.minimize = study.objective.minimize;
+  meta.rank_by_time_to_target = study.objective.rank_by_time_to_target;
   meta.nodes = study.job.nodes;
   meta.gpus_per_node = study.job.gpus_per_node;
   meta.cpus_per_task = study.job.cpus_per_task;

@@ -188,12 +188,18 @@ class Loader {
     auto obj = Table(root, "objective", false);
     if (!obj.ok()) return obj.status();
     if (*obj) {
-      SWEEP_RETURN_IF_ERROR(CheckKeys(**obj, "objective", {"metric", "mode"}));
+      SWEEP_RETURN_IF_ERROR(CheckKeys(**obj, "objective", {"metric", "mode", "rank_by"}));
       SWEEP_RETURN_IF_ERROR(String(**obj, "objective", "metric", &s.objective.metric, false));
       std::string mode = "min";
       SWEEP_RETURN_IF_ERROR(String(**obj, "objective", "mode", &mode, false));
       if (mode != "min" && mode != "max") return Error((*obj)->get("mode"), "objective.mode", "must be \"min\" or \"max\"");
       s.objective.minimize = mode == "min";
+      std::string rank_by = "final";
+      SWEEP_RETURN_IF_ERROR(String(**obj, "objective", "rank_by", &rank_by, false));
+      if (rank_by != "final" && rank_by != "time_to_target") {
+        return Error((*obj)->get("rank_by"), "objective.rank_by", "must be \"final\" or \"time_to_target\"");
+      }
+      s.objective.rank_by_time_to_target = rank_by == "time_to_target";
     }
 
     SWEEP_RETURN_IF_ERROR(LoadCluster(root, s));

@@ -80,6 +80,9 @@ struct JobSpec {
 struct Objective {
   std::string metric = "lm_loss";
   bool minimize = true;
+  // Rank by the training time to reach the report's target (the smoothed objective first at or
+  // past it) instead of by the final value: the headline of a throughput-and-convergence study.
+  bool rank_by_time_to_target = false;
 };
 
 struct Study {

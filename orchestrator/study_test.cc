@@ -205,3 +205,35 @@ TEST_CASE("hostile study input is an error, never a crash or a hang", "[study]")
   REQUIRE_FALSE(grid.ok());
   CHECK_THAT(grid.status().message(), Catch::Contains("random sampler"));
 }
+
+TEST_CASE("job-array, queue and ranking keys load, and bad values name their key", "[study]") {
+  StudyDir d;
+  auto s = d.Parse(MinimalStudy());
+  REQUIRE(s.ok());
+  CHECK(s->cluster.arrays);
+  CHECK(s->cluster.queue_ahead == -1);
+  CHECK(s->cluster.max_array_size == 1000);
+  CHECK(s->cluster.query_gap_s == 0.5);
+  CHECK_FALSE(s->objective.rank_by_time_to_target);
+
+  auto set = d.Parse("[study]\nname = \"t1\"\n[objective]\nrank_by = \"time_to_target\"\n[cluster]\n"
+                     "transport = \"local\"\nworkdir = \"/tmp/x\"\narrays = false\nqueue_ahead = 0\n"
+                     "max_array_size = 200\nquery_gap_s = 0\n[job]\ntemplate = \"job.sbatch\"\n"
+                     "[space]\nlr = [1]\nopt = [\"a\"]\n");
+  REQUIRE(set.ok());
+  CHECK_FALSE(set->cluster.arrays);
+  CHECK(set->cluster.queue_ahead == 0);
+  CHECK(set->cluster.max_array_size == 200);
+  CHECK(set->cluster.query_gap_s == 0);
+  CHECK(set->objective.rank_by_time_to_target);
+
+  auto bad = d.Parse("[study]\nname = \"t1\"\n[objective]\nrank_by = \"speed\"\n[cluster]\ntransport = \"local\"\n"
+                     "workdir = \"/tmp/x\"\narrays = \"yes\"\n[job]\ntemplate = \"job.sbatch\"\n");
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.status().message(), Catch::Contains("study.toml:4") && Catch::Contains("objective.rank_by"));
+  auto bad_array = d.Parse("[study]\nname = \"t1\"\n[cluster]\ntransport = \"local\"\n"
+                           "workdir = \"/tmp/x\"\narrays = \"yes\"\n[job]\ntemplate = \"job.sbatch\"\n");
+  REQUIRE_FALSE(bad_array.ok());
+  CHECK_THAT(bad_array.status().message(), Catch::Contains("study.toml:6") && Catch::Contains("cluster.arrays") &&
+                                               Catch::Contains("true or false"));
+}

@@ -258,8 +258,16 @@ class Page {
     }
     size_t rec = *a_.recommended;
     const TrialSummary& t = T(rec);
-    fmt::format_to(Out(out_), "<p class=\"rec\">Use {}: the best final {} ({}) among {} completed trials.</p>",
-                   TrialName(rec), Esc(metric_), FormatLoss(t.final_value), Completed());
+    if (r_.meta.rank_by_time_to_target && TimeToTarget(t)) {
+      fmt::format_to(Out(out_),
+                     "<p class=\"rec\">Use {}: the shortest training time to the target ({}) among {} completed "
+                     "trials; final {} {}.</p>",
+                     TrialName(rec), FormatDuration(*TimeToTarget(t)), Completed(), Esc(metric_),
+                     FormatLoss(t.final_value));
+    } else {
+      fmt::format_to(Out(out_), "<p class=\"rec\">Use {}: the best final {} ({}) among {} completed trials.</p>",
+                     TrialName(rec), Esc(metric_), FormatLoss(t.final_value), Completed());
+    }
     if (!r_.baseline) {
       fmt::format_to(Out(out_), "<p class=\"note\">No speedup is shown: {}</p>", Esc(r_.baseline_note));
     } else if (IsBaseline(rec)) {
@@ -383,9 +391,13 @@ class Page {
                      hours ? FormatHours(*hours) : "–", t.queue_s ? FormatDuration(std::max(0.0, *t.queue_s)) : "–");
     };
     size_t shown = std::min(o_.top_n, a_.ranking.size());
-    fmt::format_to(Out(out_), "<section id=\"ranking\"><h2>Ranking</h2><p class=\"note\">Completed trials first, best final {} first; "
-                              "then running, stopped, failed, waiting and dropped ones.</p>",
-                   Esc(metric_));
+    fmt::format_to(Out(out_),
+                   "<section id=\"ranking\"><h2>Ranking</h2><p class=\"note\">Completed trials first, {}; "
+                   "then running, stopped, failed, waiting and dropped ones.</p>",
+                   r_.meta.rank_by_time_to_target
+                       ? "quickest to the target first (the objective), then those that never reached it by final " +
+                             Esc(metric_)
+                       : "best final " + Esc(metric_) + " first");
     out_.append(head);
     for (size_t k = 0; k < shown; ++k) row(k, a_.ranking[k]);
     out_.append("</tbody></table></div>");

@@ -114,12 +114,16 @@ Analysis Analyze(const StudyReport& report) {
 
   a.ranking.resize(trials.size());
   for (size_t i = 0; i < trials.size(); ++i) a.ranking[i] = i;
-  // Within a group: finite objective values best first, then the rest by trial id.
+  // Within a group: finite objective values best first, then the rest by trial id. Ranked by time
+  // to target: those that reached it first, quickest first, then the others by final value.
+  const bool by_time = report.meta.rank_by_time_to_target;
   auto key = [&](size_t i) {
     const TrialSummary& t = trials[i];
     bool has = Finite(t.final_value);
     double v = has ? (minimize ? *t.final_value : -*t.final_value) : 0;
-    return std::make_tuple(GroupRank(OutcomeOf(t.state)), !has, v, t.id);
+    auto ttt = by_time ? TimeToTarget(t) : std::nullopt;
+    int tier = ttt ? 0 : has ? 1 : 2;
+    return std::make_tuple(GroupRank(OutcomeOf(t.state)), tier, ttt ? *ttt : v, t.id);
   };
   std::stable_sort(a.ranking.begin(), a.ranking.end(), [&](size_t x, size_t y) { return key(x) < key(y); });
 

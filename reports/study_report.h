@@ -56,6 +56,7 @@ struct StudyMeta {
   std::string cluster;  // "ssh root@host:22, partition debug"
   std::string objective_metric = "lm_loss";
   bool minimize = true;
+  bool rank_by_time_to_target = false;  // else by the final objective value
   int nodes = 1, gpus_per_node = 0, cpus_per_task = 0;
   std::vector<std::string> param_names;
 };
@@ -111,7 +112,7 @@ struct CostSummary {
 
 struct Analysis {
   std::vector<size_t> ranking;          // every trial, best first (see Rank in study_report.cc)
-  std::optional<size_t> recommended;    // best objective among completed trials
+  std::optional<size_t> recommended;    // first completed trial of the ranking with a value
   std::optional<size_t> fastest;        // shortest time to target among completed trials
   std::optional<Decomposition> decomposition;  // recommended vs baseline, when both reach the target
   CostSummary cost;

@@ -75,6 +75,24 @@ TEST_CASE("Throughput factor x convergence factor = time-to-target factor", "[re
   REQUIRE(!Decompose(Trial(3, "completed", 2.4, std::nullopt, 100), base));  // no throughput
 }
 
+TEST_CASE("Ranked by time to target, the quickest to the target is recommended over the best final value",
+          "[report]") {
+  StudyReport r;
+  r.meta.minimize = true;
+  r.meta.rank_by_time_to_target = true;
+  // 1: best final loss but slow (3000 steps at 1 iter/s = 3000 s); 2: reaches the target in
+  // 2000 steps at 2 iter/s = 1000 s; 3: completed, never reached the target; 4: running, quicker.
+  r.trials = {Trial(1, "completed", 2.0, 1.0, 3000), Trial(2, "completed", 2.3, 2.0, 2000),
+              Trial(3, "completed", 2.6, 4.0, std::nullopt), Trial(4, "running", 2.4, 3.0, 1000)};
+  Analysis a = Analyze(r);
+  REQUIRE(a.ranking == std::vector<size_t>{1, 0, 2, 3});
+  REQUIRE(a.recommended == size_t{1});
+  REQUIRE(a.fastest == size_t{1});
+  // By final value (the default) the slow one wins.
+  r.meta.rank_by_time_to_target = false;
+  REQUIRE(Analyze(r).recommended == size_t{0});
+}
+
 TEST_CASE("Analyze ranks completed trials by objective and recommends the best", "[report]") {
   StudyReport r;
   r.meta.minimize = true;

@@ -1,0 +1,124 @@
+#!/bin/bash
+# Scale benchmarks of issue 7 on the real test cluster (start it first: tests/cluster/start.sh).
+#
+#   bench/scale_bench.sh [load|submit|rss|all]   (default: all)
+#
+# load:   Slurm commands and cluster calls (SSH round trips) per tick with 10, 100 and 1000 active
+#         trials, over SSH; the limit is 2 Slurm commands per tick.
+# submit: wall time to submit 1000 held trials as job arrays vs one sbatch each (local transport,
+#         as on a login node; over SSH one-by-one costs a round trip more per trial).
+# rss:    peak RSS of `slurmsweep run` tracking 10,000 trials (held array tasks), against 64 MB.
+#
+# Every job is submitted held or cancelled at the end: the cluster is left as it was found.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${SLURMSWEEP_BIN:-$ROOT/build/bin/slurmsweep}
+LAB=${SLURMSWEEP_LAB:-/tmp/slurmsweep-lab}
+[[ -f $LAB/env ]] || { echo "scale_bench: no test cluster ($LAB/env); run tests/cluster/start.sh" >&2; exit 1; }
+# shellcheck disable=SC1091
+source "$LAB/env"
+[[ -x $BIN ]] || { echo "scale_bench: build first (scripts/build.sh): $BIN" >&2; exit 1; }
+WORK=$(mktemp -d /tmp/slurmsweep-bench.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+what=${1:-all}
+
+# write_study NAME TRIALS TRANSPORT ARRAYS MAX_CONCURRENT TEMPLATE_BODY
+write_study() {
+  local name=$1 n=$2 transport=$3 arrays=$4 maxc=$5 body=$6 dir=$WORK/$1
+  mkdir -p "$dir"
+  printf '#!/bin/bash\n%s\n' "$body" >"$dir/job.sbatch"
+  local values
+  values=$(seq -s, 1 "$n")
+  local cluster
+  if [[ $transport == ssh ]]; then
+    cluster="transport = \"ssh\"
+host = \"$SLURMSWEEP_SSH_HOST\"
+port = $SLURMSWEEP_SSH_PORT
+user = \"$SLURMSWEEP_SSH_USER\"
+identity_file = \"$SLURMSWEEP_SSH_KEY\"
+known_hosts = \"$SLURMSWEEP_SSH_KNOWN_HOSTS\""
+  else
+    cluster='transport = "local"'
+  fi
+  cat >"$dir/study.toml" <<EOF
+[study]
+name = "$name"
+
+[cluster]
+$cluster
+partition = "$SLURMSWEEP_PARTITION"
+workdir = "$dir/work"
+max_concurrent = $maxc
+poll_interval_s = 1
+max_poll_interval_s = 1
+arrays = $arrays
+
+[job]
+template = "job.sbatch"
+cpus_per_task = 1
+mem = "50M"
+time_limit = "00:30:00"
+stage = ["$ROOT/build/bin/mlp_train"]
+
+[space]
+i = [$values]
+EOF
+  echo "$dir/study.toml"
+}
+
+cancel() { "$BIN" cancel "$1" >/dev/null 2>&1 || true; }
+
+# Mean of the per-tick numbers after the first (submitting) tick: "squeue/sacct" and "cluster".
+tick_means() {
+  awk '/ tick [0-9]+: / && !/ tick 1: / {
+         for (i = 1; i <= NF; i++) { if ($i == "squeue/sacct") q += $(i-1); if ($i == "cluster") c += $(i-1) }
+         n++ }
+       END { if (n) printf "%d %.2f %.1f\n", n, q / n, c / n; else print "0 0 0" }' "$1"
+}
+
+if [[ $what == load || $what == all ]]; then
+  echo "== scheduler load per tick (SSH, each trial logs every ~0.5 s while it runs) =="
+  printf '%8s %8s %10s %14s %18s %16s\n' trials sbatch ticks "slurm cmds/tick" "cluster calls/tick" "ratio to limit 2"
+  for n in 10 100 1000; do
+    study=$(write_study "load$n" "$n" ssh true "$n" \
+      'exec {{workdir}}/mlp_train --train-iters 100000 --log-interval 10 --sleep-ms 50 --seed {{i}}')
+    log=$WORK/load$n.log
+    SLURM_CONF=$SLURM_CONF "$BIN" run --max-ticks 8 "$study" >"$log" 2>&1 || true
+    cancel "$study"
+    read -r ticks q c < <(tick_means "$log")
+    sbatch=$(sed -n 's/.*slurm commands: \([0-9]*\) sbatch.*/\1/p' "$log")
+    printf '%8d %8s %10d %14.2f %18.1f %16.2f\n' "$n" "${sbatch:-?}" "$ticks" "$q" "$c" "$(echo "$q / 2" | bc -l)"
+  done
+  echo "(cluster calls = squeue + one log read per running trial; at most 32 trials run at once on the lab's 32 CPUs)"
+fi
+
+if [[ $what == submit || $what == all ]]; then
+  echo "== submitting 1000 held trials (local transport) =="
+  declare -A took
+  for arrays in true false; do
+    study=$(write_study "submit$arrays" 1000 local "$arrays" 1000 \
+      $'#SBATCH --hold\nexec {{workdir}}/mlp_train --seed {{i}}')
+    log=$WORK/submit$arrays.log
+    start=$(date +%s.%N)
+    SLURM_CONF=$SLURM_CONF "$BIN" run --max-ticks 1 "$study" >"$log" 2>&1 || true
+    took[$arrays]=$(echo "$(date +%s.%N) - $start" | bc -l)
+    sbatch=$(sed -n 's/.*slurm commands: \([0-9]*\) sbatch.*/\1/p' "$log")
+    SLURM_CONF=$SLURM_CONF cancel "$study"
+    printf '%-12s %6s sbatch calls %8.1f s\n' "$([[ $arrays == true ]] && echo arrays || echo one-by-one)" \
+      "${sbatch:-?}" "${took[$arrays]}"
+  done
+  printf 'one-by-one / arrays: %.1fx\n' "$(echo "${took[false]} / ${took[true]}" | bc -l)"
+fi
+
+if [[ $what == rss || $what == all ]]; then
+  echo "== peak RSS tracking 10,000 trials (10 held arrays of 1000, 3 ticks, local transport) =="
+  study=$(write_study rss10k 10000 local true 10000 $'#SBATCH --hold\nexec {{workdir}}/mlp_train --seed {{i}}')
+  log=$WORK/rss.log
+  SLURM_CONF=$SLURM_CONF /usr/bin/time -f '%M' -o "$WORK/rss.kb" "$BIN" run --max-ticks 3 "$study" >"$log" 2>&1 || true
+  SLURM_CONF=$SLURM_CONF cancel "$study"
+  kb=$(tail -n 1 "$WORK/rss.kb")
+  active=$(grep -o 'tick 3: [0-9]* active' "$log" | grep -o '[0-9]* active' || echo "? active")
+  printf 'peak RSS %.1f MB with %s at tick 3; limit 64 MB; ratio %.2f\n' "$(echo "$kb / 1024" | bc -l)" "$active" \
+    "$(echo "$kb / 1024 / 64" | bc -l)"
+fi
