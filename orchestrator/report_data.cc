@@ -2,6 +2,9 @@
 // files; see report_data.h.
 #include "orchestrator/report_data.h"
 
+#include "orchestrator/parallelism.h"
+#include "orchestrator/planner.h"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -83,6 +86,9 @@ reports::TrialRow MakeTrialRow(const store::TrialRecord& t, const nlohmann::json
     }
     if (m.name == "iter_time_ms" && m.value > 0) iter_ms.push_back(m.value);
   }
+  // Steady state: the first logged interval carries start-up (CUDA context, compilation, data
+  // loader warm-up) and is left out once there are three or more; the median shrugs off stalls.
+  if (iter_ms.size() >= 3) iter_ms.erase(iter_ms.begin());
   r.median_iter_time_ms = Median(iter_ms);
   if (r.median_iter_time_ms) r.iters_per_s = 1000.0 / *r.median_iter_time_ms;
   if (t.started_at) r.wall_time_s = (t.ended_at ? *t.ended_at : now) - *t.started_at;
@@ -96,6 +102,11 @@ struct SummaryContext {
   std::optional<double> target;
   size_t curve_points = 500;
   std::optional<double> seq_length;  // from [job.vars], unless a parameter gives it per trial
+  // MFU: the model (a planner preset named by [job.vars] model) and the GPU's dense peak TFLOP/s
+  // ([job.vars] peak_tflops, and peak_tflops_fp8 for trials whose precision starts with fp8).
+  std::optional<ModelPreset> model;
+  std::optional<double> peak_tflops, peak_tflops_fp8;
+  int gpus = 0;
 };
 
 std::optional<double> NumberOf(const nlohmann::json& j) {
@@ -137,6 +148,20 @@ reports::TrialSummary Summarize(const store::TrialRecord& t, const nlohmann::jso
     }
     auto batch = Median(FiniteValues(metrics, "global_batch_size"));
     if (seq && *seq > 0 && batch) s.tokens_per_s = *batch * *seq * *s.iters_per_s;
+  }
+
+  // MFU against the peak the study gives: from the logged TFLOP/s per GPU when Megatron printed it
+  // (--log-throughput), else from tokens/s and the model's FLOPs per token.
+  std::optional<double> peak = ctx.peak_tflops;
+  if (params.contains("precision") && JsonScalarToString(params["precision"]).rfind("fp8", 0) == 0 && ctx.peak_tflops_fp8) {
+    peak = ctx.peak_tflops_fp8;
+  }
+  if (peak && *peak > 0) {
+    if (s.tflops_per_gpu && *s.tflops_per_gpu > 0) {
+      s.mfu = *s.tflops_per_gpu / *peak;
+    } else if (s.tokens_per_s && ctx.model && ctx.gpus > 0) {
+      s.mfu = Mfu(*s.tokens_per_s, ctx.gpus, *ctx.model, *peak);
+    }
   }
 
   Series objective = SeriesOf(metrics, ctx.objective);
@@ -308,6 +333,15 @@ Result<Collected> Collect(store::Store& store, const Study& study, int64_t study
     auto it = study.job.vars.find(name);
     if (it != study.job.vars.end()) ctx.seq_length = NumberOf(nlohmann::json(it->second));
   }
+
+  auto var = [&](const char* name) -> std::optional<double> {
+    auto it = study.job.vars.find(name);
+    return it == study.job.vars.end() ? std::nullopt : NumberOf(nlohmann::json(it->second));
+  };
+  ctx.peak_tflops = var("peak_tflops");
+  ctx.peak_tflops_fp8 = var("peak_tflops_fp8");
+  if (auto m = study.job.vars.find("model"); m != study.job.vars.end()) ctx.model = FindModelPreset(m->second);
+  ctx.gpus = study.job.nodes * study.job.gpus_per_node;
 
   report.baseline = FindBaseline(*trials, options.baseline, report.baseline_note);
   SWEEP_RETURN_IF_ERROR(ChooseTarget(store, *trials, ctx, options, report));

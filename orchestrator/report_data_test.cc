@@ -10,6 +10,9 @@
 #include <sstream>
 
 #include "base/clock.h"
+#include "orchestrator/parallelism.h"
+#include "orchestrator/planner.h"
+#include "reports/html_report.h"
 #include "reports/html_text.h"
 #include "tests/synthetic_study.h"
 #include "tests/test_util.h"
@@ -82,7 +85,8 @@ TEST_CASE("Report values match the store's rows", "[report]") {
     }
     REQUIRE(*s.final_value == loss.back().value);
     std::vector<double> ms;
-    for (const auto& m : iter) ms.push_back(m.value);
+    // Steady state: the first logged interval (start-up) is left out once there are three.
+    for (size_t k = iter.size() >= 3 ? 1 : 0; k < iter.size(); ++k) ms.push_back(iter[k].value);
     std::sort(ms.begin(), ms.end());
     double median = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
     REQUIRE(*s.iters_per_s == Approx(1000 / median));
@@ -286,4 +290,55 @@ TEST_CASE("metrics.csv keeps NaN, infinities and a missing time apart", "[report
 }
 
 }  // namespace
+}  // namespace sweep
+
+namespace sweep {
+
+TEST_CASE("MFU is reported against the peak the study gives, from tokens/s and the model's FLOPs per token",
+          "[report]") {
+  Fixture f;
+  auto plain = CollectReport(*f.store, f.study, f.study_id, {}, f.options.now);
+  REQUIRE(plain.ok());
+  for (const auto& s : plain->trials) CHECK_FALSE(s.mfu);  // no peak given: no MFU
+  f.study.job.vars["model"] = "llama3.1-8b";
+  f.study.job.vars["peak_tflops"] = "989";
+  auto report = CollectReport(*f.store, f.study, f.study_id, {}, f.options.now);
+  REQUIRE(report.ok());
+  auto model = FindModelPreset("llama3.1-8b");
+  REQUIRE(model);
+  int logged = 0;
+  for (const auto& s : report->trials) {
+    if (s.tflops_per_gpu && *s.tflops_per_gpu > 0) {
+      // Megatron's own TFLOP/s per GPU (--log-throughput) over the peak.
+      REQUIRE(s.mfu);
+      CHECK(*s.mfu == Approx(*s.tflops_per_gpu / 989));
+      ++logged;
+    }
+  }
+  CHECK(logged > 0);
+  // Without a logged TFLOP/s: achieved model FLOP/s per GPU (16 GPUs) from tokens/s, over the peak.
+  std::vector<store::TrialRecord> extra(1);
+  extra[0].trial_key = "t-notflops";
+  extra[0].params_json = "{}";
+  extra[0].state = "completed";
+  REQUIRE(f.store->InsertTrialsIfAbsent(f.study_id, extra).ok());
+  std::vector<store::MetricRow> rows;
+  for (int step = 10; step <= 50; step += 10) {
+    rows.push_back({step, step * 0.5, "iter_time_ms", 500});
+    rows.push_back({step, step * 0.5, "lm_loss", 3.0});
+    rows.push_back({step, step * 0.5, "global_batch_size", 64});
+  }
+  REQUIRE(f.store->AppendMetrics(extra[0].id, rows, 100).ok());
+  report = CollectReport(*f.store, f.study, f.study_id, {}, f.options.now);
+  REQUIRE(report.ok());
+  const auto& s = report->trials.back();
+  REQUIRE(s.key == "t-notflops");
+  REQUIRE(s.tokens_per_s);
+  CHECK(*s.tokens_per_s == Approx(64 * 2048 * 2.0));  // 2 iterations per second of 64 x 2048 tokens
+  REQUIRE(s.mfu);
+  CHECK(*s.mfu == Approx(*s.tokens_per_s * ModelFlopsPerToken(*model) / 16 / 989e12));
+  std::string html = reports::RenderHtmlReport(*report, {});
+  CHECK_THAT(html, Catch::Contains(">MFU</th>"));
+}
+
 }  // namespace sweep

@@ -353,6 +353,8 @@ class Page {
     head += "<th>state</th><th class=\"n np\">steps</th><th class=\"n\">iter/s</th>";
     if (tokens) head += "<th class=\"n\">tokens/s</th>";
     if (tflops) head += "<th class=\"n\">TFLOP/s per GPU</th>";
+    bool mfu = std::any_of(r_.trials.begin(), r_.trials.end(), [](const auto& t) { return Finite(t.mfu); });
+    if (mfu) head += "<th class=\"n\" title=\"model FLOPs utilisation against the peak the study gives\">MFU</th>";
     head += fmt::format("<th class=\"n\">final {}</th><th class=\"n\">time to target</th><th class=\"n\">{}</th>"
                         "<th class=\"n np\">queued</th></tr></thead><tbody>",
                         Esc(metric_), HoursUnit(a_));
@@ -382,6 +384,10 @@ class Page {
                      FormatSigOr(t.iters_per_s, 3));
       if (tokens) fmt::format_to(Out(out_), "<td class=\"n\">{}</td>", t.tokens_per_s ? FormatCompact(*t.tokens_per_s) : "–");
       if (tflops) fmt::format_to(Out(out_), "<td class=\"n\">{}</td>", FormatSigOr(t.tflops_per_gpu, 3));
+      if (mfu) {
+        fmt::format_to(Out(out_), "<td class=\"n\">{}</td>",
+                       Finite(t.mfu) ? fmt::format("{:.1f}%", *t.mfu * 100) : std::string("–"));
+      }
       auto ttt = TimeToTarget(t);
       auto hours = ResourceHours(t, r_.meta);
       fmt::format_to(Out(out_),

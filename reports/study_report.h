@@ -45,6 +45,7 @@ struct TrialSummary {
   std::optional<double> iters_per_s;
   std::optional<double> tokens_per_s;
   std::optional<double> tflops_per_gpu;  // median of the throughput_tflops metric
+  std::optional<double> mfu;             // model FLOPs utilisation, 0..1, when the study gives the peak
   std::vector<CurvePoint> curve;         // smoothed objective, downsampled for the charts
 };
 
