@@ -1,6 +1,8 @@
 // Memory planner and model FLOPs (see planner.h for the formulas and their sources).
 #include "orchestrator/planner.h"
 
+#include "orchestrator/phases.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -242,7 +244,7 @@ Result<Plan> PlanStudy(const Study& study) {
         fmt::format("[job.vars] model \"{}\" is not a preset (one of: {})", model_name->second, presets));
   plan.model = *model;
   plan.world = study.job.nodes * std::max(study.job.gpus_per_node, 1);
-  auto trials = ExpandSpace(study);
+  auto trials = ExpandStudy(study);
   if (!trials.ok()) return trials.status();
   TrialSpec none;
   Knobs study_knobs{study, none};

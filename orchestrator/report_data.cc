@@ -396,6 +396,13 @@ class AtomicFile {
 
 std::vector<std::string> ParamNames(const Study& study) {
   std::vector<std::string> names;
+  // Phase 2 of a two-phase study: phase 1's winners come first in every trial (phases.h).
+  if (study.seed_from) {
+    auto phase1 = LoadStudy(study.seed_from->study_path);
+    if (phase1.ok()) {
+      for (const auto& p : phase1->space) names.push_back(p.name);
+    }
+  }
   for (const auto& p : study.space) names.push_back(p.name);
   return names;
 }

@@ -7,9 +7,12 @@
 #include <cmath>
 #include <ctime>
 #include <fstream>
+#include <map>
+#include <utility>
 #include <sstream>
 
 #include "orchestrator/early_stop.h"
+#include "orchestrator/phases.h"
 #include "orchestrator/planner.h"
 #include "orchestrator/poll_schedule.h"
 #include "orchestrator/query_budget.h"
@@ -89,7 +92,7 @@ Status Runner::Prepare() {
   if (!id.ok()) return id.status();
   study_id_ = *id;
 
-  auto specs = ExpandSpace(study_);
+  auto specs = ExpandStudy(study_);
   if (!specs.ok()) return specs.status();
   // A study that names a model gets the memory planner's verdict before anything is queued:
   // configurations Megatron would refuse, or that cannot fit in GPU memory, are dropped.
@@ -220,7 +223,7 @@ Status Runner::Reconcile(std::vector<store::TrialRecord>& trials) {
   return Status::OK();
 }
 
-Result<int64_t> Runner::Ingest(store::TrialRecord& t) {
+Result<int64_t> Runner::Ingest(store::TrialRecord& t, const Result<std::string>* first) {
   if (t.log_path.empty()) return int64_t{0};
   auto ps = parsers_.find(t.id);
   if (ps == parsers_.end()) {
@@ -235,7 +238,8 @@ Result<int64_t> Runner::Ingest(store::TrialRecord& t) {
   }
   int64_t stored = 0;
   while (true) {
-    auto chunk = transport_.ReadFrom(t.log_path, static_cast<uint64_t>(t.log_offset), kReadChunk);
+    auto chunk = first ? *std::exchange(first, nullptr)
+                       : transport_.ReadFrom(t.log_path, static_cast<uint64_t>(t.log_offset), kReadChunk);
     if (!chunk.ok()) {
       if (chunk.status().IsNotFound()) return stored;  // not started writing yet
       return chunk.status();
@@ -278,6 +282,24 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
   report.slurm_queries = (client_.stats().squeue - before.squeue) + (client_.stats().sacct - before.sacct);
   if (!jobs.ok()) return jobs.status();
 
+  // Every log that has news is read with one ReadMany (over SSH: one command for up to 100 logs).
+  std::vector<slurm::ReadRequest> reads;
+  std::vector<int64_t> read_ids;
+  for (const auto& t : trials) {
+    if (t.job_id.empty() || IsFinalTrialState(t.state) || t.log_path.empty()) continue;
+    auto it = jobs->find(t.job_id);
+    if (it != jobs->end() && (it->second.state == slurm::JobState::kPending || it->second.state == slurm::JobState::kUnknown)) {
+      continue;
+    }
+    reads.push_back({t.log_path, static_cast<uint64_t>(t.log_offset), kReadChunk});
+    read_ids.push_back(t.id);
+  }
+  std::map<int64_t, Result<std::string>> prefetched;
+  if (!reads.empty()) {
+    auto chunks = transport_.ReadMany(reads);
+    for (size_t i = 0; i < chunks.size(); ++i) prefetched.emplace(read_ids[i], std::move(chunks[i]));
+  }
+
   for (auto& t : trials) {
     if (t.job_id.empty() || IsFinalTrialState(t.state)) continue;
     auto it = jobs->find(t.job_id);
@@ -304,7 +326,8 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
     bool running_or_ending = new_state != kTrialNew && new_state != "pending" && new_state != "unknown";
     if (running_or_ending) {
       // Ingest before recording the end: a crash in between re-reads, never skips, the tail.
-      auto n = Ingest(t);
+      auto pre = prefetched.find(t.id);
+      auto n = Ingest(t, pre == prefetched.end() ? nullptr : &pre->second);
       if (!n.ok()) return n.status();
       report.points += *n;
     }

@@ -77,7 +77,9 @@ class Runner {
  private:
   Status Reconcile(std::vector<store::TrialRecord>& trials);
   Status QueryAndIngest(std::vector<store::TrialRecord>& trials, TickReport& report);
-  Result<int64_t> Ingest(store::TrialRecord& trial);
+  // Stores the log's new lines; `first`: the first chunk, already read (QueryAndIngest reads every
+  // trial's first chunk in one ReadMany), else read here.
+  Result<int64_t> Ingest(store::TrialRecord& trial, const Result<std::string>* first = nullptr);
   Result<std::string> LogTail(const store::TrialRecord& trial);
   Status Classify(const store::TrialRecord& trial, std::string& state, std::string& reason);
   Status MaybeRetry(store::TrialRecord& trial);

@@ -14,7 +14,6 @@
 namespace sweep {
 namespace {
 
-using Params = std::vector<std::pair<std::string, ParamValue>>;
 
 ExprValue ToExpr(const ParamValue& v) {
   if (auto i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
@@ -69,10 +68,12 @@ std::string TrialKey(const Params& params) {
   return fmt::format("t-{:012x}", h & 0xffffffffffffULL);
 }
 
-Result<std::vector<TrialSpec>> ExpandSpace(const Study& study) {
+Result<std::vector<TrialSpec>> ExpandSpace(const Study& study) { return ExpandSpace(study, {Params{}}); }
+
+Result<std::vector<TrialSpec>> ExpandSpace(const Study& study, const std::vector<Params>& seeds) {
   std::vector<Params> configs;
   if (study.sampler == "grid") {
-    configs.push_back({});
+    configs = seeds;
     for (const auto& p : study.space) {
       std::vector<Params> next;
       for (const auto& base : configs) {

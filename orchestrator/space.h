@@ -12,6 +12,8 @@
 
 namespace sweep {
 
+using Params = std::vector<std::pair<std::string, ParamValue>>;
+
 struct TrialSpec {
   std::string key;                          // "t-" + 12 hex digits of a hash of the values
   std::vector<std::pair<std::string, ParamValue>> params;  // in the study's parameter order
@@ -23,6 +25,9 @@ struct TrialSpec {
 // draws from a generator seeded by the study's seed (same study file, same trials).
 // Errors only for constraints that cannot be evaluated (e.g. comparing a string to a number).
 Result<std::vector<TrialSpec>> ExpandSpace(const Study& study);
+// The grid crossed with `seeds`: each seed's values (the winners of an earlier study, see
+// phases.h) come first in every configuration of theirs.
+Result<std::vector<TrialSpec>> ExpandSpace(const Study& study, const std::vector<Params>& seeds);
 
 // The key of a set of parameter values; order-independent.
 std::string TrialKey(const std::vector<std::pair<std::string, ParamValue>>& params);

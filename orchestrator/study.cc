@@ -271,7 +271,7 @@ class Loader {
     if (!se.ok()) return se.status();
     if (*se) {
       const toml::table& t = **se;
-      SWEEP_RETURN_IF_ERROR(CheckKeys(t, "search", {"sampler", "trials", "seed", "constraints"}));
+      SWEEP_RETURN_IF_ERROR(CheckKeys(t, "search", {"sampler", "trials", "seed", "constraints", "seed_from"}));
       SWEEP_RETURN_IF_ERROR(String(t, "search", "sampler", &s.sampler, false));
       if (s.sampler != "grid" && s.sampler != "random") {
         return Error(t.get("sampler"), "search.sampler", "must be \"grid\" or \"random\"");
@@ -288,6 +288,22 @@ class Loader {
           if (!e.is_string() || !v) return Error(&e, "search.constraints", "each constraint must be a string");
           s.constraints.push_back({*v, static_cast<int>(e.source().begin.line)});
         }
+      }
+      if (const toml::node* n = t.get("seed_from")) {
+        const toml::table* sf = n->as_table();
+        if (!sf) return Error(n, "search.seed_from", "must be a table: { study = \"phase1.toml\", top = 3, by = \"iters_per_s\" }");
+        SWEEP_RETURN_IF_ERROR(CheckKeys(*sf, "search.seed_from", {"study", "top", "by"}));
+        Study::SeedFrom seed;
+        seed.line = static_cast<int>(n->source().begin.line);
+        SWEEP_RETURN_IF_ERROR(String(*sf, "search.seed_from", "study", &seed.study_path, true));
+        seed.study_path = Resolve(s.dir, seed.study_path);
+        SWEEP_RETURN_IF_ERROR(Int(*sf, "search.seed_from", "top", &seed.top, 1, 10000));
+        SWEEP_RETURN_IF_ERROR(String(*sf, "search.seed_from", "by", &seed.by, false));
+        if (seed.by != "iters_per_s" && seed.by != "final" && seed.by != "time_to_target") {
+          return Error(sf->get("by"), "search.seed_from.by", "must be \"iters_per_s\", \"final\" or \"time_to_target\"");
+        }
+        if (s.sampler != "grid") return Error(n, "search.seed_from", "needs the grid sampler");
+        s.seed_from = seed;
       }
       if (s.sampler == "random" && s.trials == 0) {
         return Error(&t, "search.trials", "the random sampler needs a trial budget (trials = N)");
@@ -389,7 +405,9 @@ class Loader {
           else if (auto bo = v.as_boolean()) j[std::string(k.str())] = bo->get();
           else return Error(&v, fmt::format("report.baseline.{}", k.str()), "must be a value of the parameter");
           std::string_view key = k.str();  // clang < 16 cannot capture a structured binding
-          if (std::none_of(s.space.begin(), s.space.end(), [&](const ParamSpec& p) { return p.name == key; })) {
+          // Phase 1's parameters (seed_from) are checked when phase 2 expands its trials.
+          if (!s.seed_from &&
+              std::none_of(s.space.begin(), s.space.end(), [&](const ParamSpec& p) { return p.name == key; })) {
             return Error(&v, fmt::format("report.baseline.{}", k.str()), "is not a parameter of [space]");
           }
         }
@@ -489,6 +507,18 @@ class Loader {
     std::map<std::string, std::string> known = job.vars;
     for (const auto& p : s.space) known[p.name] = "";
     for (const auto& b : BuiltinTemplateVars()) known[b] = "";
+    // Phase 2 of a two-phase study: phase 1's parameters reach the template too.
+    if (s.seed_from) {
+      static thread_local int depth = 0;  // a chain of phases, or a cycle of seed_from
+      if (depth >= 8) {
+        return Status::InvalidArgument(fmt::format("{}: search.seed_from: more than 8 studies seed each other (a cycle?)", path_));
+      }
+      ++depth;
+      auto phase1 = LoadStudy(s.seed_from->study_path);
+      --depth;
+      if (!phase1.ok()) return phase1.status().WithContext(fmt::format("{}:{}: search.seed_from", path_, s.seed_from->line));
+      for (const auto& p : phase1->space) known[p.name] = "";
+    }
     auto rendered = slurm::RenderTemplate(job.template_text, job.template_path, known);
     if (!rendered.ok()) return rendered.status().WithContext(path_ + ": job.template");
     return Status::OK();

@@ -100,6 +100,16 @@ struct Study {
   int trials = 0;                // random: budget
   uint64_t seed = 1;
   std::vector<Constraint> constraints;
+  // Phase 2 of a two-phase study: the `top` configurations of an earlier study (its file, whose
+  // trials must all have ended), ranked `by` "iters_per_s" (throughput screen), "final" or
+  // "time_to_target", each crossed with this study's own [space].
+  struct SeedFrom {
+    std::string study_path;  // absolute
+    int top = 3;
+    std::string by = "iters_per_s";
+    int line = 0;
+  };
+  std::optional<SeedFrom> seed_from;
   // [report]: what the run loop keeps on disk while it works, and what the report compares with.
   struct Report {
     std::string html;            // default: DATABASE without .db + "-report.html"

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 
@@ -16,6 +17,12 @@ struct CommandOutput {
   int exit_code = 0;
   std::string out;
   std::string err;
+};
+
+struct ReadRequest {
+  std::string path;
+  uint64_t offset = 0;
+  size_t max_bytes = 0;
 };
 
 /// Abstract so tests can inject faults (a dropped link, sbatch failing). The real
@@ -40,7 +47,25 @@ class Transport {
 
   // "local" or "ssh root@127.0.0.1:22022", for logs and reports.
   virtual std::string Describe() const = 0;
+
+  // ReadFrom for several files, each with its own result. This default reads them one by one;
+  // SSH sends one remote command for many (ReadManyByCommand): one round trip, not one per log.
+  virtual std::vector<Result<std::string>> ReadMany(const std::vector<ReadRequest>& requests) {
+    std::vector<Result<std::string>> out;
+    out.reserve(requests.size());
+    for (const auto& r : requests) out.push_back(ReadFrom(r.path, r.offset, r.max_bytes));
+    return out;
+  }
+  // The cluster calls ReadMany makes for `n` requests, for the counters.
+  virtual size_t ReadManyCalls(size_t n) const { return n; }
 };
+
+// ReadMany as shell commands run through `transport`: each prints the requested bytes of up to
+// kReadManyBatch files, framed by their lengths (tail -c | head -c, via a temporary file on the
+// cluster side, removed at exit). A file that does not exist gets kNotFound, as from ReadFrom;
+// a command that cannot run gives its Status to every request of its batch.
+inline constexpr size_t kReadManyBatch = 100;  // keeps one command far below Linux's 128 KiB per argument
+std::vector<Result<std::string>> ReadManyByCommand(Transport& transport, const std::vector<ReadRequest>& requests);
 
 std::unique_ptr<Transport> NewLocalTransport();
 
@@ -65,6 +90,11 @@ class CountingTransport final : public Transport {
     ++counts_.reads;
     return inner_.ReadFrom(path, offset, max_bytes);
   }
+  std::vector<Result<std::string>> ReadMany(const std::vector<ReadRequest>& requests) override {
+    counts_.reads += static_cast<int64_t>(inner_.ReadManyCalls(requests.size()));
+    return inner_.ReadMany(requests);
+  }
+  size_t ReadManyCalls(size_t n) const override { return inner_.ReadManyCalls(n); }
   std::string Describe() const override { return inner_.Describe(); }
   const Counts& counts() const { return counts_; }
 

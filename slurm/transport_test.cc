@@ -3,6 +3,7 @@
 #include "slurm/transport.h"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -105,6 +106,41 @@ void CheckContract(Transport& t) {
     Status st = t.WriteFile(dir.file("no-such-dir/x.sh"), "x", 0644);
     CHECK_FALSE(st.ok());
     CHECK_FALSE(st.IsNotFound());
+  }
+
+  SECTION("ReadMany gives each file what ReadFrom gives, one command per 100 files over SSH") {
+    // 130 files (two batches of the one-command path): empty, short, binary, with hostile names,
+    // read from the start, from the middle and past the end; one missing.
+    std::vector<ReadRequest> reqs;
+    for (int i = 0; i < 130; ++i) {
+      std::string content = i % 7 == 0 ? "" : std::string(static_cast<size_t>(i * 37 % 500), static_cast<char>('a' + i % 26));
+      if (i % 11 == 0) content += std::string("\0\n\xff 'q' $(x)\n", 17);
+      std::string path = dir.file(fmt::format("log {} $(touch pwned) '{}'.out", i, i));
+      REQUIRE(t.WriteFile(path, content, 0644).ok());
+      uint64_t offset = i % 3 == 0 ? 0 : i % 3 == 1 ? content.size() / 2 : content.size() + 5;
+      reqs.push_back({path, offset, static_cast<size_t>(i % 5 == 0 ? 10 : 4096)});
+    }
+    reqs.push_back({dir.file("missing.out"), 0, 100});
+    for (auto batch : {std::vector<ReadRequest>(reqs.begin(), reqs.begin() + 2), reqs}) {
+      auto many = t.ReadMany(batch);
+      REQUIRE(many.size() == batch.size());
+      for (size_t i = 0; i < batch.size(); ++i) {
+        auto one = t.ReadFrom(batch[i].path, batch[i].offset, batch[i].max_bytes);
+        INFO(batch[i].path << " from " << batch[i].offset);
+        REQUIRE(many[i].ok() == one.ok());
+        if (one.ok()) CHECK(*many[i] == *one);
+        else CHECK(many[i].status().IsNotFound());
+      }
+    }
+    auto direct = ReadManyByCommand(t, reqs);  // the one-command path, whatever the transport
+    REQUIRE(direct.size() == reqs.size());
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      auto one = t.ReadFrom(reqs[i].path, reqs[i].offset, reqs[i].max_bytes);
+      REQUIRE(direct[i].ok() == one.ok());
+      if (one.ok()) CHECK(*direct[i] == *one);
+    }
+    CHECK_FALSE(Exists(t, dir.file("pwned")));
+    CHECK(t.ReadManyCalls(130) <= 130);
   }
 
   SECTION("file content and names are data, never run by a shell") {

@@ -7,10 +7,13 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "base/clock.h"
 #include "orchestrator/connect.h"
+#include "orchestrator/phases.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/runner.h"
 #include "orchestrator/study.h"
@@ -382,4 +385,64 @@ TEST_CASE("the Megatron replay sweep ranks layouts by loss versus time and the r
   CHECK(a.decomposition->time_to_target > 2);
   std::string html = testing::ReadAll(dir.file("report.html"));
   CHECK_THAT(html, Catch::Contains("time to target"));
+}
+
+// Issue 5's two-phase study, end to end on the test cluster: phase 1 screens speed, phase 2
+// takes its two fastest configurations and races the convergence knobs, ranked by time to target.
+TEST_CASE("a two-phase study: the race runs exactly the screen's fastest configurations x its own knobs",
+          "[cluster]") {
+  testing::TempDir dir;
+  std::string src = SLURMSWEEP_SOURCE_DIR, bin = SLURMSWEEP_BINARY_DIR;
+  for (const char* name : {"two-phase-screen", "two-phase-race"}) {
+    std::string text = testing::ReadAll(src + "/examples/" + name + ".toml");
+    auto replace = [&](const std::string& from, const std::string& to) {
+      size_t p = text.find(from);
+      REQUIRE(p != std::string::npos);
+      text.replace(p, from.size(), to);
+    };
+    replace(fmt::format("database = \"../build/{}.db\"", name), fmt::format("database = \"{}\"", dir.file(name) + ".db"));
+    replace("workdir = \"/tmp/slurmsweep-two-phase\"", "workdir = \"" + dir.file("work") + "\"");
+    replace("poll_interval_s = 1", "poll_interval_s = 0.5");
+    replace("../templates/", src + "/templates/");
+    replace("\"../build/bin/mlp_train\"", "\"" + bin + "/bin/mlp_train\"");
+    testing::WriteAll(dir.file(std::string(name) + ".toml"), text);
+  }
+  // Phase 2 refuses to start before phase 1 has run.
+  auto early = LoadStudy(dir.file("two-phase-race.toml"));
+  REQUIRE(early.ok());
+  CHECK_FALSE(ExpandStudy(*early).ok());
+
+  Harness screen(dir.file("two-phase-screen.toml"));
+  REQUIRE(screen.runner->Run(300).ok());
+  auto screened = CollectReport(*screen.store, screen.study, screen.runner->study_id(), {}, screen.clock.Now());
+  REQUIRE(screened.ok());
+  std::vector<std::pair<double, std::string>> speed;  // iter/s, "hidden=..,mbs=.."
+  for (const auto& t : screened->trials) {
+    REQUIRE(t.state == "completed");
+    REQUIRE(t.iters_per_s);
+    speed.push_back({*t.iters_per_s, fmt::format("{},{}", t.param_values[0], t.param_values[1])});
+  }
+  std::sort(speed.rbegin(), speed.rend());
+
+  Harness race(dir.file("two-phase-race.toml"));
+  REQUIRE(race.runner->Run(400).ok());
+  INFO(race.log.str());
+  auto trials = race.Trials();
+  REQUIRE(trials.size() == 8);  // 2 seeds x 2 optimizers x 2 learning rates
+  auto report = CollectReport(*race.store, race.study, race.runner->study_id(), ReportOptionsFor(race.study),
+                              race.clock.Now());
+  REQUIRE(report.ok());
+  REQUIRE(report->meta.param_names == std::vector<std::string>{"hidden", "micro_batch_size", "lr", "optimizer"});
+  std::set<std::string> seeds;
+  for (const auto& t : report->trials) seeds.insert(fmt::format("{},{}", t.param_values[0], t.param_values[1]));
+  CHECK(seeds == std::set<std::string>{speed[0].second, speed[1].second});
+  reports::Analysis a = reports::Analyze(*report);
+  REQUIRE(a.recommended);
+  // Ranked by time to target: the recommendation reached it first among completed trials.
+  REQUIRE(reports::TimeToTarget(report->trials[*a.recommended]));
+  for (const auto& t : report->trials) {
+    if (t.state == "completed" && reports::TimeToTarget(t)) {
+      CHECK(*reports::TimeToTarget(t) >= *reports::TimeToTarget(report->trials[*a.recommended]));
+    }
+  }
 }

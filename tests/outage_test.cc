@@ -169,7 +169,9 @@ TEST_CASE("slurmctld restarts mid-run: nothing is marked while it is away and th
   int pid = std::stoi(testing::ReadAll(lab + "/run/slurmctld.pid"));
   kill(pid, SIGTERM);
   for (int i = 0; i < 100 && kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  std::this_thread::sleep_for(std::chrono::seconds(8));
+  // Longer than a Slurm client keeps retrying a refused connection (a few MessageTimeouts): a
+  // tick must see the controller gone, not just a slow squeue.
+  std::this_thread::sleep_for(std::chrono::seconds(20));
   std::string host = testing::Capture(fmt::format("sed -n 's/^SlurmctldHost=\\([^(]*\\).*/\\1/p' {}", conf));
   while (!host.empty() && host.back() == '\n') host.pop_back();
   REQUIRE(std::system(fmt::format("SLURM_CONF={} unshare --uts sh -c 'hostname {} && exec slurmctld -f {}'", conf,
