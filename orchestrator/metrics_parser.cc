@@ -3,6 +3,7 @@
 // re-reads the logs of every running trial; JSON lines go through nlohmann::json.
 #include "orchestrator/metrics_parser.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -149,6 +150,8 @@ class MegatronLineParser {
       if (!ParseIteration(head.substr(kIteration.size()), fields)) ++out_.malformed;
     } else if (head.starts_with(kValidation)) {
       if (!ParseValidation(head.substr(kValidation.size()), fields)) ++out_.malformed;
+    } else if (head.starts_with("(after ") && head.find("memory (MB)") != std::string_view::npos) {
+      if (!ParseMemory(head.substr(7), fields)) ++out_.malformed;
     }
   }
 
@@ -200,6 +203,40 @@ class MegatronLineParser {
     }
     // Evaluation runs right after the training step it names, so it shares that step's time.
     for (size_t i = first; i < out_.points.size(); ++i) out_.points[i].time_s = state_.time_s;
+    return true;
+  }
+
+  // Megatron's report_memory, printed by each data-parallel rank 0 (so once per TP/PP rank):
+  // "[Rank 3] (after 10 iterations) memory (MB) | allocated: 1.2 | max allocated: 3.4 |
+  // reserved: 5.6 | max reserved: 7.8". Points "mem_allocated_mb", "mem_max_allocated_mb", ...; of
+  // the ranks in one read the largest value is kept: the peak is what decides an OOM.
+  bool ParseMemory(std::string_view head, std::string_view fields) {
+    int64_t step = 0;
+    head = SkipSpaces(head);
+    if (!ConsumeInt(head, &step) || step < 0) return false;
+    while (!fields.empty()) {
+      size_t bar = fields.find('|');
+      std::string_view field = fields.substr(0, bar);
+      fields = bar == std::string_view::npos ? std::string_view() : fields.substr(bar + 1);
+      size_t colon = field.rfind(':');
+      if (colon == std::string_view::npos) continue;
+      std::string snake;
+      SnakeCase(Trim(field.substr(0, colon)), &snake);
+      double value = 0;
+      if (!ParseDouble(Trim(field.substr(colon + 1)), &value)) return false;
+      std::string name = "mem_" + snake + "_mb";
+      auto same = std::find_if(out_.points.begin(), out_.points.end(),
+                               [&](const MetricPoint& p) { return p.step == step && p.name == name; });
+      if (same != out_.points.end()) {
+        same->value = std::max(same->value, value);
+        continue;
+      }
+      MetricPoint& p = out_.points.emplace_back();
+      p.step = step;
+      p.time_s = state_.time_s;
+      p.name = std::move(name);
+      p.value = value;
+    }
     return true;
   }
 

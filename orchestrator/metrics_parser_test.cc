@@ -119,6 +119,29 @@ TEST_CASE("a real Megatron-LM iteration line parses to its exact values", "[metr
   REQUIRE(state.time_s == Approx(242.756));
 }
 
+TEST_CASE("Megatron's memory report: per-rank lines give the peak of the ranks", "[metrics_parser]") {
+  // As megatron/training/utils.py report_memory prints it after the first log interval, from
+  // each tensor/pipeline rank that is data-parallel rank 0.
+  std::string log = std::string(kRealLine) +
+                    "[Rank 0] (after 20 iterations) memory (MB) | allocated: 20413.5 | max allocated: 61208.25 | "
+                    "reserved: 63472.0 | max reserved: 63472.0\n"
+                    "[Rank 4] (after 20 iterations) memory (MB) | allocated: 19000.0 | max allocated: 70111.5 | "
+                    "reserved: 72000.0 | max reserved: 72004.0\n";
+  ParserState state;
+  ParseOutput out = ParseMetrics(log, MetricFormat::kMegatron, state);
+  REQUIRE(out.malformed == 0);
+  auto m = ByName(out.points);
+  CHECK(m["mem_allocated_mb"] == 20413.5);
+  CHECK(m["mem_max_allocated_mb"] == 70111.5);
+  CHECK(m["mem_reserved_mb"] == 72000.0);
+  CHECK(m["mem_max_reserved_mb"] == 72004.0);
+  for (const MetricPoint& p : out.points) {
+    CHECK(p.step == 20);
+    CHECK(p.time_s == Approx(242.756));
+  }
+  CHECK(ParseAll("[Rank 0] (after 20 iterations) memory (MB) | allocated: lots |\n").malformed == 1);
+}
+
 TEST_CASE("Megatron fields in another order, without timestamp, or with extra losses", "[metrics_parser]") {
   SECTION("reordered, no timestamp") {
     auto out = ParseAll(

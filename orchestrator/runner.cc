@@ -24,6 +24,8 @@
 namespace sweep {
 namespace {
 
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kGiB = 1024.0 * kMiB;
 constexpr size_t kReadChunk = 4 << 20;  // per trial per read; a busy log is read in several
 
 std::string ReadLocalFile(const std::string& path, Status* st) {
@@ -97,10 +99,15 @@ Status Runner::Prepare() {
   // A study that names a model gets the memory planner's verdict before anything is queued:
   // configurations Megatron would refuse, or that cannot fit in GPU memory, are dropped.
   std::map<std::string, std::string> plan_drops;
+  plan_.reset();
+  plan_rows_.clear();
   if (study_.job.vars.count("model")) {
     auto plan = PlanStudy(study_);
     if (!plan.ok()) return plan.status();
-    for (const auto& row : plan->rows) {
+    plan_ = std::move(*plan);
+    headroom_bytes_ = plan_->headroom_gib * kGiB;
+    for (const auto& row : plan_->rows) plan_rows_[row.trial.key] = &row;
+    for (const auto& row : plan_->rows) {
       bool oom = row.verdict == PlanRow::Verdict::kOom;
       if (row.verdict == PlanRow::Verdict::kRule || (oom && !submit_predicted_oom_)) {
         plan_drops[row.trial.key] = (oom ? "memory plan: " : "parallelism rule: ") + row.reason;
@@ -162,15 +169,9 @@ Result<std::string> Runner::RenderBody(const store::TrialRecord& t) {
   return slurm::RenderTemplate(study_.job.template_text, study_.job.template_path, vars);
 }
 
-Result<std::string> Runner::RenderScript(const store::TrialRecord& t) {
-  auto body = RenderBody(t);
-  if (!body.ok()) return body.status();
-  const std::string& w = study_.cluster.workdir;
+slurm::SbatchHeader Runner::Header() const {
   slurm::SbatchHeader h;
-  h.job_name = JobName(t.trial_key);
-  h.output = t.log_path;
-  h.comment = CommentTag(t);
-  h.workdir = w;
+  h.workdir = study_.cluster.workdir;
   h.partition = study_.cluster.partition;
   h.account = study_.cluster.account;
   h.qos = study_.cluster.qos;
@@ -179,6 +180,16 @@ Result<std::string> Runner::RenderScript(const store::TrialRecord& t) {
   h.cpus_per_task = study_.job.cpus_per_task;
   h.mem = study_.job.mem;
   h.time_limit = study_.job.time_limit;
+  return h;
+}
+
+Result<std::string> Runner::RenderScript(const store::TrialRecord& t) {
+  auto body = RenderBody(t);
+  if (!body.ok()) return body.status();
+  slurm::SbatchHeader h = Header();
+  h.job_name = JobName(t.trial_key);
+  h.output = t.log_path;
+  h.comment = CommentTag(t);
   return slurm::AddSbatchHeader(*body, h);
 }
 
@@ -347,6 +358,7 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
     SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
     if (!ended) continue;
     if (t.state == kTrialCudaOom) SWEEP_RETURN_IF_ERROR(SkipDominatedByOom(t, trials));
+    SWEEP_RETURN_IF_ERROR(CalibrateMemory(t, trials));
     auto chained = MaybeChain(t);
     if (!chained.ok()) return chained.status();
     if (!*chained) SWEEP_RETURN_IF_ERROR(MaybeRetry(t));
@@ -415,6 +427,45 @@ Status Runner::SkipDominatedByOom(const store::TrialRecord& oom, std::vector<sto
     Event(t.id, "skip", why + (waiting ? fmt::format("; cancelling queued job {}", t.job_id) : ""));
   }
   return client_.Cancel(queued);
+}
+
+Status Runner::CalibrateMemory(const store::TrialRecord& done, std::vector<store::TrialRecord>& trials) {
+  if (!plan_) return Status::OK();
+  auto row = plan_rows_.find(done.trial_key);
+  if (row == plan_rows_.end() || !row->second->memory) return Status::OK();
+  std::optional<store::MetricRow> peak;
+  for (const char* name : {"mem_max_reserved_mb", "mem_max_allocated_mb"}) {
+    auto series = store_.MetricSeries(done.id, name);
+    if (!series.ok()) return series.status();
+    for (const auto& m : *series) {
+      if (std::isfinite(m.value) && (!peak || m.value > peak->value)) peak = m;
+    }
+    if (peak) break;
+  }
+  if (!peak) return Status::OK();
+  double observed = peak->value * kMiB;
+  double predicted = row->second->memory->Peak().Total();
+  if (observed - predicted <= headroom_bytes_) return Status::OK();
+  headroom_bytes_ = observed - predicted;
+  Event(done.id, "calibrate",
+        fmt::format("memory plan recalibrated: trial {} ({}) peaked at {:.1f} GiB, {:.1f} GiB more than the {:.1f} GiB "
+                    "predicted; headroom is now {:.1f} GiB",
+                    done.id, done.trial_key, observed / kGiB, headroom_bytes_ / kGiB, predicted / kGiB,
+                    headroom_bytes_ / kGiB));
+  double capacity = plan_->gpu_mem_gib * kGiB;
+  for (auto& t : trials) {
+    if (t.state != kTrialNew) continue;
+    auto r = plan_rows_.find(t.trial_key);
+    if (r == plan_rows_.end() || !r->second->memory) continue;
+    double need = r->second->memory->Peak().Total() + headroom_bytes_;
+    if (need <= capacity) continue;
+    t.state = std::string(kTrialSkipped);
+    t.reason = fmt::format("skipped: memory plan calibrated on trial {}: needs {:.1f} GiB > {:.1f} GiB", done.id,
+                           need / kGiB, plan_->gpu_mem_gib);
+    SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+    Event(t.id, "skip", t.reason);
+  }
+  return Status::OK();
 }
 
 // A job that stopped at its time limit after saving a checkpoint continues in a new job. Unlike
@@ -618,19 +669,10 @@ Status Runner::SubmitBatch(std::vector<store::TrialRecord*>& batch, int throttle
         "case \"${{SLURM_ARRAY_TASK_ID:-}}\" in\n{}"
         "  *) echo \"slurmsweep: array task ${{SLURM_ARRAY_TASK_ID:-?}} has no trial\" >&2; exit 2 ;;\nesac\n",
         study_.name, dispatch);
-    slurm::SbatchHeader h;
+    slurm::SbatchHeader h = Header();
     h.job_name = array_name;
     h.output = fmt::format("{}/logs/{}_%a.out", w, array_name);
     h.comment = ArrayTag(array_name);
-    h.workdir = w;
-    h.partition = study_.cluster.partition;
-    h.account = study_.cluster.account;
-    h.qos = study_.cluster.qos;
-    h.nodes = study_.job.nodes;
-    h.gpus_per_node = study_.job.gpus_per_node;
-    h.cpus_per_task = study_.job.cpus_per_task;
-    h.mem = study_.job.mem;
-    h.time_limit = study_.job.time_limit;
     h.array = fmt::format("0-{}%{}", batch.size() - 1, throttle);
     auto script = slurm::AddSbatchHeader(body, h);
     if (!script.ok()) return script.status();

@@ -15,8 +15,10 @@
 #include "base/status.h"
 #include "orchestrator/early_stop.h"
 #include "orchestrator/metrics_parser.h"
+#include "orchestrator/planner.h"
 #include "orchestrator/space.h"
 #include "orchestrator/study.h"
+#include "slurm/sbatch_script.h"
 #include "slurm/slurm_client.h"
 #include "slurm/transport.h"
 #include "store/store.h"
@@ -85,6 +87,10 @@ class Runner {
   Status MaybeRetry(store::TrialRecord& trial);
   Result<bool> MaybeChain(store::TrialRecord& trial);
   Status SkipDominatedByOom(const store::TrialRecord& oom, std::vector<store::TrialRecord>& trials);
+  // Feeds a finished trial's measured peak GPU memory (Megatron's memory report) back into the
+  // plan: when it exceeds the prediction by more than the headroom, the headroom grows to that
+  // excess and unsubmitted configurations that no longer fit are skipped.
+  Status CalibrateMemory(const store::TrialRecord& trial, std::vector<store::TrialRecord>& trials);
   Status SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& report);
   // One sbatch for `batch`: a plain job for one trial, else a job array throttled to `throttle`
   // running tasks. Submit limits pause submission (no error); other refusals fail the trials.
@@ -100,6 +106,8 @@ class Runner {
   // The template rendered with the trial's values; RenderScript adds slurmsweep's #SBATCH header.
   Result<std::string> RenderBody(const store::TrialRecord& trial);
   Result<std::string> RenderScript(const store::TrialRecord& trial);
+  // The #SBATCH header's study-wide part: work dir, partition/account/qos and [job] resources.
+  slurm::SbatchHeader Header() const;
   std::string JobName(const std::string& trial_key) const;
   // "slurmsweep:study=S:trial=T:attempt=N": set as the job's --comment, matched on reconcile.
   std::string CommentTag(const store::TrialRecord& trial) const;
@@ -117,6 +125,9 @@ class Runner {
   bool prepared_ = false;
   bool submit_predicted_oom_ = false;
   std::map<std::string, TrialSpec> specs_;  // by trial key: this study file's trials
+  std::optional<Plan> plan_;                // the memory plan, for studies that name a model
+  std::map<std::string, const PlanRow*> plan_rows_;  // by trial key, into plan_
+  double headroom_bytes_ = 0;               // the plan's headroom, grown by CalibrateMemory
   std::map<int64_t, ParserState> parsers_;
   std::map<int64_t, TrialCurve> curves_;    // early stopping's view, see Curve()  // per trial, restored from the store on first use
   int tick_ = 0;

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "orchestrator/planner.h"
 #include "orchestrator/runner.h"
 #include "orchestrator/study.h"
 #include "slurm/transport.h"
@@ -523,4 +524,62 @@ exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --train-iters 10 --log-int
   CHECK(by[R"({"mbs":8,"tp":2})"].state == "completed");
   CHECK(by[R"({"mbs":2,"tp":1})"].state == "completed");
   CHECK_THAT(log, Catch::Contains("slurm commands: 5 sbatch"));  // 6 trials, 1 skipped
+}
+
+// Issue 5: the measured peak memory of a finished trial feeds the memory plan. The first trial
+// reports (as Megatron's report_memory does) 12 GiB more than the planner predicted for it: the
+// headroom grows to 12 GiB, and the one queued-later configuration that no longer fits is skipped
+// before it reaches sbatch.
+TEST_CASE("a measured memory peak above the plan grows the headroom and skips configs that no longer fit",
+          "[cluster][fault]") {
+  testing::TempDir dir;
+  const std::string name = "calibrate" + std::to_string(getpid());
+  std::string tmpl = R"TPL(#!/bin/bash
+echo " [2026-12-02 10:00:00] iteration       10/      20 | elapsed time per iteration (ms): 100.0 | lm loss: 2.0E+00 |"
+echo "[Rank 0] (after 10 iterations) memory (MB) | allocated: 1000.0 | max allocated: 2000.0 | reserved: 3000.0 | max reserved:" {{observed_mb}}
+)TPL";
+  auto write = [&](double observed_mb) {
+    return WriteLocalStudy(dir, name, "[space]\nmbs = [1, 2, 4, 8]\nrecompute = [\"full\", \"selective\", \"none\"]\n",
+                           fmt::format("model = \"llama3.1-8b\"\ngpu_mem_gib = 80\nglobal_batch_size = 64\n"
+                                       "seq_length = 4096\nobserved_mb = {:.1f}",
+                                       observed_mb),
+                           tmpl, 1, "", "queue_ahead = 0\n");
+  };
+  // The prediction for (mbs 1, full recompute), the first configuration that fits.
+  auto planned = LoadStudy(write(1));
+  REQUIRE(planned.ok());
+  planned->job.gpus_per_node = 8;
+  auto plan = PlanStudy(*planned);
+  REQUIRE(plan.ok());
+  std::map<std::string, double> predicted_gib;  // model + activations, without headroom
+  for (const auto& row : plan->rows) {
+    if (row.verdict == PlanRow::Verdict::kFits) predicted_gib[row.trial.params_json] = row.memory->Peak().Total() / (1 << 30);
+  }
+  REQUIRE(predicted_gib.size() == 3);
+  double first = predicted_gib[R"({"mbs":1,"recompute":"full"})"];
+  double second = predicted_gib[R"({"mbs":2,"recompute":"full"})"];
+  double third = predicted_gib[R"({"mbs":4,"recompute":"full"})"];
+  REQUIRE(second + 12 <= 80);  // still fits with 12 GiB of headroom
+  REQUIRE(third + 12 > 80);    // no longer does
+  REQUIRE(third + 4 <= 80);    // but did with the planned 4 GiB
+  std::string path = write((first + 12) * 1024);
+  // One node with 8 GPUs per trial, as the plan assumes.
+  std::string text = testing::ReadAll(path);
+  text.replace(text.find("cpus_per_task = 1"), 17, "cpus_per_task = 1\nnodes = 1\ngpus_per_node = 8");
+  testing::WriteAll(path, text);
+
+  FinishedRun run = RunToEnd(dir, path);
+  INFO(run.log);
+  REQUIRE(run.code == 0);
+  CHECK_THAT(run.log, Catch::Contains("memory plan recalibrated"));
+  auto db = OpenDb(dir, name);
+  std::map<std::string, store::TrialRecord> by;
+  for (const auto& t : Trials(*db, name)) by[t.params_json] = t;
+  CHECK(by[R"({"mbs":1,"recompute":"full"})"].state == "completed");
+  CHECK(by[R"({"mbs":2,"recompute":"full"})"].state == "completed");
+  const auto& skipped = by[R"({"mbs":4,"recompute":"full"})"];
+  CHECK(skipped.state == "skipped");
+  CHECK_THAT(skipped.reason, Catch::Contains("memory plan calibrated on trial"));
+  CHECK(skipped.job_id.empty());  // never reached sbatch
+  CHECK_THAT(run.log, Catch::Contains("slurm commands: 2 sbatch"));
 }
