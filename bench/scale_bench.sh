@@ -90,7 +90,7 @@ if [[ $what == load || $what == all ]]; then
     sbatch=$(sed -n 's/.*slurm commands: \([0-9]*\) sbatch.*/\1/p' "$log")
     printf '%8d %8s %10d %14.2f %18.1f %16.2f\n' "$n" "${sbatch:-?}" "$ticks" "$q" "$c" "$(echo "$q / 2" | bc -l)"
   done
-  echo "(cluster calls = squeue + one log read per running trial; at most 32 trials run at once on the lab's 32 CPUs)"
+  echo "(cluster calls = squeue + log reads: one remote command for up to 100 running trials' logs; at most 32 run at once here)"
 fi
 
 if [[ $what == submit || $what == all ]]; then
