@@ -864,10 +864,15 @@ Result<int> Runner::CancelAll() {
   study_id_ = *id;
   auto trials = store_.ListTrials(study_id_);
   if (!trials.ok()) return trials.status();
+  // A job array is cancelled by its id (every task of it is this study's): the scancel command
+  // stays short however many thousand tasks are queued.
   std::vector<std::string> ids;
+  int live = 0;
   for (auto& t : *trials) {
     if (t.job_id.empty() || IsFinalTrialState(t.state)) continue;
-    ids.push_back(t.job_id);
+    ++live;
+    std::string id = t.array_name.empty() ? t.job_id : slurm::ArrayBaseId(t.job_id);
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
     // Recorded before scancel, so the end is classed as ours even if we die right after.
     t.stop_request = "cancelled by the user (slurmsweep cancel)";
     SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
@@ -882,8 +887,10 @@ Result<int> Runner::CancelAll() {
     ++unsubmitted;
   }
   Event(std::nullopt, "cancel",
-        fmt::format("cancel requested: scancel of {} job(s), {} unsubmitted trial(s) cancelled", ids.size(), unsubmitted));
-  return static_cast<int>(ids.size()) + unsubmitted;
+        fmt::format("cancel requested: scancel of {} live trial(s) in {} job(s) or array(s), {} unsubmitted trial(s) "
+                    "cancelled",
+                    live, ids.size(), unsubmitted));
+  return live + unsubmitted;
 }
 
 }  // namespace sweep

@@ -65,7 +65,8 @@ class Runner {
   // Prepare, then tick every poll interval until every trial has ended (or `max_ticks`).
   Status Run(int max_ticks = 0);
 
-  // scancel every live job of the study (one call) and mark unsubmitted trials cancelled.
+  // scancel every live job of the study (one call; arrays by their id) and mark unsubmitted trials
+  // cancelled. Returns how many trials that concerned.
   Result<int> CancelAll();
 
   // Submit configurations the memory planner predicts will run out of memory (its prediction
