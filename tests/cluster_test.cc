@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "base/clock.h"
 #include "orchestrator/connect.h"
@@ -445,4 +446,38 @@ TEST_CASE("a two-phase study: the race runs exactly the screen's fastest configu
       CHECK(*reports::TimeToTarget(t) >= *reports::TimeToTarget(report->trials[*a.recommended]));
     }
   }
+}
+
+// Issue 7: studies of one user against one cluster share one query pace. Two studies run at once
+// with query_gap_s = 3 and a fixed 0.3 s poll interval each: together they tick at most once per 3 s
+// (the slots are reserved in one file), so their squeue calls are bounded by the elapsed time.
+// Unpaced (query_gap_s = 0), the same two studies made 22 calls where this bound allowed 7.
+TEST_CASE("two studies against one cluster share one query pace", "[cluster]") {
+  testing::TempDir dir_a, dir_b;
+  std::string extra_vars = "iters = 300\nsleep_ms = 40\noptimizer = \"sgd\"\nfail_at = 0\nmbs = 4\n";
+  std::string a = WriteStudy(dir_a, "pace-a", "[space]\nlr = [0.01, 0.02]\n", extra_vars);
+  std::string b = WriteStudy(dir_b, "pace-b", "[space]\nlr = [0.03, 0.04]\n", extra_vars);
+  for (const std::string& path : {a, b}) {
+    std::string text = testing::ReadAll(path);
+    text.replace(text.find("poll_interval_s = 0.5"), 21, "poll_interval_s = 0.3\nmax_poll_interval_s = 0.3\nquery_gap_s = 3");
+    testing::WriteAll(path, text);
+  }
+  Harness ha(a), hb(b);
+  double start = ha.clock.Now();
+  Status ra, rb;
+  std::thread ta([&] { ra = ha.runner->Run(400); });
+  std::thread tb([&] { rb = hb.runner->Run(400); });
+  ta.join();
+  tb.join();
+  double elapsed = ha.clock.Now() - start;
+  INFO(ha.log.str() << hb.log.str());
+  REQUIRE(ra.ok());
+  REQUIRE(rb.ok());
+  for (auto* h : {&ha, &hb}) {
+    for (const auto& t : h->Trials()) CHECK(t.state == "completed");
+  }
+  int squeue = ha.runner->slurm_stats().squeue + hb.runner->slurm_stats().squeue;
+  CHECK(ha.runner->slurm_stats().squeue > 0);
+  CHECK(hb.runner->slurm_stats().squeue > 0);
+  CHECK(squeue <= static_cast<int>(elapsed / 3) + 2);
 }
