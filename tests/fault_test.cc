@@ -64,6 +64,33 @@ stage = ["{}/bin/mlp_train"]
   return dir.file("study.toml");
 }
 
+// A study run to the end in this process through `transport` and `clock` (where a test injects
+// its fault), with the test cluster's SLURM_CONF: the run loop's log, Slurm command counts, trials.
+struct InProcessRun {
+  std::string log;
+  slurm::SlurmClient::Stats stats;
+  std::vector<store::TrialRecord> trials;
+};
+InProcessRun RunInProcess(const std::string& path, slurm::Transport& transport, Clock& clock, int max_ticks) {
+  setenv("SLURM_CONF", testing::ClusterVar("SLURM_CONF").c_str(), 1);
+  auto study = LoadStudy(path);
+  REQUIRE(study.ok());
+  auto db = store::Store::Open(study->database);
+  REQUIRE(db.ok());
+  std::ostringstream log;
+  Runner runner(*study, **db, transport, clock, log);
+  Status st = runner.Run(max_ticks);
+  InProcessRun run;
+  run.log = log.str();
+  INFO(run.log);
+  REQUIRE(st.ok());
+  run.stats = runner.slurm_stats();
+  auto trials = (*db)->ListTrials(runner.study_id());
+  REQUIRE(trials.ok());
+  run.trials = *trials;
+  return run;
+}
+
 // Job ids (array tasks as "123_4") of every job Slurm still lists with this study's comment tag,
 // with how often each appears.
 std::map<std::string, int> StudyJobs(const std::string& study) {
@@ -308,28 +335,19 @@ TEST_CASE("a submission whose answer was lost is found and adopted, never submit
   const std::string name = "lostanswer" + std::to_string(getpid());
   std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01, 0.02]\nmbs = [4]\n",
                                      "iters = 20\nsleep_ms = 0\noptimizer = \"sgd\"\n", kTrainTemplate, 4);
-  setenv("SLURM_CONF", testing::ClusterVar("SLURM_CONF").c_str(), 1);
-  auto study = LoadStudy(path);
-  REQUIRE(study.ok());
-  auto db = store::Store::Open(study->database);
-  REQUIRE(db.ok());
   LoseFirstSbatchAnswer transport(slurm::NewLocalTransport());
   SystemClock clock;
-  std::ostringstream log;
-  Runner runner(*study, **db, transport, clock, log);
-  REQUIRE(runner.Run(200).ok());
-  INFO(log.str());
-  CHECK_THAT(log.str(), Catch::Contains("adopted job"));
-  CHECK(runner.slurm_stats().sbatch == 1);  // the lost answer (of the array of both) was not followed by a second sbatch
-  auto trials = (*db)->ListTrials(runner.study_id());
-  REQUIRE(trials.ok());
-  for (const auto& t : *trials) {
+  InProcessRun run = RunInProcess(path, transport, clock, 200);
+  INFO(run.log);
+  CHECK_THAT(run.log, Catch::Contains("adopted job"));
+  CHECK(run.stats.sbatch == 1);  // the lost answer (of the array of both) was not followed by a second sbatch
+  for (const auto& t : run.trials) {
     CHECK(t.state == "completed");
     CHECK(t.attempt == 1);
   }
   auto jobs = StudyJobs(name);
   CHECK(jobs.size() == 2);
-  for (const auto& t : *trials) CHECK(jobs[t.job_id] == 1);
+  for (const auto& t : run.trials) CHECK(jobs[t.job_id] == 1);
 }
 
 namespace {
@@ -381,25 +399,16 @@ TEST_CASE("a full submit quota pauses submission, then smaller arrays go in; no 
   const std::string name = "quota" + std::to_string(getpid());
   std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01, 0.02, 0.03, 0.04, 0.05, 0.06]\nmbs = [4]\n",
                                      "iters = 20\nsleep_ms = 0\noptimizer = \"sgd\"\n", kTrainTemplate, 6);
-  setenv("SLURM_CONF", testing::ClusterVar("SLURM_CONF").c_str(), 1);
-  auto study = LoadStudy(path);
-  REQUIRE(study.ok());
-  auto db = store::Store::Open(study->database);
-  REQUIRE(db.ok());
   SubmitQuotaFull transport(slurm::NewLocalTransport(), 2);
   FastForwardClock clock;
   double start = clock.Now();
-  std::ostringstream log;
-  Runner runner(*study, **db, transport, clock, log);
-  REQUIRE(runner.Run(400).ok());
-  INFO(log.str());
+  InProcessRun run = RunInProcess(path, transport, clock, 400);
+  INFO(run.log);
   // Two refusals: 60 s, then 120 s of waiting, and the array halved each time (6 -> 3 -> 1).
-  CHECK_THAT(log.str(), Catch::Contains("then go in arrays of at most 3"));
-  CHECK_THAT(log.str(), Catch::Contains("then go in arrays of at most 1"));
+  CHECK_THAT(run.log, Catch::Contains("then go in arrays of at most 3"));
+  CHECK_THAT(run.log, Catch::Contains("then go in arrays of at most 1"));
   CHECK(clock.Now() - start >= 180);
-  auto trials = (*db)->ListTrials(runner.study_id());
-  REQUIRE(trials.ok());
-  for (const auto& t : *trials) {
+  for (const auto& t : run.trials) {
     INFO(t.trial_key << " " << t.state << " " << t.reason);
     CHECK(t.state == "completed");
     CHECK(t.attempt == 1);  // a refused submission is no attempt
