@@ -44,7 +44,7 @@ struct ClusterSpec {
   std::string known_hosts;
   std::string partition, account, qos;
   std::string workdir;      // on the cluster; scripts/ and logs/ go under it
-  int max_concurrent = 4;   // trials queued or running at once
+  int max_concurrent = 4;   // trials running at once (arrays are throttled to it; see queue_ahead)
   double poll_interval_s = 5;       // the wait right after something changed
   double max_poll_interval_s = 0;   // the wait grows up to this while nothing changes (default 4x)
   // Trials that share a template's directives and resources go to Slurm as one job array
