@@ -264,7 +264,8 @@ Result<int64_t> Runner::Ingest(store::TrialRecord& t, const Result<std::string>*
     for (auto& p : parsed.points) rows.push_back({p.step, p.time_s, std::move(p.name), p.value});
     int64_t new_offset = t.log_offset + static_cast<int64_t>(parsed.consumed);
     SWEEP_RETURN_IF_ERROR(store_.AppendMetrics(t.id, rows, new_offset));
-    // Only after the commit: a failed write leaves offset and parser where they were.
+    // Only after the write: a failed one leaves offset and parser where they were (and when the
+    // caller's transaction rolls back later, QueryAndIngest puts them back).
     t.log_offset = new_offset;
     ps->second = next;
     if (auto c = curves_.find(t.id); c != curves_.end()) {
@@ -311,6 +312,12 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
     for (size_t i = 0; i < chunks.size(); ++i) prefetched.emplace(read_ids[i], std::move(chunks[i]));
   }
 
+  // What squeue says of each tracked trial, decided before anything is written.
+  struct Observed {
+    store::TrialRecord* t;
+    std::string new_state, reason;
+  };
+  std::vector<Observed> observed;
   for (auto& t : trials) {
     if (t.job_id.empty() || IsFinalTrialState(t.state)) continue;
     auto it = jobs->find(t.job_id);
@@ -334,14 +341,36 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
       if (started) t.started_at = ParseSlurmTime(j.start_time).value_or(t.started_at.value_or(clock_.Now()));
       if (slurm::IsTerminal(j.state)) t.ended_at = ParseSlurmTime(j.end_time);
     }
-    bool running_or_ending = new_state != kTrialNew && new_state != "pending" && new_state != "unknown";
-    if (running_or_ending) {
-      // Ingest before recording the end: a crash in between re-reads, never skips, the tail.
-      auto pre = prefetched.find(t.id);
-      auto n = Ingest(t, pre == prefetched.end() ? nullptr : &pre->second);
+    observed.push_back({&t, std::move(new_state), std::move(reason)});
+  }
+
+  // Every log's news in one transaction per tick (bench/ingest_bench.cc: a commit per trial cost
+  // about a quarter of the rate). Ingest before recording any end: a crash in between re-reads,
+  // never skips, the tail.
+  std::vector<std::pair<store::TrialRecord*, int64_t>> ingested;  // trial, log offset before
+  Status ingest = store_.InTransaction([&]() -> Status {
+    for (const Observed& o : observed) {
+      if (o.new_state == kTrialNew || o.new_state == "pending" || o.new_state == "unknown") continue;
+      ingested.emplace_back(o.t, o.t->log_offset);
+      auto pre = prefetched.find(o.t->id);
+      auto n = Ingest(*o.t, pre == prefetched.end() ? nullptr : &pre->second);
       if (!n.ok()) return n.status();
       report.points += *n;
     }
+    return Status::OK();
+  });
+  if (!ingest.ok()) {
+    // Rolled back: forget what was parsed in memory too, so the next tick reads the same bytes again.
+    for (auto& [t, offset] : ingested) {
+      t->log_offset = offset;
+      parsers_.erase(t->id);
+      curves_.erase(t->id);
+    }
+    return ingest;
+  }
+
+  for (auto& [tp, new_state, reason] : observed) {
+    store::TrialRecord& t = *tp;
     bool ended = IsFinalTrialState(new_state);
     if (ended) SWEEP_RETURN_IF_ERROR(Classify(t, new_state, reason));
     if (new_state == t.state && reason == t.reason) continue;

@@ -396,6 +396,8 @@ INSERT INTO studies VALUES (1, 'old', 'old.toml', 'h', 1.0);
 INSERT INTO trials (id, study_id, trial_key, params_json, state, job_id, attempt, log_offset)
   VALUES (1, 1, 't-1', '{"lr":0.1}', 'running', '4242', 1, 640);
 INSERT INTO metrics VALUES (1, 10, 1.5, 'lm_loss', 2.5);
+INSERT INTO metrics VALUES (1, 20, 3.0, 'lm_loss', 2.25);
+INSERT INTO metrics VALUES (1, 10, 1.5, 'grad_norm', 7.0);
 PRAGMA user_version = 1;
 )sql");
   }
@@ -407,8 +409,46 @@ PRAGMA user_version = 1;
   CHECK(t->log_offset == 640);
   CHECK(t->array_name.empty());
   CHECK(t->array_index == -1);
-  CHECK(store->CountMetrics(1).value() == 1);
+  CHECK(store->CountMetrics(1).value() == 3);
+  // The metrics moved to numbered names (migration 3) read back as they were stored.
+  auto loss = store->MetricSeries(1, "lm_loss");
+  REQUIRE(loss.ok());
+  REQUIRE(loss->size() == 2);
+  CHECK((*loss)[1].step == 20);
+  CHECK((*loss)[1].value == 2.25);
+  CHECK((*loss)[1].name == "lm_loss");
+  auto all = store->Metrics(1);
+  REQUIRE(all.ok());
+  REQUIRE(all->size() == 3);
+  CHECK((*all)[0].name == "grad_norm");  // by name, then step
+  // A replay of a migrated row is still dropped, and a new name joins the old ones.
+  REQUIRE(store->AppendMetrics(1, {{20, 3.0, "lm_loss", 9.0}, {20, 3.0, "grad_norm", 6.0}}, 700).ok());
+  CHECK(store->CountMetrics(1).value() == 4);
+  CHECK(store->LastMetric(1, "lm_loss").value()->value == 2.25);
+  CHECK(store->LastMetric(1, "grad_norm").value()->value == 6.0);
   CHECK(RawDb(path).Text("PRAGMA user_version") == std::to_string(SchemaVersion()));
+}
+
+// Metric names are numbered on first use inside the ingesting transaction; if that transaction
+// rolls back, the number is gone with it and must not be reused from memory.
+TEST_CASE("Store: a metric name first seen in a rolled-back transaction can be stored later", "[store]") {
+  TempDir dir;
+  auto store = MustOpen(dir.file("study.db"));
+  auto study = store->UpsertStudy("s", "s.toml", "h", 1.0);
+  REQUIRE(study.ok());
+  std::vector<TrialRecord> ts = {NewTrial("a")};
+  REQUIRE(store->InsertTrialsIfAbsent(*study, ts).ok());
+  std::optional<int64_t> trial = ts[0].id;
+  Status failed = store->InTransaction([&]() -> Status {
+    SWEEP_RETURN_IF_ERROR(store->AppendMetrics(*trial, {{1, 0.5, "new_metric", 1.0}}, 10));
+    return Status::Internal("the tick failed after ingesting");
+  });
+  CHECK_FALSE(failed.ok());
+  CHECK(store->CountMetrics(*trial).value() == 0);
+  Status again = store->AppendMetrics(*trial, {{1, 0.5, "new_metric", 1.0}}, 10);
+  INFO(again.ToString());
+  REQUIRE(again.ok());
+  CHECK(store->MetricSeries(*trial, "new_metric").value().size() == 1);
 }
 
 TEST_CASE("Store: a database from a newer slurmsweep is refused", "[store]") {
