@@ -508,9 +508,14 @@ int Main(int argc, char** argv) {
       all[si].push_back(ScoreRun(s, stop));
       if (verbose) {
         for (size_t i = 0; i < s.trials.size(); ++i) {
+          const std::vector<CurvePoint>& c = s.trials[i].curve;
+          double rate = c.size() > 1 ? (c.back().step - c.front().step) / (c.back().time_s - c.front().time_s) : 0;
           if (stop[i] < s.budget_s) {
-            fmt::print("  [{} {}] stopped {} at {:.3g}s (loss at budget {:.4f})\n", p.name, s.name, s.trials[i].name,
-                       stop[i], s.final_loss[i]);
+            fmt::print("  [{} {}] stopped {} at {:.3g}s (loss at budget {:.4f}, {:.4g} it/s)\n", p.name, s.name,
+                       s.trials[i].name, stop[i], s.final_loss[i], rate);
+          } else {
+            fmt::print("  [{} {}] kept {} (loss at budget {:.4f}, {:.4g} it/s)\n", p.name, s.name, s.trials[i].name,
+                       s.final_loss[i], rate);
           }
         }
       }

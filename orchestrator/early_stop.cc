@@ -182,7 +182,8 @@ Status ParsePatience(const TableReader& r, PatienceRuleConfig& c) {
 }
 
 Status ParseThroughput(const TableReader& r, ThroughputRuleConfig& c, const std::vector<std::string>& parameters) {
-  SWEEP_RETURN_IF_ERROR(r.CheckKeys({"params", "min_points", "grace_s", "rate_margin", "rival_speedup", "margin"}));
+  SWEEP_RETURN_IF_ERROR(
+      r.CheckKeys({"params", "min_points", "grace_s", "rate_margin", "rival_speedup", "margin", "extrapolate"}));
   const toml::node* n = r.Get("params");
   if (!n) return r.Missing("params", "the parameters that change speed but not loss per iteration");
   const toml::array* list = n->as_array();
@@ -201,6 +202,7 @@ Status ParseThroughput(const TableReader& r, ThroughputRuleConfig& c, const std:
   SWEEP_RETURN_IF_ERROR(r.Number("rate_margin", 0, kInf, &c.rate_margin));
   SWEEP_RETURN_IF_ERROR(r.Number("margin", 0, kInf, &c.margin));
   SWEEP_RETURN_IF_ERROR(r.Number("rival_speedup", 0, kInf, &c.rival_speedup));
+  SWEEP_RETURN_IF_ERROR(r.Bool("extrapolate", &c.extrapolate));
   if (r.Get("rival_speedup") && c.rival_speedup != 0 && c.rival_speedup <= 1) {
     return r.Error(*r.Get("rival_speedup"), "rival_speedup", "must be greater than 1 (or 0: off)");
   }
@@ -537,6 +539,29 @@ class ThroughputModel {
     return bound;
   }
 
+  // A lower bound for trial i's loss at the budget when its smoothed curve is in its convex
+  // phase: the secant slope over the last third of its iterations, no steeper than over the
+  // middle third (a warm-up plateau is concave and gets no bound), carried to the iteration the
+  // trial will reach by the budget. nullopt before six points, outside the convex phase, or when
+  // the budget lies further ahead (in iterations) than the curve has been observed.
+  std::optional<double> ConvexLowerBound(size_t i, double budget) const {
+    const Series& s = c_.series[i];
+    size_t k = s.s.size();
+    auto n = StepAt(i, budget);
+    if (k < 6 || !n) return std::nullopt;
+    size_t a = k / 3, b = 2 * k / 3;
+    auto slope = [&](size_t from, size_t to) {
+      return (s.s[to] - s.s[from]) / static_cast<double>(s.step[to] - s.step[from]);
+    };
+    if (s.step[b] <= s.step[a] || s.step[k - 1] <= s.step[b]) return std::nullopt;
+    double earlier = slope(a, b), recent = slope(b, k - 1);
+    if (recent > 0 || earlier > recent) return std::nullopt;
+    // No further ahead than it has been observed: early curves bend more than once.
+    double ahead = *n - static_cast<double>(s.step.back());
+    if (ahead > static_cast<double>(s.step.back() - s.step.front())) return std::nullopt;
+    return s.s.back() + recent * std::max(0.0, *n - static_cast<double>(s.step.back()));
+  }
+
   // Loss trial i is expected to have at the budget, when its group has already been measured
   // that far (by a faster or earlier sibling); nullopt otherwise.
   std::optional<double> MeasuredAtBudget(size_t i, double budget) const {
@@ -612,8 +637,6 @@ void Throughput(Context& c) {
     }
     // Across groups: only with a measured prediction for this trial, against rivals' upper bounds.
     if (c.config.budget_s <= 0) continue;
-    auto predicted = model.MeasuredAtBudget(i, c.config.budget_s);
-    if (!predicted) continue;
     std::optional<size_t> best;
     double best_bound = kInf;
     for (size_t j = 0; j < c.trials.size(); ++j) {
@@ -621,13 +644,28 @@ void Throughput(Context& c) {
       double bound = model.UpperBoundAtBudget(j, c.config.budget_s);
       if (bound < best_bound) best_bound = bound, best = j;
     }
-    if (best && *predicted > best_bound + cfg.margin) {
+    if (!best) continue;
+    if (auto predicted = model.MeasuredAtBudget(i, c.config.budget_s); predicted && *predicted > best_bound + cfg.margin) {
       c.Stop(i, "throughput",
              fmt::format("at t={}: predicted loss at the budget {} (its group's loss at iteration {:.0f}) > {} "
                          "that trial {} will at most have, + margin {}",
                          Secs(c.series[i].last_t()), Num(*predicted),
                          *model.StepAt(i, c.config.budget_s), Num(best_bound), c.trials[*best].id, Num(cfg.margin)),
              *predicted, best_bound, 1);
+      continue;
+    }
+    // (5) Its own descent continued in a straight line to the budget: once a curve bends (its
+    // recent slope per iteration no steeper than the one before), a loss that is convex in the
+    // iteration lies above that line, so the line is a lower bound for the loss at the budget.
+    if (cfg.extrapolate) {
+      if (auto bound = model.ConvexLowerBound(i, c.config.budget_s); bound && *bound > best_bound + cfg.margin) {
+        c.Stop(i, "throughput",
+               fmt::format("at t={}: even its recent descent continued in a straight line to iteration {:.0f} "
+                           "ends at {} > {} that trial {} will at most have at the budget, + margin {}",
+                           Secs(c.series[i].last_t()), *model.StepAt(i, c.config.budget_s), Num(*bound),
+                           Num(best_bound), c.trials[*best].id, Num(cfg.margin)),
+               *bound, best_bound, 1);
+      }
     }
   }
 }

@@ -29,13 +29,20 @@
 //               as much per iteration (within margin); (3) one of another group, no slower, whose
 //               loss has fallen more than margin further per iteration; (4) with budget_s, when
 //               the group's measured curve at the iteration this trial will reach by the budget
-//               is worse, by margin, than what a rival will at most have there.
+//               is worse, by margin, than what a rival will at most have there; (5) with
+//               budget_s and extrapolate, when even its own recent descent, carried in a
+//               straight line to the iteration it will reach by the budget, ends above that by
+//               margin: once a curve has bent (its slope per iteration no longer steepening), a
+//               loss convex in the iteration stays above that line. Never further ahead than the
+//               trial has been observed: early Megatron curves bend more than once, and without
+//               that limit the bench lost the best trial of gpt-100it in sequential sweeps.
 //               Progress per iteration (loss fallen since the first common iteration) rather than
 //               level, because first losses differ by initialisation and data order alone.
 // Considered and discarded: comparing at equal iteration (the problem above); fitting a curve
 // (power law) to each trial's few noisy early points and extrapolating to the budget: early
 // loss is flat and noisy, and a fitted curve's extrapolation is a guess, whereas siblings'
-// curves are measured and iteration rates are precise after two log lines.
+// curves are measured and iteration rates are precise after two log lines. (5) extrapolates
+// only a bound, and only once the curve has bent.
 //
 // Lower is better everywhere (a loss). Not thread-safe; no shared state, so one per thread is fine.
 #pragma once
@@ -99,7 +106,8 @@ struct ThroughputRuleConfig {
   double grace_s = 0;
   double rate_margin = 0.02;        // (1): a sibling this much faster (0.02 = 2%)
   double rival_speedup = 1.5;       // (2): another group's trial this many times faster; 0: off
-  double margin = 0.02;             // (2), (3), (4): nats of loss
+  double margin = 0.02;             // (2), (3), (4), (5): nats of loss
+  bool extrapolate = true;          // (5): its own recent descent, in a straight line, cannot catch up
 };
 
 struct StoppingConfig {
@@ -138,7 +146,7 @@ struct StoppingConfig {
 //   [stopping.patience]    window_s (required), min_delta = 0, grace_s = 0
 //   [stopping.throughput]  params = ["tp", "pp", "mbs", ...] (required), grace_s = 0,
 //                          min_points = 2, rate_margin = 0.02, rival_speedup = 1.5 (0: off),
-//                          margin = 0.02
+//                          margin = 0.02, extrapolate = true
 Result<StoppingConfig> ParseStoppingConfig(const toml::table& table, const std::string& path,
                                            const std::vector<std::string>& parameters = {});
 

@@ -382,6 +382,44 @@ TEST_CASE("throughput: a measured prediction at the budget against what a rival 
   CHECK(EvaluateStopping(c, trials).empty());
 }
 
+TEST_CASE("throughput: a slower trial whose curve has flattened above a rival's present loss") {
+  // Trial 2 (another lr) is half as fast and fell more per iteration than trial 1 (so no rule
+  // comparing progress per iteration fires), but it has levelled off at 3.6, while trial 1 is at
+  // 3.38 now and still falling. Its recent descent (-0.0023 per iteration) carried in a straight
+  // line over the 15 iterations it has left before the budget still ends at 3.57.
+  StoppingConfig c = ThroughputOnly();
+  c.budget_s = 60;
+  auto levelled = [](int64_t s) { return 3.6 + 3.0 * std::exp(-static_cast<double>(s) / 2.0); };
+  std::vector<TrialProgress> trials = {
+      Trial(1, Curve(1.0, 30), TrialPhase::kRunning, {{"lr", "0.1"}}),
+      Trial(2, Curve(2.0, 30, levelled), TrialPhase::kRunning, {{"lr", "0.3"}}),
+  };
+  std::vector<StopDecision> d = EvaluateStopping(c, trials);
+  REQUIRE(StoppedIds(d) == std::vector<int64_t>{2});
+  CHECK_THAT(d[0].reason, Catch::Contains("straight line to iteration 31") && Catch::Contains("trial 1"));
+  CHECK(d[0].value == Approx(3.567).epsilon(0.001));
+  CHECK(d[0].threshold == Approx(Loss(31)));
+  SECTION("not with extrapolate = false") {
+    c.throughput.extrapolate = false;
+    CHECK(EvaluateStopping(c, trials).empty());
+  }
+  SECTION("not when the budget lies further ahead than the curve has been observed") {
+    c.budget_s = 100;  // 35 iterations ahead of the 15 it has logged
+    CHECK(EvaluateStopping(c, trials).empty());
+  }
+  SECTION("not while its descent is still getting steeper (a warm-up, no bend yet)") {
+    // At 4.72 and falling 0.135 per iteration, 5 iterations before the budget: a line would end
+    // at 4.05, but an accelerating descent is no sign of where it will level off.
+    c.budget_s = 40;
+    trials[1].loss = Curve(2.0, 30, [](int64_t s) { return 6.0 - 0.005 * static_cast<double>(s * s); });
+    CHECK(EvaluateStopping(c, trials).empty());
+  }
+  SECTION("not with fewer than six points") {
+    trials[1].loss.resize(5);
+    CHECK(EvaluateStopping(c, trials).empty());
+  }
+}
+
 TEST_CASE("gpu_time axis: a trial on twice the GPUs pays for them") {
   std::vector<TrialProgress> trials = {Trial(1, Curve(1, 30)), Trial(2, Curve(1, 30)), Trial(3, Curve(1, 30)),
                                        Trial(4, Curve(1, 30))};
@@ -438,6 +476,7 @@ grace_s = 30
 rate_margin = 0.03
 rival_speedup = 2
 margin = 0.05
+extrapolate = false
 )",
                  {"lr", "mbs", "tp"});
   REQUIRE(c.ok());
@@ -459,6 +498,7 @@ margin = 0.05
   CHECK(c->patience.window_s == 600);
   CHECK(c->throughput.params == std::vector<std::string>{"mbs", "tp"});
   CHECK(c->throughput.rival_speedup == 2);
+  CHECK_FALSE(c->throughput.extrapolate);
   CHECK(c->AnyRule());
 }
 
