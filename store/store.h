@@ -106,8 +106,8 @@ class Store {
   // that starts from scratch: the failed attempt's curve would otherwise shadow the new one.
   virtual Status ResetMetrics(int64_t trial_id) = 0;
   virtual Result<std::vector<MetricRow>> Metrics(int64_t trial_id) = 0;
-  // One metric of one trial in step order: a range scan of the primary key, so the cost is that
-  // series' length, not the trial's (Megatron logs ~10 metrics a line).
+  // One metric of one trial in step order. The key is (trial, step, metric), so this scans the
+  // trial's rows (Megatron logs ~10 metrics a line): fine for what calls it, once per trial.
   virtual Result<std::vector<MetricRow>> MetricSeries(int64_t trial_id, const std::string& name) = 0;
   // The row with the greatest step for `name`, if any (to resume a time axis after a restart).
   virtual Result<std::optional<MetricRow>> LastMetric(int64_t trial_id, const std::string& name) = 0;

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "orchestrator/metrics_parser.h"
 #include "orchestrator/planner.h"
 #include "orchestrator/runner.h"
 #include "orchestrator/study.h"
@@ -414,6 +415,116 @@ TEST_CASE("a full submit quota pauses submission, then smaller arrays go in; no 
     CHECK(t.attempt == 1);  // a refused submission is no attempt
   }
   CHECK(StudyJobs(name).size() == 6);
+}
+
+namespace {
+
+// The real store, except that once, inside a transaction that has already stored two or more
+// log lines of some trial, the next trial's AppendMetrics fails as a lock held past busy_timeout does
+// (kUnavailable: the run loop retries next tick). Everything else goes to the real store.
+class LockedOnceStore final : public store::Store {
+ public:
+  explicit LockedOnceStore(store::Store& real) : real_(real) {}
+  bool fired() const { return fired_; }
+
+  Status AppendMetrics(int64_t trial_id, const std::vector<store::MetricRow>& rows, int64_t new_offset) override {
+    if (!rows.empty() && depth_ > 0 && !fired_ && appended_in_txn_ > 0) {
+      fired_ = true;
+      return Status::Unavailable("test: database is locked (another process holds the database lock)");
+    }
+    // Two lines or more (10 metrics a line): a one-line chunk parses to the same time either way.
+    if (rows.size() >= 20 && depth_ > 0) ++appended_in_txn_;
+    return real_.AppendMetrics(trial_id, rows, new_offset);
+  }
+  Status InTransaction(const std::function<Status()>& fn) override {
+    if (depth_ == 0) appended_in_txn_ = 0;
+    ++depth_;
+    Status s = real_.InTransaction(fn);
+    --depth_;
+    return s;
+  }
+
+  Result<int64_t> UpsertStudy(const std::string& n, const std::string& p, const std::string& h, double now) override {
+    return real_.UpsertStudy(n, p, h, now);
+  }
+  Result<store::StudyRecord> GetStudy(const std::string& n) override { return real_.GetStudy(n); }
+  Status InsertTrialsIfAbsent(int64_t id, std::vector<store::TrialRecord>& t) override {
+    return real_.InsertTrialsIfAbsent(id, t);
+  }
+  Result<std::vector<store::TrialRecord>> ListTrials(int64_t id) override { return real_.ListTrials(id); }
+  Result<store::TrialRecord> GetTrial(int64_t id) override { return real_.GetTrial(id); }
+  Status UpdateTrial(const store::TrialRecord& t) override { return real_.UpdateTrial(t); }
+  Status ResetMetrics(int64_t id) override { return real_.ResetMetrics(id); }
+  Result<std::vector<store::MetricRow>> Metrics(int64_t id) override { return real_.Metrics(id); }
+  Result<std::vector<store::MetricRow>> MetricSeries(int64_t id, const std::string& n) override {
+    return real_.MetricSeries(id, n);
+  }
+  Result<std::optional<store::MetricRow>> LastMetric(int64_t id, const std::string& n) override {
+    return real_.LastMetric(id, n);
+  }
+  Result<int64_t> CountMetrics(int64_t id) override { return real_.CountMetrics(id); }
+  Status AddEvent(int64_t s, std::optional<int64_t> t, double at, const std::string& k, const std::string& m) override {
+    return real_.AddEvent(s, t, at, k, m);
+  }
+  Result<std::vector<store::EventRecord>> Events(int64_t id) override { return real_.Events(id); }
+
+ private:
+  store::Store& real_;
+  int depth_ = 0;
+  int appended_in_txn_ = 0;
+  bool fired_ = false;
+};
+
+}  // namespace
+
+// The run loop stores every trial's new log lines in one transaction per tick. When a write in
+// it fails, all of that tick's lines roll back, and what the loop had parsed in memory (offsets,
+// parser state, the time axis) must roll back too: the next tick reads the same bytes again, and
+// the stored curves come out exactly as one parse of each whole log gives them.
+TEST_CASE("a tick whose metrics transaction fails is read again: the curves are the logs' exactly once",
+          "[cluster][fault]") {
+  testing::TempDir dir;
+  const std::string name = "rollback" + std::to_string(getpid());
+  std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01, 0.02, 0.03]\nmbs = [4]\n",
+                                     "iters = 80\nsleep_ms = 40\noptimizer = \"sgd\"\n", kTrainTemplate, 3);
+  setenv("SLURM_CONF", testing::ClusterVar("SLURM_CONF").c_str(), 1);
+  auto study = LoadStudy(path);
+  REQUIRE(study.ok());
+  auto db = store::Store::Open(study->database);
+  REQUIRE(db.ok());
+  LockedOnceStore locked(**db);
+  auto transport = slurm::NewLocalTransport();
+  SystemClock clock;
+  std::ostringstream log;
+  Runner runner(*study, locked, *transport, clock, log);
+  Status st = runner.Run(2000);
+  INFO(log.str());
+  REQUIRE(st.ok());
+  REQUIRE(locked.fired());
+  CHECK_THAT(log.str(), Catch::Contains("will retry"));
+  auto trials = (*db)->ListTrials(runner.study_id());
+  REQUIRE(trials.ok());
+  REQUIRE(trials->size() == 3);
+  for (const auto& t : *trials) {
+    INFO(t.trial_key << " " << t.state);
+    CHECK(t.state == "completed");
+    std::string whole = testing::ReadAll(t.log_path);
+    ParserState fresh;
+    ParseOutput expected = ParseMetrics(whole, MetricFormat::kMegatron, fresh);
+    REQUIRE(expected.points.size() > 100);
+    auto stored = (*db)->Metrics(t.id);
+    REQUIRE(stored.ok());
+    REQUIRE(stored->size() == expected.points.size());
+    std::map<std::pair<std::string, int64_t>, std::pair<double, double>> want;
+    for (const auto& p : expected.points) want[{p.name, p.step}] = {p.time_s, p.value};
+    for (const auto& r : *stored) {
+      auto it = want.find({r.name, r.step});
+      REQUIRE(it != want.end());
+      CHECK(r.time_s == Approx(it->second.first));  // the time axis was not advanced twice
+      CHECK(r.value == it->second.second);
+    }
+    CHECK(t.log_offset == static_cast<int64_t>(whole.size()));
+  }
 }
 
 TEST_CASE("a trial longer than its time limit runs as a chain of jobs and its curve is one curve",
