@@ -7,10 +7,15 @@
 //   trials(id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code,
 //          attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request,
 //          array_name, array_index, UNIQUE(study_id, trial_key))
-//   metrics(trial_id, step, time_s, name, value, PRIMARY KEY(trial_id, name, step))
+//   metric_names(id, name UNIQUE)
+//   metrics(trial_id, name_id, step, time_s, value, PRIMARY KEY(trial_id, step, name_id))
+//     WITHOUT ROWID; a log line's values are adjacent, so a tick's rows of one trial are one
+//     append at the end of its key range (see migration 3 in store.cc)
 //   events(id, study_id, trial_id, at, kind, message)
 // Exactly-once ingestion: metric rows and the log offset they came from are written in one
-// transaction (AppendMetrics), and the metrics key makes a replay of the same bytes harmless.
+// transaction (AppendMetrics; the run loop wraps a whole tick's appends in one InTransaction),
+// and the metrics key makes a replay of the same bytes harmless. In the sqlite3 shell:
+//   SELECT m.step, n.name, m.value FROM metrics m JOIN metric_names n ON n.id = m.name_id;
 // States are stored as text (the names in orchestrator's trial state list) so the database
 // reads well in the sqlite3 shell.
 //
