@@ -573,10 +573,17 @@ Status Runner::Classify(const store::TrialRecord& t, std::string& state, std::st
     auto last = store_.LastMetric(t.id, study_.objective.metric);
     if (!last.ok()) return last.status();
     bool nan_loss = last->has_value() && !std::isfinite((*last)->value);
-    if (auto l3 = line_with({"diverged"}); nan_loss || !l3.empty()) {
+    // What trainers print when they give up on a NaN, not the bare word: a usage text that
+    // documents a "diverged" exit code is no divergence.
+    if (auto l3 = line_with({"training diverged", "found NaN in local grad norm", "Loss is NaN", "loss is nan",
+                             "NaN or Inf found"});
+        nan_loss || !l3.empty()) {
       state = std::string(kTrialDiverged);
       reason = nan_loss ? fmt::format("{} is {} at step {}", study_.objective.metric, (*last)->value, (*last)->step)
                         : l3;
+    } else if (auto l4 = line_with({"Traceback", "Error", "ERROR", "error:", "invalid"}); !l4.empty()) {
+      // The log's last error line says more than an exit code.
+      reason += (reason.empty() ? "" : ": ") + l4;
     }
   }
   return Status::OK();

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <nlohmann/json.hpp>
@@ -454,11 +455,18 @@ class Loader {
     if (job.max_chain > 0 && job.resume_marker.empty()) {
       return Error(j.get("resume_marker"), "job.resume_marker", "chaining needs a non-empty marker");
     }
-    for (auto [key, value] : {std::pair{"mem", &job.mem}, {"time_limit", &job.time_limit}}) {
-      if (!value->empty() && !IsSafeName(*value) &&
-          !std::all_of(value->begin(), value->end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == ':' || c == '-'; })) {
-        return Error(j.get(key), fmt::format("job.{}", key), "use Slurm's syntax, e.g. \"2G\" or \"01:30:00\"");
-      }
+    // Slurm's own syntaxes, checked here so that a typo fails the study file, not every sbatch.
+    static const std::regex kMem("[0-9]+[KMGTkmgt]?");
+    static const std::regex kTime("([0-9]+-)?[0-9]+(:[0-9]+){0,2}|UNLIMITED|INFINITE|unlimited|infinite");
+    if (!job.mem.empty() && !std::regex_match(job.mem, kMem)) {
+      return Error(j.get("mem"), "job.mem",
+                   fmt::format("'{}' is not a Slurm memory size: a number with an optional K, M, G or T suffix, "
+                               "e.g. \"100M\" or \"64G\"", job.mem));
+    }
+    if (!job.time_limit.empty() && !std::regex_match(job.time_limit, kTime)) {
+      return Error(j.get("time_limit"), "job.time_limit",
+                   fmt::format("'{}' is not a Slurm time: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS, "
+                               "e.g. \"01:30:00\"", job.time_limit));
     }
     if (const toml::node* n = j.get("stage")) {
       const toml::array* arr = n->as_array();

@@ -84,6 +84,30 @@ TEST_CASE("missing sections and bad values are reported", "[study]") {
   CHECK_THAT(empty_list.status().message(), Catch::Contains("space.lr") && Catch::Contains("empty"));
 }
 
+TEST_CASE("job.mem and job.time_limit are checked against Slurm's syntax when the file loads", "[study]") {
+  StudyDir d;
+  auto with_job = [&](const std::string& keys) {
+    std::string text = MinimalStudy();
+    text.replace(text.find("template = \"job.sbatch\"\n"), 24, "template = \"job.sbatch\"\n" + keys);
+    return d.Parse(text);
+  };
+  for (const char* good : {"mem = \"100M\"", "mem = \"64G\"", "mem = \"4096\"", "time_limit = \"30\"",
+                           "time_limit = \"01:30:00\"", "time_limit = \"2-12\"", "time_limit = \"1-00:00:00\"",
+                           "time_limit = \"UNLIMITED\""}) {
+    auto s = with_job(std::string(good) + "\n");
+    INFO(good << ": " << s.status().ToString());
+    CHECK(s.ok());
+  }
+  auto mem = with_job("mem = \"lots\"\n");
+  REQUIRE_FALSE(mem.ok());
+  CHECK(mem.status().message() ==
+        d.dir.file("study.toml") + ":10: key 'job.mem': 'lots' is not a Slurm memory size: a number with an optional "
+        "K, M, G or T suffix, e.g. \"100M\" or \"64G\"");
+  auto time = with_job("time_limit = \"1h\"\n");
+  REQUIRE_FALSE(time.ok());
+  CHECK_THAT(time.status().message(), Catch::Contains(":10: key 'job.time_limit': '1h' is not a Slurm time"));
+}
+
 TEST_CASE("template placeholders are checked before anything runs", "[study]") {
   StudyDir d("#!/bin/bash\necho ok\ntrain --lr {{lr}} --typo {{optt}}\n");
   auto s = d.Parse(MinimalStudy());

@@ -226,10 +226,12 @@ case {{kind}} in
   hostoom) python3 -c 'import time; x = bytearray(400 << 20); x[::4096] = b"\1" * len(x[::4096]); time.sleep(120)' ;;
   external) sleep 300 ;;
   ok) exec {{workdir}}/mlp_train --train-iters 10 --log-interval 5 ;;
+  badarg) exec {{workdir}}/mlp_train --hidden big ;;
 esac
 )TPL";
-  std::string path = WriteLocalStudy(dir, name, "[space]\nkind = [\"diverge\", \"cudaoom\", \"hostoom\", \"external\", \"ok\"]\n",
-                                     "x = 1\n", tmpl, 5);
+  std::string path = WriteLocalStudy(
+      dir, name, "[space]\nkind = [\"diverge\", \"cudaoom\", \"hostoom\", \"external\", \"ok\", \"badarg\"]\n",
+      "x = 1\n", tmpl, 6);
   pid_t pid = Spawn({"run", path}, dir.file("orchestrator.log"));
   // Someone else cancels the sleeping job (an admin, or the user with scancel by hand).
   bool cancelled = false;
@@ -256,7 +258,7 @@ esac
   auto db = OpenDb(dir, name);
   std::map<std::string, store::TrialRecord> by_kind;
   for (const auto& t : Trials(*db, name)) {
-    for (const char* k : {"diverge", "cudaoom", "hostoom", "external", "ok"}) {
+    for (const char* k : {"diverge", "cudaoom", "hostoom", "external", "ok", "badarg"}) {
       if (t.params_json.find(std::string("\"") + k + "\"") != std::string::npos) by_kind[k] = t;
     }
   }
@@ -268,6 +270,9 @@ esac
   CHECK(by_kind["external"].state == "cancelled");
   CHECK_THAT(by_kind["external"].reason, Catch::Contains("outside slurmsweep"));
   CHECK(by_kind["ok"].state == "completed");
+  // Its usage text documents exit code "4 diverged": a failure, with the error line as the reason.
+  CHECK(by_kind["badarg"].state == "failed");
+  CHECK_THAT(by_kind["badarg"].reason, Catch::Contains("invalid value 'big' for --hidden"));
   for (const auto& [k, t] : by_kind) CHECK(t.attempt == 1);  // none of these classes is retried by default
 }
 
