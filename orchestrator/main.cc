@@ -4,6 +4,7 @@
 //   3 cluster unreachable (SSH or slurmctld), 4 refused for safety (unknown host key, newer db).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -14,8 +15,10 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <set>
 
 #include "base/clock.h"
+#include "base/text.h"
 #include "orchestrator/connect.h"
 #include "orchestrator/planner.h"
 #include "orchestrator/report_data.h"
@@ -133,22 +136,43 @@ struct App {
     auto rows = CollectTrialRows(*store, study_id, ParamNames(study), clock.Now());
     if (!rows.ok()) return rows.status();
     std::map<std::string, int> by_state;
+    // The objective's latest value, so a misspelt metric shows as '-' everywhere, not as the loss.
+    const std::string& objective = study.objective.metric;
     std::cout << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>11} {:>8}  {}\n", "trial", "state", "job", "steps",
-                             "final_loss", "iter/s", "parameters / reason");
+                             objective.size() <= 11 ? objective : objective.substr(0, 10) + "~", "iter/s",
+                             "parameters / reason");
     auto names = ParamNames(study);
+    bool any_metrics = false, any_objective = false;
+    std::set<std::string> logged;  // metric names of one trial that logged something
     for (const auto& r : *rows) {
       ++by_state[r.state];
+      auto last = store->LastMetric(r.trial_id, objective);
+      if (!last.ok()) return last.status();
+      any_objective = any_objective || last->has_value();
+      if (r.steps > 0 && !any_metrics) {
+        any_metrics = true;
+        auto all = store->Metrics(r.trial_id);
+        if (!all.ok()) return all.status();
+        for (const auto& m : *all) logged.insert(m.name);
+      }
       std::string params;
       for (size_t i = 0; i < names.size(); ++i) params += fmt::format("{}{}={}", i ? " " : "", names[i], r.param_values[i]);
       std::cout << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>11} {:>8}  {}{}\n", r.trial_key, r.state,
                                r.job_id.empty() ? "-" : r.job_id, r.steps,
-                               r.final_loss ? fmt::format("{:.5g}", *r.final_loss) : "-",
+                               *last ? fmt::format("{:.5g}", (*last)->value) : "-",
                                r.iters_per_s ? fmt::format("{:.3g}", *r.iters_per_s) : "-", params,
                                r.reason.empty() ? "" : "  [" + r.reason + "]");
     }
     std::string summary;
     for (const auto& [state, n] : by_state) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, state);
     std::cout << fmt::format("{} trials: {}\n", rows->size(), summary);
+    if (any_metrics && !any_objective) {
+      std::vector<std::string_view> known(logged.begin(), logged.end());
+      std::string_view close = ClosestWord(objective, known);
+      std::cout << fmt::format("warning: no trial has logged the objective metric '{}'{}; the logs have: {}\n",
+                               objective, close.empty() ? "" : fmt::format(" (did you mean '{}'?)", close),
+                               fmt::join(logged, ", "));
+    }
     return Status::OK();
   }
 

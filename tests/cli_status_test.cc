@@ -1,0 +1,100 @@
+// The `status` command through the built binary, on a study database written with the store (no
+// cluster: status only reads the database). Tagged [cli].
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "store/store.h"
+#include "tests/test_util.h"
+
+using namespace sweep;
+
+namespace {
+
+// Runs `cmd` through the shell; its exit status and everything it printed.
+std::pair<int, std::string> Shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  int rc = pclose(p);
+  return {WEXITSTATUS(rc), out};
+}
+
+// A study file whose objective is `metric`, and a database in which two trials logged lm_loss.
+std::string StudyWithLoggedLoss(const testing::TempDir& dir, const std::string& metric) {
+  testing::WriteAll(dir.file("job.sbatch"), "#!/bin/bash\ntrain --lr {{lr}}\n");
+  testing::WriteAll(dir.file("study.toml"), fmt::format(R"([study]
+name = "typo"
+
+[cluster]
+transport = "local"
+workdir = "{}"
+
+[job]
+template = "job.sbatch"
+
+[objective]
+metric = "{}"
+
+[space]
+lr = [0.1, 0.01]
+)",
+                                                        dir.file("work"), metric));
+  auto db = store::Store::Open(dir.file("typo.db"));
+  REQUIRE(db.ok());
+  auto study = (*db)->UpsertStudy("typo", dir.file("study.toml"), "h", 1.0);
+  REQUIRE(study.ok());
+  std::vector<store::TrialRecord> trials(2);
+  for (int i = 0; i < 2; ++i) {
+    trials[i].trial_key = fmt::format("t-{}", i);
+    trials[i].params_json = i == 0 ? R"({"lr":0.1})" : R"({"lr":0.01})";
+    trials[i].state = "completed";
+  }
+  REQUIRE((*db)->InsertTrialsIfAbsent(*study, trials).ok());
+  for (const auto& t : trials) {
+    REQUIRE((*db)->AppendMetrics(t.id, {{10, 1.0, "lm_loss", 2.5}, {10, 1.0, "grad_norm", 0.7},
+                                        {20, 2.0, "lm_loss", 2.25}, {20, 2.0, "grad_norm", 0.6}},
+                                 100)
+                .ok());
+  }
+  return dir.file("study.toml");
+}
+
+const std::string kBinary = std::string(SLURMSWEEP_BINARY_DIR) + "/bin/slurmsweep";
+
+}  // namespace
+
+TEST_CASE("status shows the objective metric, and warns when no trial ever logged it", "[cli]") {
+  testing::TempDir dir;
+  SECTION("a misspelt objective: '-' for every trial and a warning naming the closest logged metric") {
+    auto [rc, out] = Shell(kBinary + " status " + StudyWithLoggedLoss(dir, "lm_los"));
+    INFO(out);
+    CHECK(rc == 0);
+    CHECK_THAT(out, Catch::Contains("lm_los"));
+    CHECK_THAT(out, Catch::Contains("warning: no trial has logged the objective metric 'lm_los' (did you mean "
+                                    "'lm_loss'?); the logs have: grad_norm, lm_loss"));
+    CHECK_THAT(out, !Catch::Contains("2.25"));
+  }
+  SECTION("the right one: its latest value, no warning") {
+    auto [rc, out] = Shell(kBinary + " status " + StudyWithLoggedLoss(dir, "lm_loss"));
+    INFO(out);
+    CHECK(rc == 0);
+    CHECK_THAT(out, Catch::Contains("2.25"));
+    CHECK_THAT(out, !Catch::Contains("warning"));
+  }
+  SECTION("another logged metric as the objective: its value") {
+    auto [rc, out] = Shell(kBinary + " status " + StudyWithLoggedLoss(dir, "grad_norm"));
+    INFO(out);
+    CHECK(rc == 0);
+    CHECK_THAT(out, Catch::Contains("0.6 "));
+    CHECK_THAT(out, !Catch::Contains("2.25"));
+  }
+}
