@@ -90,9 +90,19 @@ std::string Runner::ArrayTag(const std::string& array_name) const {
 }
 
 Status Runner::Prepare() {
+  auto before = store_.GetStudy(study_.name);
   auto id = store_.UpsertStudy(study_.name, study_.path, study_.hash, clock_.Now());
   if (!id.ok()) return id.status();
   study_id_ = *id;
+  if (before.ok() && before->spec_hash != study_.hash) {
+    // Trials are keyed by their [space] values alone, so a trial that already ran keeps its
+    // results under the old [job] settings, template variables or objective.
+    Event(std::nullopt, "changed",
+          fmt::format("warning: {} changed since this study's last run (hash {} -> {}); trials that already ran "
+                      "keep their results from the old settings, and only new trials use the new ones. To compare "
+                      "like with like, give the changed study a new [study] name.",
+                      study_.path, before->spec_hash, study_.hash));
+  }
 
   auto specs = ExpandStudy(study_);
   if (!specs.ok()) return specs.status();

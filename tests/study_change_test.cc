@@ -1,0 +1,73 @@
+// A study file edited between two runs of the same study: the run says so, because trials are
+// keyed by their [space] values alone and those that already ran keep results from the old
+// settings. Needs no cluster: Runner::Prepare with the local transport only records the study and
+// creates its work directory. Tagged [runner].
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <sstream>
+#include <string>
+
+#include "base/clock.h"
+#include "orchestrator/runner.h"
+#include "orchestrator/study.h"
+#include "slurm/transport.h"
+#include "store/store.h"
+#include "tests/test_util.h"
+
+using namespace sweep;
+
+namespace {
+
+std::string WriteStudy(const testing::TempDir& dir, int iters) {
+  testing::WriteAll(dir.file("job.sbatch"), "#!/bin/bash\ntrain --lr {{lr}} --iters {{iters}}\n");
+  testing::WriteAll(dir.file("study.toml"), fmt::format(R"([study]
+name = "edited"
+
+[cluster]
+transport = "local"
+workdir = "{}"
+
+[job]
+template = "job.sbatch"
+
+[job.vars]
+iters = {}
+
+[space]
+lr = [0.1, 0.01]
+)",
+                                                        dir.file("work"), iters));
+  return dir.file("study.toml");
+}
+
+// Prepare()s the study at `path` as `slurmsweep run` starts; returns what the run loop logged.
+std::string Prepare(const std::string& path) {
+  auto study = LoadStudy(path);
+  REQUIRE(study.ok());
+  auto db = store::Store::Open(study->database);
+  REQUIRE(db.ok());
+  auto transport = slurm::NewLocalTransport();
+  SystemClock clock;
+  std::ostringstream log;
+  Runner runner(*study, **db, *transport, clock, log);
+  Status st = runner.Prepare();
+  INFO(st.ToString());
+  REQUIRE(st.ok());
+  return log.str();
+}
+
+}  // namespace
+
+TEST_CASE("a run of an edited study file warns that earlier trials keep the old settings", "[runner]") {
+  testing::TempDir dir;
+  std::string path = WriteStudy(dir, 200);
+  CHECK_THAT(Prepare(path), !Catch::Contains("changed since"));
+  CHECK_THAT(Prepare(path), !Catch::Contains("changed since"));  // the same file again: nothing to say
+  WriteStudy(dir, 100);
+  std::string log = Prepare(path);
+  CHECK_THAT(log, Catch::Contains("warning: " + path + " changed since this study's last run") &&
+                      Catch::Contains("give the changed study a new [study] name"));
+  CHECK_THAT(Prepare(path), !Catch::Contains("changed since"));  // said once, at the run that saw the change
+}
