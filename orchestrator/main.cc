@@ -197,8 +197,9 @@ struct App {
   }
 
   Status CmdReport() {
-    if (html_path.empty() && csv_path.empty()) return Status::InvalidArgument("give --html FILE, --csv DIR or both");
     SWEEP_RETURN_IF_ERROR(LoadStudyFile());
+    // Neither given: both, where the run loop writes them ([report] html and csv_dir).
+    if (html_path.empty() && csv_path.empty()) html_path = study.report.html, csv_path = study.report.csv_dir;
     SWEEP_RETURN_IF_ERROR(OpenStore(true));
     auto rec = store->GetStudy(study.name);
     if (!rec.ok()) return rec.status().WithContext("nothing recorded yet for this study; run it first");
@@ -246,7 +247,7 @@ constexpr Command kCommands[] = {
              "dropped by a parallelism rule or a predicted OOM; nothing is submitted.",
      &App::CmdPlan},
     {"report", "Write the HTML report (recommendation, speedup over the baseline, ranking, charts, cost) and/or "
-               "trials.csv and metrics.csv.",
+               "trials.csv and metrics.csv; with neither option, both, to the study's [report] html and csv_dir.",
      &App::CmdReport},
 };
 

@@ -1,5 +1,5 @@
-// The `status` command through the built binary, on a study database written with the store (no
-// cluster: status only reads the database). Tagged [cli].
+// The `status` and `report` commands through the built binary, on a study database written with
+// the store (no cluster: both only read the database). Tagged [cli].
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
@@ -97,4 +97,15 @@ TEST_CASE("status shows the objective metric, and warns when no trial ever logge
     CHECK_THAT(out, Catch::Contains("0.6 "));
     CHECK_THAT(out, !Catch::Contains("2.25"));
   }
+}
+
+TEST_CASE("report with neither --html nor --csv writes both where [report] says", "[cli]") {
+  testing::TempDir dir;
+  auto [rc, out] = Shell(kBinary + " report " + StudyWithLoggedLoss(dir, "lm_loss"));
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("wrote " + dir.file("typo-report.html")));
+  CHECK(testing::ReadAll(dir.file("typo-report.html")).find("<html") != std::string::npos);
+  CHECK(testing::ReadAll(dir.file("typo-csv/trials.csv")).find("t-0") != std::string::npos);
+  CHECK(testing::ReadAll(dir.file("typo-csv/metrics.csv")).find("lm_loss") != std::string::npos);
 }
