@@ -187,6 +187,13 @@ struct App {
 
   Status CmdCancel() {
     SWEEP_RETURN_IF_ERROR(LoadStudyFile());
+    // Nothing was ever run: say so rather than create an empty database that `status` then shows.
+    {
+      SWEEP_RETURN_IF_ERROR(OpenStore(true));
+      auto rec = store->GetStudy(study.name);
+      if (!rec.ok()) return rec.status().WithContext("nothing to cancel: this study was never run");
+      store.reset();
+    }
     SWEEP_RETURN_IF_ERROR(OpenStore(false));
     SWEEP_RETURN_IF_ERROR(Connect());
     Runner runner(study, *store, *transport, clock, std::cout);

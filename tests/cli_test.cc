@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -108,4 +109,15 @@ TEST_CASE("report with neither --html nor --csv writes both where [report] says"
   CHECK(testing::ReadAll(dir.file("typo-report.html")).find("<html") != std::string::npos);
   CHECK(testing::ReadAll(dir.file("typo-csv/trials.csv")).find("t-0") != std::string::npos);
   CHECK(testing::ReadAll(dir.file("typo-csv/metrics.csv")).find("lm_loss") != std::string::npos);
+}
+
+TEST_CASE("cancel of a study that never ran says so and leaves no database behind", "[cli]") {
+  testing::TempDir dir;
+  std::string path = StudyWithLoggedLoss(dir, "lm_loss");
+  std::filesystem::remove(dir.file("typo.db"));
+  auto [rc, out] = Shell(kBinary + " cancel " + path);
+  INFO(out);
+  CHECK(rc != 0);
+  CHECK_THAT(out, Catch::Contains("no study database here"));
+  CHECK_FALSE(std::filesystem::exists(dir.file("typo.db")));
 }
