@@ -674,6 +674,19 @@ class Page {
       }
       out_.append("</tbody></table>");
     }
+    // Each early stop in full: the ranking shows the rule on hover only, which a printout loses.
+    bool any_pruned = false;
+    for (const TrialSummary& t : r_.trials) {
+      if (t.state != "pruned") continue;
+      if (!any_pruned) {
+        out_.append("<h3>Stopped early</h3><table><thead><tr><th>trial</th><th class=\"n\">steps</th>"
+                    "<th>rule and the numbers that decided it</th></tr></thead><tbody>");
+        any_pruned = true;
+      }
+      fmt::format_to(Out(out_), "<tr><td>{}</td><td class=\"n\">{}</td><td>{}</td></tr>", Esc(t.key),
+                     FormatCount(t.steps), Esc(t.reason));
+    }
+    if (any_pruned) out_.append("</tbody></table>");
     out_.append("</section>\n");
   }
 

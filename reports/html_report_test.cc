@@ -150,6 +150,22 @@ TEST_CASE("The ranking shows the top N and folds the rest", "[report]") {
   REQUIRE(html.rfind("t-0000000000030") > details);  // the worst one below
 }
 
+TEST_CASE("Each early stop is listed with its rule and numbers in full, escaped", "[report]") {
+  StudyReport r = TwoTrialReport();
+  TrialSummary p = Completed(3, 4.0, 1.0, 900);
+  p.state = "pruned";
+  p.steps = 120;
+  p.reason = "pruned by the median rule: at t=1.2e+03s: running average of smoothed loss 4.1 > median 3.2 of 5 "
+             "trials " + kHostile;
+  r.trials.push_back(p);
+  std::string html = RenderHtmlReport(r);
+  size_t table = html.find("<h3>Stopped early</h3>");
+  REQUIRE(table != std::string::npos);
+  CHECK(html.find("running average of smoothed loss 4.1 &gt; median 3.2 of 5 trials", table) != std::string::npos);
+  CHECK(html.find(kHostile) == std::string::npos);
+  CHECK(RenderHtmlReport(TwoTrialReport()).find("Stopped early") == std::string::npos);  // none stopped: no table
+}
+
 TEST_CASE("A study with nothing finished still renders", "[report]") {
   StudyReport r;
   r.meta.study_name = "empty";
