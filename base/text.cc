@@ -25,6 +25,8 @@ std::string_view ClosestWord(std::string_view word, const std::vector<std::strin
   size_t best_d = max_distance + 1;
   for (std::string_view c : candidates) {
     size_t d = EditDistance(word, c);
+    // Half the letters changed is another word, not a typo ("mbs" is no misspelt "lr").
+    if (2 * d > std::max(word.size(), c.size())) continue;
     if (d < best_d) best_d = d, best = c;
   }
   return best;

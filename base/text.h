@@ -9,7 +9,8 @@ namespace sweep {
 // Levenshtein distance: insertions, deletions and substitutions, one each.
 size_t EditDistance(std::string_view a, std::string_view b);
 
-// The candidate closest to `word`, or "" if none is within `max_distance` edits.
+// The candidate closest to `word`, or "" if none is within `max_distance` edits and differs in
+// at most half the letters of the longer of the two.
 std::string_view ClosestWord(std::string_view word, const std::vector<std::string_view>& candidates,
                              size_t max_distance = 3);
 
