@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -87,13 +88,32 @@ struct App {
     SWEEP_RETURN_IF_ERROR(Connect());
     Runner runner(study, *store, *transport, clock, std::cout);
     runner.set_submit_predicted_oom(submit_predicted_oom);
+    // A detached run's pid file goes with it, however it ends.
+    struct RemovePidFile {
+      std::string path;
+      ~RemovePidFile() {
+        if (!path.empty()) std::remove(path.c_str());
+      }
+    } pid_file{detach ? study.database + ".pid" : ""};
     SWEEP_RETURN_IF_ERROR(runner.Run(max_ticks));
     const auto& s = runner.slurm_stats();
     const auto& c = runner.cluster_calls();
     std::cout << fmt::format(
         "slurm commands: {} sbatch, {} squeue, {} sacct, {} scancel; cluster calls: {} commands, {} file writes, {} log reads\n",
         s.sbatch, s.squeue, s.sacct, s.scancel, c.commands, c.writes, c.reads);
-    return PrintStatus(runner.study_id());
+    SWEEP_RETURN_IF_ERROR(PrintStatus(runner.study_id()));
+    if (max_ticks > 0) {
+      auto trials = store->ListTrials(runner.study_id());
+      if (!trials.ok()) return trials.status();
+      auto open = std::count_if(trials->begin(), trials->end(),
+                                [](const store::TrialRecord& t) { return !IsFinalTrialState(t.state); });
+      if (open > 0) {
+        std::cout << fmt::format("stopped after --max-ticks {} with {} trial(s) not ended; `slurmsweep run {}` goes "
+                                 "on tracking them\n",
+                                 max_ticks, open, study_path);
+      }
+    }
+    return Status::OK();
   }
 
   // Goes on in the background: the parent prints where to look and exits; the child owns the
@@ -267,6 +287,20 @@ int main(int argc, char** argv) {
   CLI::App cli{"slurmsweep: performance and hyperparameter sweeps of training jobs on Slurm clusters"};
   cli.set_version_flag("--version", std::string("slurmsweep ") + SLURMSWEEP_VERSION);
   cli.require_subcommand(1);
+  cli.footer(
+      "Exit codes: 0 success; 1 failure while running; 2 bad input (study file, template, flags); 3 cluster "
+      "unreachable (SSH or slurmctld) or submit quota full; 4 refused for safety (unknown host key, newer database).");
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string_view word = argv[1];
+    std::vector<std::string_view> names;
+    for (const Command& c : kCommands) names.push_back(c.name);
+    if (std::find(names.begin(), names.end(), word) == names.end()) {
+      std::string_view close = ClosestWord(word, names);
+      std::cerr << fmt::format("slurmsweep: unknown command '{}'{}; commands: {} (see --help)\n", word,
+                               close.empty() ? "" : fmt::format(" (did you mean '{}'?)", close), fmt::join(names, ", "));
+      return 2;
+    }
+  }
   const Command* chosen = nullptr;
   for (const Command& c : kCommands) {
     CLI::App* sub = cli.add_subcommand(c.name, c.help);

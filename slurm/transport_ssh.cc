@@ -140,7 +140,8 @@ Status VerifyHostKey(ssh_session s, const std::string& host_port, const std::str
     case SSH_KNOWN_HOSTS_UNKNOWN:
     case SSH_KNOWN_HOSTS_NOT_FOUND:
       return Status::FailedPrecondition("host key for " + host_port + " is not in " + known_hosts + " (fingerprint " +
-                                        fingerprint + "); verify it and add it with ssh-keyscan or ssh once, then retry");
+                                        fingerprint + "); verify it out of band, then rerun with --accept-host-key " +
+                                        fingerprint + " (or add it with ssh-keyscan or one ssh login)");
     default:
       return Status::FailedPrecondition("cannot check the host key for " + host_port + " against " + known_hosts +
                                         ": " + ErrorText(s));

@@ -121,3 +121,15 @@ TEST_CASE("cancel of a study that never ran says so and leaves no database behin
   CHECK_THAT(out, Catch::Contains("no study database here"));
   CHECK_FALSE(std::filesystem::exists(dir.file("typo.db")));
 }
+
+TEST_CASE("an unknown command is named, with the closest one; --help lists the exit codes", "[cli]") {
+  auto [rc, out] = Shell(kBinary + " stauts study.toml");
+  CHECK(rc == 2);
+  CHECK_THAT(out, Catch::Contains("unknown command 'stauts' (did you mean 'status'?); commands: run, status"));
+  auto [rc2, out2] = Shell(kBinary + " frobnicate");
+  CHECK(rc2 == 2);
+  CHECK_THAT(out2, Catch::Contains("unknown command 'frobnicate'; commands:"));
+  auto [rc3, help] = Shell(kBinary + " --help");
+  CHECK(rc3 == 0);
+  CHECK_THAT(help, Catch::Contains("Exit codes: 0 success") && Catch::Contains("4 refused for safety"));
+}

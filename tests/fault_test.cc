@@ -281,6 +281,11 @@ TEST_CASE("a second orchestrator on the same study is refused while the first ru
   const std::string name = "locked";
   std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01, 0.02]\nmbs = [4]\n",
                                      "iters = 200\nsleep_ms = 20\noptimizer = \"sgd\"\n", kTrainTemplate, 2);
+  // One tick submits both trials and stops; it says they go on and how to follow them.
+  pid_t one_tick = Spawn({"run", "--max-ticks", "1", path}, dir.file("one_tick.log"));
+  REQUIRE(WaitExit(one_tick) == 0);
+  CHECK_THAT(testing::ReadAll(dir.file("one_tick.log")),
+             Catch::Contains("stopped after --max-ticks 1 with 2 trial(s) not ended; `slurmsweep run " + path));
   pid_t first = Spawn({"run", "--detach", path}, dir.file("first.log"));
   REQUIRE(WaitExit(first) == 0);  // the parent returns at once; the child goes on
   CHECK_THAT(testing::ReadAll(dir.file("first.log")), Catch::Contains("running in the background"));
@@ -306,6 +311,7 @@ TEST_CASE("a second orchestrator on the same study is refused while the first ru
   for (int i = 0; i < 240 && kill(child, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   CHECK(kill(child, 0) != 0);
   CHECK_THAT(testing::ReadAll(dir.file(name + ".db.log")), Catch::Contains("every trial has ended"));
+  CHECK_FALSE(std::filesystem::exists(dir.file(name + ".db.pid")));  // gone with the run
   auto db = OpenDb(dir, name);
   for (const auto& t : Trials(*db, name)) CHECK(t.state == "completed");
 }
