@@ -21,6 +21,7 @@
 #include "base/clock.h"
 #include "base/text.h"
 #include "orchestrator/connect.h"
+#include "orchestrator/phases.h"
 #include "orchestrator/planner.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/run_lock.h"
@@ -199,6 +200,24 @@ struct App {
   // Offline: needs neither the cluster nor the database, so a study can be planned anywhere.
   Status CmdPlan() {
     SWEEP_RETURN_IF_ERROR(LoadStudyFile());
+    // Without a model there is no memory to predict: the dry run is the trials, and which the
+    // constraints drop (a constraint that cannot be evaluated fails here, not at `run`).
+    if (!study.job.vars.count("model")) {
+      auto specs = ExpandStudy(study);
+      if (!specs.ok()) return specs.status();
+      int dropped = 0;
+      for (const TrialSpec& t : *specs) {
+        std::string params;
+        for (const auto& [name, value] : t.params) params += fmt::format("{}{}={}", params.empty() ? "" : " ", name, ParamToString(value));
+        if (!t.dropped_reason.empty()) ++dropped;
+        std::cout << fmt::format("{:<16} {:<8} {}{}\n", t.key, t.dropped_reason.empty() ? "run" : "dropped", params,
+                                 t.dropped_reason.empty() ? "" : "  [" + t.dropped_reason + "]");
+      }
+      std::cout << fmt::format("{} trials: {} to run, {} dropped by constraints; nothing was submitted (no [job.vars] "
+                               "model, so no memory plan)\n",
+                               specs->size(), specs->size() - dropped, dropped);
+      return Status::OK();
+    }
     auto plan = PlanStudy(study);
     if (!plan.ok()) return plan.status();
     std::cout << RenderPlan(*plan, ParamNames(study));
@@ -270,8 +289,9 @@ constexpr Command kCommands[] = {
     {"status", "Show every trial's state, job and latest metrics from the study database.", &App::CmdStatus},
     {"cancel", "Cancel every queued or running job of the study (one scancel) and the trials not yet submitted.",
      &App::CmdCancel},
-    {"plan", "Predict memory per GPU for every configuration (Megatron-LM model presets) and show which are "
-             "dropped by a parallelism rule or a predicted OOM; nothing is submitted.",
+    {"plan", "Dry run, nothing is submitted: list the trials and which constraints drop; with [job.vars] model, "
+             "predict memory per GPU for every configuration (Megatron-LM presets) and show which are dropped by a "
+             "parallelism rule or a predicted OOM.",
      &App::CmdPlan},
     {"report", "Write the HTML report (recommendation, speedup over the baseline, ranking, charts, cost) and/or "
                "trials.csv and metrics.csv; with neither option, both, to the study's [report] html and csv_dir.",

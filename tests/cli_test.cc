@@ -133,3 +133,12 @@ TEST_CASE("an unknown command is named, with the closest one; --help lists the e
   CHECK(rc3 == 0);
   CHECK_THAT(help, Catch::Contains("Exit codes: 0 success") && Catch::Contains("4 refused for safety"));
 }
+
+TEST_CASE("plan of a study without a model is a dry run: the trials and the constraints' drops", "[cli]") {
+  auto [rc, out] = Shell(kBinary + " plan " + std::string(SLURMSWEEP_SOURCE_DIR) + "/examples/quickstart.toml");
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("16 trials: 12 to run, 4 dropped by constraints; nothing was submitted"));
+  CHECK_THAT(out, Catch::Contains("dropped  hidden=128 lr=0.05 micro_batch_size=8 optimizer=adam  [constraint "
+                                  "'hidden / micro_batch_size <= 8' is false]"));
+}
