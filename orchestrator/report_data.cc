@@ -4,6 +4,7 @@
 
 #include "orchestrator/parallelism.h"
 #include "orchestrator/planner.h"
+#include "orchestrator/runner.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -73,6 +74,9 @@ reports::TrialRow MakeTrialRow(const store::TrialRecord& t, const nlohmann::json
   for (const auto& name : param_names) r.param_values.push_back(params.contains(name) ? JsonScalarToString(params[name]) : "");
   r.state = t.state;
   r.reason = t.reason;
+  // Asked to stop (pruned, or `slurmsweep cancel`) but not yet seen ending: only the run loop
+  // records the end, so say what is under way.
+  if (!t.stop_request.empty() && !IsFinalTrialState(t.state)) r.reason = "stopping: " + t.stop_request;
   r.job_id = t.job_id;
   r.exit_code = t.exit_code;
   std::vector<double> iter_ms;

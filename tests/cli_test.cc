@@ -142,3 +142,25 @@ TEST_CASE("plan of a study without a model is a dry run: the trials and the cons
   CHECK_THAT(out, Catch::Contains("dropped  hidden=128 lr=0.05 micro_batch_size=8 optimizer=adam  [constraint "
                                   "'hidden / micro_batch_size <= 8' is false]"));
 }
+
+TEST_CASE("status shows a trial asked to stop as stopping until the run loop sees it end", "[cli]") {
+  testing::TempDir dir;
+  std::string path = StudyWithLoggedLoss(dir, "lm_loss");
+  {
+    auto db = store::Store::Open(dir.file("typo.db"));
+    REQUIRE(db.ok());
+    auto study = (*db)->GetStudy("typo");
+    REQUIRE(study.ok());
+    auto trials = (*db)->ListTrials(study->id);
+    REQUIRE(trials.ok());
+    store::TrialRecord t = trials->front();
+    t.state = "running";
+    t.job_id = "4242";
+    t.stop_request = "cancelled by the user (slurmsweep cancel)";
+    REQUIRE((*db)->UpdateTrial(t).ok());
+  }
+  auto [rc, out] = Shell(kBinary + " status " + path);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("[stopping: cancelled by the user (slurmsweep cancel)]"));
+}
