@@ -31,27 +31,11 @@ std::pair<int, std::string> Shell(const std::string& cmd) {
 
 // A study file whose objective is `metric`, and a database in which two trials logged lm_loss.
 std::string StudyWithLoggedLoss(const testing::TempDir& dir, const std::string& metric) {
-  testing::WriteAll(dir.file("job.sbatch"), "#!/bin/bash\ntrain --lr {{lr}}\n");
-  testing::WriteAll(dir.file("study.toml"), fmt::format(R"([study]
-name = "typo"
-
-[cluster]
-transport = "local"
-workdir = "{}"
-
-[job]
-template = "job.sbatch"
-
-[objective]
-metric = "{}"
-
-[space]
-lr = [0.1, 0.01]
-)",
-                                                        dir.file("work"), metric));
+  std::string path = testing::WriteLocalStudyFile(
+      dir, "typo", "train --lr {{lr}}", fmt::format("[objective]\nmetric = \"{}\"\n\n[space]\nlr = [0.1, 0.01]\n", metric));
   auto db = store::Store::Open(dir.file("typo.db"));
   REQUIRE(db.ok());
-  auto study = (*db)->UpsertStudy("typo", dir.file("study.toml"), "h", 1.0);
+  auto study = (*db)->UpsertStudy("typo", path, "h", 1.0);
   REQUIRE(study.ok());
   std::vector<store::TrialRecord> trials(2);
   for (int i = 0; i < 2; ++i) {

@@ -21,25 +21,8 @@ using namespace sweep;
 namespace {
 
 std::string WriteStudy(const testing::TempDir& dir, int iters) {
-  testing::WriteAll(dir.file("job.sbatch"), "#!/bin/bash\ntrain --lr {{lr}} --iters {{iters}}\n");
-  testing::WriteAll(dir.file("study.toml"), fmt::format(R"([study]
-name = "edited"
-
-[cluster]
-transport = "local"
-workdir = "{}"
-
-[job]
-template = "job.sbatch"
-
-[job.vars]
-iters = {}
-
-[space]
-lr = [0.1, 0.01]
-)",
-                                                        dir.file("work"), iters));
-  return dir.file("study.toml");
+  return testing::WriteLocalStudyFile(dir, "edited", "train --lr {{lr}} --iters {{iters}}",
+                                      fmt::format("[job.vars]\niters = {}\n\n[space]\nlr = [0.1, 0.01]\n", iters));
 }
 
 // Prepare()s the study at `path` as `slurmsweep run` starts; returns what the run loop logged.

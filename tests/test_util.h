@@ -41,6 +41,17 @@ inline void WriteAll(const std::string& path, const std::string& content) {
   out << content;
 }
 
+// A study run with the local transport, in `dir`: its template (`command` after the shebang) and
+// study.toml with `tables` (TOML tables after [job], e.g. "[job.vars]\n..." and "[space]\n...").
+// Returns the study file's path. For tests that need no cluster (status, report, Prepare).
+inline std::string WriteLocalStudyFile(const TempDir& dir, const std::string& name, const std::string& command,
+                                       const std::string& tables) {
+  WriteAll(dir.file("job.sbatch"), "#!/bin/bash\n" + command + "\n");
+  WriteAll(dir.file("study.toml"), "[study]\nname = \"" + name + "\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"" +
+                                       dir.file("work") + "\"\n\n[job]\ntemplate = \"job.sbatch\"\n\n" + tables);
+  return dir.file("study.toml");
+}
+
 // Recorded real outputs live in tests/data/.
 inline std::string TestData(const std::string& name) {
   return ReadAll(std::string(SLURMSWEEP_SOURCE_DIR) + "/tests/data/" + name);
