@@ -790,7 +790,9 @@ Result<TickReport> Runner::Tick() {
   if (!st.ok()) {
     if (!st.IsUnavailable()) return st;
     report.unavailable = true;
-    Event(std::nullopt, "unavailable", "cluster unreachable, will retry: " + st.message());
+    Event(std::nullopt, "unavailable",
+          std::string(store::IsDatabaseBusy(st) ? "database busy" : "cluster unreachable") + ", will retry: " +
+              st.message());
   }
   report.done = st.ok() && std::all_of(trials->begin(), trials->end(), [&](const store::TrialRecord& t) {
     return IsFinalTrialState(t.state) || !specs_.count(t.trial_key);

@@ -200,6 +200,9 @@ struct StmtFinalizer {
 };
 using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
 
+// Ends the message of every "database locked" error, which IsDatabaseBusy recognises.
+constexpr std::string_view kBusyNote = " (another process holds the database lock)";
+
 // Maps a failed SQLite call to a Status naming the file and the operation. BUSY means another
 // process held the lock past busy_timeout: kUnavailable tells callers to retry, not to give up.
 Status SqliteError(sqlite3* db, const std::string& path, std::string_view what, int rc) {
@@ -207,7 +210,7 @@ Status SqliteError(sqlite3* db, const std::string& path, std::string_view what, 
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-      return Status::Unavailable(msg + " (another process holds the database lock)");
+      return Status::Unavailable(msg + std::string(kBusyNote));
     case SQLITE_CONSTRAINT:
       if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
         return Status::NotFound(msg + " (it refers to a study or trial that does not exist)");
@@ -936,6 +939,8 @@ Result<std::vector<EventRecord>> SqliteStore::Events(int64_t study_id) {
 }  // namespace
 
 int SchemaVersion() { return static_cast<int>(std::size(kMigrations)); }
+
+bool IsDatabaseBusy(const Status& s) { return s.IsUnavailable() && s.message().ends_with(kBusyNote); }
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path) { return SqliteStore::Create(path, false); }
 

@@ -130,4 +130,8 @@ class Store {
 // The schema version this binary writes (PRAGMA user_version).
 int SchemaVersion();
 
+// True for the store's "another process holds the database lock" error (kUnavailable, like an
+// unreachable cluster: retry later), so callers can say which of the two it was.
+bool IsDatabaseBusy(const Status& s);
+
 }  // namespace sweep::store

@@ -592,6 +592,9 @@ TEST_CASE("Store: a lock held past the busy timeout is kUnavailable, not an erro
     Status s = store->InTransaction([&] { return store->AppendMetrics(trials[0].id, {{1, 0.5, "lm_loss", 1}}, 9); });
     CHECK(s.IsUnavailable());
     CHECK(s.message().find(path) != std::string::npos);
+    CHECK(IsDatabaseBusy(s));  // so the run loop says "database busy", not "cluster unreachable"
+    CHECK(IsDatabaseBusy(s.WithContext("tick 7")));
+    CHECK_FALSE(IsDatabaseBusy(Status::Unavailable("ssh: connection refused")));
     other.Exec("ROLLBACK");
   }
   REQUIRE(store->AppendMetrics(trials[0].id, {{1, 0.5, "lm_loss", 1}}, 9).ok());

@@ -512,7 +512,7 @@ TEST_CASE("a tick whose metrics transaction fails is read again: the curves are 
   INFO(log.str());
   REQUIRE(st.ok());
   REQUIRE(locked.fired());
-  CHECK_THAT(log.str(), Catch::Contains("will retry"));
+  CHECK_THAT(log.str(), Catch::Contains("database busy, will retry: test: database is locked"));
   auto trials = (*db)->ListTrials(runner.study_id());
   REQUIRE(trials.ok());
   REQUIRE(trials->size() == 3);
