@@ -559,7 +559,7 @@ class ThroughputModel {
     // No further ahead than it has been observed: early curves bend more than once.
     double ahead = *n - static_cast<double>(s.step.back());
     if (ahead > static_cast<double>(s.step.back() - s.step.front())) return std::nullopt;
-    return s.s.back() + recent * std::max(0.0, *n - static_cast<double>(s.step.back()));
+    return s.s.back() + recent * std::max(0.0, ahead);
   }
 
   // Loss trial i is expected to have at the budget, when its group has already been measured

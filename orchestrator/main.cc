@@ -154,40 +154,37 @@ struct App {
   }
 
   Status PrintStatus(int64_t study_id) {
-    auto rows = CollectTrialRows(*store, study_id, ParamNames(study), clock.Now());
-    if (!rows.ok()) return rows.status();
-    std::map<std::string, int> by_state;
     // The objective's latest value, so a misspelt metric shows as '-' everywhere, not as the loss.
     const std::string& objective = study.objective.metric;
+    auto rows = CollectTrialRows(*store, study_id, ParamNames(study), clock.Now(), objective);
+    if (!rows.ok()) return rows.status();
+    std::map<std::string, int> by_state;
     std::cout << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>11} {:>8}  {}\n", "trial", "state", "job", "steps",
                              objective.size() <= 11 ? objective : objective.substr(0, 10) + "~", "iter/s",
                              "parameters / reason");
     auto names = ParamNames(study);
-    bool any_metrics = false, any_objective = false;
-    std::set<std::string> logged;  // metric names of one trial that logged something
+    const reports::TrialRow* logging = nullptr;  // a trial that logged metrics
+    bool any_objective = false;
     for (const auto& r : *rows) {
       ++by_state[r.state];
-      auto last = store->LastMetric(r.trial_id, objective);
-      if (!last.ok()) return last.status();
-      any_objective = any_objective || last->has_value();
-      if (r.steps > 0 && !any_metrics) {
-        any_metrics = true;
-        auto all = store->Metrics(r.trial_id);
-        if (!all.ok()) return all.status();
-        for (const auto& m : *all) logged.insert(m.name);
-      }
+      any_objective = any_objective || r.objective_value.has_value();
+      if (r.steps > 0 && !logging) logging = &r;
       std::string params;
       for (size_t i = 0; i < names.size(); ++i) params += fmt::format("{}{}={}", i ? " " : "", names[i], r.param_values[i]);
       std::cout << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>11} {:>8}  {}{}\n", r.trial_key, r.state,
                                r.job_id.empty() ? "-" : r.job_id, r.steps,
-                               *last ? fmt::format("{:.5g}", (*last)->value) : "-",
+                               r.objective_value ? fmt::format("{:.5g}", *r.objective_value) : "-",
                                r.iters_per_s ? fmt::format("{:.3g}", *r.iters_per_s) : "-", params,
                                r.reason.empty() ? "" : "  [" + r.reason + "]");
     }
     std::string summary;
     for (const auto& [state, n] : by_state) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, state);
     std::cout << fmt::format("{} trials: {}\n", rows->size(), summary);
-    if (any_metrics && !any_objective) {
+    if (logging && !any_objective) {
+      auto metrics = store->Metrics(logging->trial_id);
+      if (!metrics.ok()) return metrics.status();
+      std::set<std::string> logged;
+      for (const auto& m : *metrics) logged.insert(m.name);
       std::vector<std::string_view> known(logged.begin(), logged.end());
       std::string_view close = ClosestWord(objective, known);
       std::cout << fmt::format("warning: no trial has logged the objective metric '{}'{}; the logs have: {}\n",

@@ -67,7 +67,8 @@ Series SeriesOf(const std::vector<store::MetricRow>& metrics, std::string_view n
 
 reports::TrialRow MakeTrialRow(const store::TrialRecord& t, const nlohmann::json& params,
                                const std::vector<store::MetricRow>& metrics,
-                               const std::vector<std::string>& param_names, double now) {
+                               const std::vector<std::string>& param_names, double now,
+                               const std::string& objective) {
   reports::TrialRow r;
   r.trial_id = t.id;
   r.trial_key = t.trial_key;
@@ -80,8 +81,9 @@ reports::TrialRow MakeTrialRow(const store::TrialRecord& t, const nlohmann::json
   r.job_id = t.job_id;
   r.exit_code = t.exit_code;
   std::vector<double> iter_ms;
-  int64_t loss_step = -1;
+  int64_t loss_step = -1, objective_step = -1;
   for (const auto& m : metrics) {
+    if (m.name == objective && m.step >= objective_step) objective_step = m.step, r.objective_value = m.value;
     r.steps = std::max(r.steps, m.step);
     if (!r.train_time_s || m.time_s > *r.train_time_s) r.train_time_s = m.time_s;
     if ((m.name == "lm_loss" || m.name == "loss") && m.step >= loss_step) {
@@ -355,7 +357,7 @@ Result<Collected> Collect(store::Store& store, const Study& study, int64_t study
     auto metrics = store.Metrics(t.id);
     if (!metrics.ok()) return metrics.status();
     nlohmann::json params = ParseParams(t.params_json);
-    c.rows.push_back(MakeTrialRow(t, params, *metrics, meta.param_names, now));
+    c.rows.push_back(MakeTrialRow(t, params, *metrics, meta.param_names, now, ctx.objective));
     report.trials.push_back(Summarize(t, params, c.rows.back(), *metrics, ctx));
     if (sink) SWEEP_RETURN_IF_ERROR(sink(t, *metrics));
   }
@@ -412,14 +414,15 @@ std::vector<std::string> ParamNames(const Study& study) {
 }
 
 Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, int64_t study_id,
-                                                        const std::vector<std::string>& param_names, double now) {
+                                                        const std::vector<std::string>& param_names, double now,
+                                                        const std::string& objective) {
   auto trials = store.ListTrials(study_id);
   if (!trials.ok()) return trials.status();
   std::vector<reports::TrialRow> rows;
   for (const auto& t : *trials) {
     auto metrics = store.Metrics(t.id);
     if (!metrics.ok()) return metrics.status();
-    rows.push_back(MakeTrialRow(t, ParseParams(t.params_json), *metrics, param_names, now));
+    rows.push_back(MakeTrialRow(t, ParseParams(t.params_json), *metrics, param_names, now, objective));
   }
   return rows;
 }

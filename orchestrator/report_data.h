@@ -15,9 +15,11 @@
 
 namespace sweep {
 
-// One row per trial of the study, in trial id order. `now` fills the wall time of running trials.
+// One row per trial of the study, in trial id order. `now` fills the wall time of running trials;
+// `objective` (a metric name) fills objective_value.
 Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, int64_t study_id,
-                                                        const std::vector<std::string>& param_names, double now);
+                                                        const std::vector<std::string>& param_names, double now,
+                                                        const std::string& objective = "");
 
 std::vector<std::string> ParamNames(const Study& study);
 

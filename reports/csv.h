@@ -28,6 +28,7 @@ struct TrialRow {
   std::optional<double> iters_per_s;   // 1000 / median_iter_time_ms
   std::optional<double> train_time_s;  // training time axis at the last point
   std::optional<double> wall_time_s;   // job end - start (or now - start if running)
+  std::optional<double> objective_value;  // last value of the study's objective (`status`); not a CSV column
 };
 
 // A header row then one row per trial, RFC 4180 quoting, '\n' line ends. Missing values are

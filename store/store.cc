@@ -781,19 +781,12 @@ Status SqliteStore::AppendMetrics(int64_t trial_id, const std::vector<MetricRow>
       SWEEP_RETURN_IF_ERROR(q.Run());
       if (sqlite3_changes(db_.get()) == 0) return Status::NotFound(path_ + ": trial " + std::to_string(trial_id));
     }
-    // Rows come series by series or line by line; either way the name repeats, so one lookup
-    // serves a run of rows.
-    const std::string* last_name = nullptr;
-    int64_t name_id = 0;
     Query q = Use(stmts_.insert_metric, what);
     for (const MetricRow& m : rows) {
-      if (!last_name || m.name != *last_name) {
-        auto id = MetricNameId(m.name);
-        if (!id.ok()) return id.status();
-        last_name = &m.name, name_id = *id;
-      }
+      auto name_id = MetricNameId(m.name);  // from memory after a name's first use
+      if (!name_id.ok()) return name_id.status();
       q.BindInt(1, trial_id);
-      q.BindInt(2, name_id);
+      q.BindInt(2, *name_id);
       q.BindInt(3, m.step);
       q.BindReal(4, m.time_s);
       q.BindReal(5, m.value);
@@ -839,20 +832,7 @@ Status SqliteStore::ResetMetrics(int64_t trial_id) {
 
 Result<std::vector<MetricRow>> SqliteStore::Metrics(int64_t trial_id) {
   std::string what = "read metrics of trial " + std::to_string(trial_id);
-  // Metric numbers in name order: the order the groups are returned in.
-  std::vector<std::pair<std::string, int64_t>> names;
-  {
-    Query q = Use(stmts_.metric_names, what);
-    for (;;) {
-      auto row = q.Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      names.emplace_back(q.Text(1), q.Int(0));
-    }
-  }
-  std::sort(names.begin(), names.end());
   std::unordered_map<int64_t, std::vector<MetricRow>> by_id;  // each in step order, as the key gives them
-  for (const auto& [name, id] : names) by_id[id];
   {
     Query q = Use(stmts_.metrics, what);
     q.BindInt(1, trial_id);
@@ -863,9 +843,24 @@ Result<std::vector<MetricRow>> SqliteStore::Metrics(int64_t trial_id) {
       by_id[q.Int(0)].push_back({q.Int(1), q.Real(2), std::string(), q.Real(3)});
     }
   }
+  // The names after the rows: a name is committed with (or before) its first rows and never
+  // removed, so every number just read is here even while a run adds metrics meanwhile.
+  std::vector<std::pair<std::string, int64_t>> names;
+  {
+    Query q = Use(stmts_.metric_names, what);
+    for (;;) {
+      auto row = q.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      names.emplace_back(q.Text(1), q.Int(0));
+    }
+  }
+  std::sort(names.begin(), names.end());  // the groups come out in name order
   std::vector<MetricRow> rows;
   for (const auto& [name, id] : names) {
-    for (MetricRow& m : by_id[id]) {
+    auto group = by_id.find(id);
+    if (group == by_id.end()) continue;
+    for (MetricRow& m : group->second) {
       m.name = name;
       rows.push_back(std::move(m));
     }
