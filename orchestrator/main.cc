@@ -52,6 +52,7 @@ struct App {
   std::string html_path;
   int max_ticks = 0;
   bool detach = false;
+  double cancel_wait_s = 30;
   bool submit_predicted_oom = false;
   std::string accept_host_key;
 
@@ -236,6 +237,20 @@ struct App {
     auto n = runner.CancelAll();
     if (!n.ok()) return n.status();
     std::cout << fmt::format("cancelled {} trial(s)\n", *n);
+    if (cancel_wait_s <= 0) return Status::OK();
+    // Record the ends now, so that `status` and the report say cancelled, unless a `run` of the
+    // study is going: it records them itself at its next tick.
+    auto lock = RunLock::Acquire(study.database + ".lock");
+    if (!lock.ok()) {
+      std::cout << "a run of this study is going on: it records the jobs' ends at its next tick\n";
+      return Status::OK();
+    }
+    auto open = runner.AwaitEnds(cancel_wait_s);
+    if (!open.ok()) return open.status().WithContext("recording the cancelled jobs' ends");
+    if (*open > 0) {
+      std::cout << fmt::format("{} job(s) not ended after {}s; the next `slurmsweep run {}` records their end\n", *open,
+                               cancel_wait_s, study_path);
+    }
     return Status::OK();
   }
 
@@ -331,6 +346,13 @@ int main(int argc, char** argv) {
                     "Also submit configurations the memory planner predicts will not fit (studies with a model)");
       sub->add_flag("--detach", app.detach,
                     "Run in the background: log to DATABASE.log, pid in DATABASE.pid; `status` works meanwhile");
+    }
+    if (std::string_view(c.name) == "cancel") {
+      sub->add_option("--wait", app.cancel_wait_s,
+                      "Wait up to SECONDS for the jobs to end and record their end and last log lines (0: do not "
+                      "wait; a run of the study going on records them itself)")
+          ->type_name("SECONDS")
+          ->default_val(30);
     }
     if (std::string_view(c.name) == "report") {
       sub->add_option("--html", app.html_path, "Write the self-contained HTML report to FILE")->type_name("FILE");

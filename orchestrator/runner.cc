@@ -798,8 +798,15 @@ Result<TickReport> Runner::Tick() {
     return IsFinalTrialState(t.state) || !specs_.count(t.trial_key);
   });
   report.cluster_calls = transport_.counts().total() - calls_before;
-  log_ << fmt::format("[{}] tick {}: {} active, {} submitted, {} ended, {} points, {} squeue/sacct call(s), {} cluster call(s)\n",
-                      FormatUtc(clock_.Now()), tick_, report.active, report.submitted, report.ended, report.points,
+  for (const auto& t : *trials) {
+    if (t.job_id.empty() || IsFinalTrialState(t.state)) continue;
+    if (t.state == slurm::JobStateName(slurm::JobState::kRunning)) ++report.running;
+    else ++report.queued;
+  }
+  log_ << fmt::format("[{}] tick {}: {} running, {} queued, {} submitted, {} ended, {} points, {} squeue/sacct call(s), "
+                      "{} cluster call(s)\n",
+                      FormatUtc(clock_.Now()), tick_, report.running, report.queued, report.submitted, report.ended,
+                      report.points,
                       report.slurm_queries, report.cluster_calls);
   log_.flush();
   return report;
@@ -939,6 +946,22 @@ Result<int> Runner::CancelAll() {
                     "cancelled",
                     live, ids.size(), unsubmitted));
   return live + unsubmitted;
+}
+
+Result<int> Runner::AwaitEnds(double max_wait_s, double poll_s) {
+  double deadline = clock_.Now() + max_wait_s;
+  for (;;) {
+    auto trials = store_.ListTrials(study_id_);
+    if (!trials.ok()) return trials.status();
+    TickReport report;
+    SWEEP_RETURN_IF_ERROR(Reconcile(*trials));
+    SWEEP_RETURN_IF_ERROR(QueryAndIngest(*trials, report));
+    int open = static_cast<int>(std::count_if(trials->begin(), trials->end(), [](const store::TrialRecord& t) {
+      return !t.job_id.empty() && !IsFinalTrialState(t.state);
+    }));
+    if (open == 0 || clock_.Now() >= deadline) return open;
+    clock_.SleepFor(std::min(poll_s, deadline - clock_.Now()));
+  }
 }
 
 }  // namespace sweep

@@ -40,6 +40,8 @@ bool IsFinalTrialState(std::string_view state);
 
 struct TickReport {
   int active = 0;        // trials with a job that had not ended before this tick
+  int running = 0;       // after the tick: trials whose job runs
+  int queued = 0;        // after the tick: trials whose job waits in the queue
   int submitted = 0;
   int ended = 0;
   int changed = 0;       // trials whose state or reason changed
@@ -68,6 +70,12 @@ class Runner {
   // scancel every live job of the study (one call; arrays by their id) and mark unsubmitted trials
   // cancelled. Returns how many trials that concerned.
   Result<int> CancelAll();
+
+  // After CancelAll: queries (one squeue/sacct per round) and reads the logs, without submitting
+  // anything, until every trial with a job has ended or `max_wait_s` has passed, so the ends and
+  // the last log lines are recorded now rather than by the next `run`. Returns the trials whose
+  // job has not ended yet.
+  Result<int> AwaitEnds(double max_wait_s, double poll_s = 1);
 
   // Submit configurations the memory planner predicts will run out of memory (its prediction
   // may be pessimistic for a given software stack); parallelism-rule violations stay dropped.

@@ -157,6 +157,11 @@ TEST_CASE("cancel stops running jobs and unsubmitted trials; the run loop sees t
     REQUIRE(r.ok());
     auto trials = h.Trials();
     running = std::count_if(trials.begin(), trials.end(), [](const auto& t) { return t.state == "running"; }) == 2;
+    if (running) {
+      // The tick line tells running from queued: the third task waits behind the array's %2.
+      CHECK(r->running == 2);
+      CHECK(r->queued == 1);
+    }
     if (!running) h.clock.SleepFor(0.5);
   }
   REQUIRE(running);
@@ -165,11 +170,16 @@ TEST_CASE("cancel stops running jobs and unsubmitted trials; the run loop sees t
   REQUIRE(n.ok());
   CHECK(*n == 3);
   CHECK(h.runner->slurm_stats().scancel == before + 1);  // one scancel for both jobs
-  REQUIRE(h.runner->Run(60).ok());
+  // What `slurmsweep cancel` does next: record the ends without a run loop and without submitting.
+  auto open = h.runner->AwaitEnds(60, 0.5);
+  REQUIRE(open.ok());
+  CHECK(*open == 0);
   for (const auto& t : h.Trials()) {
     INFO(t.trial_key << " " << t.reason);
     CHECK(t.state == "cancelled");
+    CHECK_THAT(t.reason, Catch::Contains("slurmsweep cancel"));
   }
+  REQUIRE(h.runner->Run(60).ok());
   CHECK(h.runner->slurm_stats().sbatch == 1);  // one array of three, at most two running
 }
 
@@ -445,6 +455,16 @@ TEST_CASE("a two-phase study: the race runs exactly the screen's fastest configu
     if (t.state == "completed" && reports::TimeToTarget(t)) {
       CHECK(*reports::TimeToTarget(t) >= *reports::TimeToTarget(report->trials[*a.recommended]));
     }
+  }
+  // The target comes from [stopping] target_loss; a trial the race rule stopped had trained
+  // longer than the winner's time to target without reaching it.
+  REQUIRE(report->target);
+  CHECK(*report->target == 0.12);
+  for (const auto& t : trials) {
+    if (t.reason.find("pruned by the race rule") == std::string::npos) continue;
+    INFO(t.reason);
+    CHECK(t.state == "pruned");
+    CHECK_THAT(t.reason, Catch::Contains("has not reached the target 0.12"));
   }
 }
 
