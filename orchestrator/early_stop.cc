@@ -172,6 +172,13 @@ Status ParseMedian(const TableReader& r, MedianRuleConfig& c) {
   return Status::OK();
 }
 
+Status ParseRace(const TableReader& r, RaceRuleConfig& c) {
+  SWEEP_RETURN_IF_ERROR(r.CheckKeys({"slack", "grace_s"}));
+  SWEEP_RETURN_IF_ERROR(r.Number("slack", 0, kInf, &c.slack));
+  SWEEP_RETURN_IF_ERROR(r.Number("grace_s", 0, kInf, &c.grace_s));
+  return Status::OK();
+}
+
 Status ParsePatience(const TableReader& r, PatienceRuleConfig& c) {
   SWEEP_RETURN_IF_ERROR(r.CheckKeys({"window_s", "min_delta", "grace_s"}));
   if (!r.Get("window_s")) return r.Missing("window_s", "the time without improvement that stops a trial");
@@ -363,6 +370,40 @@ void Divergence(Context& c) {
                now, *cfg.spike_factor * low, 0);
       }
     }
+  }
+}
+
+// Axis time at which the smoothed curve first reaches `target`, interpolated between the points
+// around the crossing; nullopt if it never does.
+std::optional<double> ReachTime(const Series& s, double target) {
+  for (size_t k = 0; k < s.s.size(); ++k) {
+    if (s.s[k] > target) continue;
+    if (k == 0) return s.t[0];
+    return s.t[k - 1] + (s.t[k] - s.t[k - 1]) * (s.s[k - 1] - target) / (s.s[k - 1] - s.s[k]);
+  }
+  return std::nullopt;
+}
+
+void Race(Context& c) {
+  const RaceRuleConfig& cfg = c.config.race;
+  double target = *c.config.target_loss;
+  // Any trial that got there counts, stopped ones included: the time it took is a measured fact.
+  std::optional<size_t> winner;
+  double best = kInf;
+  for (size_t j = 0; j < c.trials.size(); ++j) {
+    if (auto t = ReachTime(c.series[j], target); t && *t < best) best = *t, winner = j;
+  }
+  if (!winner) return;
+  double limit = best * (1 + cfg.slack);
+  for (size_t i = 0; i < c.trials.size(); ++i) {
+    if (!c.Candidate(i)) continue;
+    const Series& me = c.series[i];
+    if (me.last_t() <= limit || me.last_t() < cfg.grace_s || ReachTime(me, target)) continue;
+    c.Stop(i, "race",
+           fmt::format("at t={}: smoothed loss {} has not reached the target {}, which trial {} reached at t={}{}",
+                       Secs(me.last_t()), Num(me.s.back()), Num(target), c.trials[*winner].id, Secs(best),
+                       cfg.slack > 0 ? fmt::format(" (+ slack {:.3g}: {})", cfg.slack, Secs(limit)) : ""),
+           me.s.back(), target, 1);
   }
 }
 
@@ -677,7 +718,7 @@ Result<StoppingConfig> ParseStoppingConfig(const toml::table& table, const std::
   StoppingConfig c;
   TableReader top(table, "stopping", path);
   SWEEP_RETURN_IF_ERROR(top.CheckKeys({"axis", "smoothing", "ema_alpha", "window", "budget_s", "target_loss",
-                                       "divergence", "halving", "median", "patience", "throughput"}));
+                                       "divergence", "race", "halving", "median", "patience", "throughput"}));
   std::string axis = "train_time", smoothing = "ema";
   SWEEP_RETURN_IF_ERROR(top.Choice("axis", {"train_time", "gpu_time"}, &axis));
   c.axis = axis == "gpu_time" ? TimeAxis::kGpuTime : TimeAxis::kTrainTime;
@@ -700,6 +741,11 @@ Result<StoppingConfig> ParseStoppingConfig(const toml::table& table, const std::
   };
   const Rule rules[] = {
       {"divergence", &c.divergence.enabled, [&](const TableReader& r) { return ParseDivergence(r, c.divergence); }},
+      {"race", &c.race.enabled,
+       [&](const TableReader& r) {
+         if (!c.target_loss) return top.Missing("target_loss", "the loss that [stopping.race] races the trials to");
+         return ParseRace(r, c.race);
+       }},
       {"halving", &c.halving.enabled, [&](const TableReader& r) { return ParseHalving(r, c.halving); }},
       {"median", &c.median.enabled, [&](const TableReader& r) { return ParseMedian(r, c.median); }},
       {"patience", &c.patience.enabled, [&](const TableReader& r) { return ParsePatience(r, c.patience); }},
@@ -783,6 +829,7 @@ std::vector<StopDecision> EvaluateStopping(const StoppingConfig& config, const s
   }
   // Cheapest certainty first: a diverged trial is stopped whatever the comparisons say.
   if (config.divergence.enabled) Divergence(c);
+  if (config.race.enabled) Race(c);
   if (config.halving.enabled) Halving(c);
   if (config.median.enabled) Median(c);
   if (config.patience.enabled) Patience(c);

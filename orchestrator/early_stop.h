@@ -14,6 +14,10 @@
 // earlier rule no longer counts as live for the later ones):
 //   divergence  NaN/Inf loss, loss above a bound, NaN iterations counted by Megatron, or a
 //               spike above a multiple of the running minimum.
+//   race        for the time-to-target objective: once any trial's smoothed loss has reached
+//               target_loss at time T, a trial that has run past T (times 1 + slack) without
+//               reaching it can no longer rank first, so it is stopped. Exact for that objective:
+//               it never stops the winner.
 //   halving     asynchronous successive halving with rungs in time: at min_time * eta^k a trial
 //               must be in the best 1/eta of the trials that reached that rung (or be the best
 //               of those still live).
@@ -110,21 +114,29 @@ struct ThroughputRuleConfig {
   bool extrapolate = true;          // (5): its own recent descent, in a straight line, cannot catch up
 };
 
+struct RaceRuleConfig {
+  bool enabled = false;
+  double slack = 0;    // a trial may run (1 + slack) x the best time to target before it is stopped
+  double grace_s = 0;
+};
+
 struct StoppingConfig {
   TimeAxis axis = TimeAxis::kTrainTime;
   Smoothing smoothing;
   // Time on the axis at which trials are compared ("loss at the budget"); 0: none. The
   // throughput rule needs it; halving's rungs stop below it.
   double budget_s = 0;
-  std::optional<double> target_loss;  // the time-to-target objective (TimeToTarget)
+  std::optional<double> target_loss;  // the time-to-target objective (TimeToTarget); the race rule's target
   DivergenceRuleConfig divergence;
+  RaceRuleConfig race;
   HalvingRuleConfig halving;
   MedianRuleConfig median;
   PatienceRuleConfig patience;
   ThroughputRuleConfig throughput;
 
   bool AnyRule() const {
-    return divergence.enabled || halving.enabled || median.enabled || patience.enabled || throughput.enabled;
+    return divergence.enabled || race.enabled || halving.enabled || median.enabled || patience.enabled ||
+           throughput.enabled;
   }
 };
 
@@ -140,6 +152,7 @@ struct StoppingConfig {
 //                          budget_s = training time at which trials are compared
 //                          target_loss = loss for the time-to-target objective
 //   [stopping.divergence]  nan = true, max_loss, spike_factor (e.g. 10), max_nan_iters, grace_s
+//   [stopping.race]        slack = 0, grace_s = 0 (needs target_loss)
 //   [stopping.halving]     eta = 3, min_time_s (required), max_time_s (default budget_s),
 //                          min_trials = 3
 //   [stopping.median]      grace_s = 0, min_trials = 3, quantile = 0.5
@@ -176,7 +189,7 @@ struct TrialProgress {
 
 struct StopDecision {
   int64_t trial_id = 0;
-  std::string rule;          // "divergence", "halving", "median", "patience", "throughput"
+  std::string rule;          // "divergence", "race", "halving", "median", "patience", "throughput"
   std::string reason;        // one line with the numbers that decided it
   double at_s = 0;           // the trial's time on the axis when decided
   double value = 0;          // the trial's number that was judged (smoothed loss, average, prediction)

@@ -222,6 +222,50 @@ TEST_CASE("divergence: NaN at once, a bound, a spike, NaN iterations") {
   CHECK(StoppedIds(EvaluateStopping(c, trials)) == std::vector<int64_t>{2});
 }
 
+TEST_CASE("race: past the best time to target without reaching it, a trial can no longer win") {
+  StoppingConfig c;
+  c.smoothing.kind = SmoothingKind::kNone;
+  c.target_loss = 3.0;
+  c.race.enabled = true;
+  // Loss(step) reaches 3.0 at step 40 * ln 3 ~ 43.9. Trial 1 runs 1 step/s: there at t ~ 42.9.
+  auto fast = Curve(1, 50);
+  // Trial 2 runs at half the speed: at t = 50 it is at step 26, loss 3.57, not there: stopped.
+  auto slow = Curve(2, 50);
+  // Trial 3 has run only 40 s (started later): not past the winner's time yet.
+  auto late = Curve(2, 40);
+  // Trial 4 got there too, later than trial 1, and goes on (its finish still ranks it).
+  auto also = Curve(1.2, 50, [](int64_t step) { return Loss(step + 5); });  // there at t ~ 45.5
+  // Trial 5 never logged, trial 6 logged once (at t = 0): nothing to judge.
+  std::vector<TrialProgress> trials = {Trial(1, fast), Trial(2, slow), Trial(3, late), Trial(4, also),
+                                       Trial(5, {}),   Trial(6, {{1, 0, 9.0}})};
+  auto d = EvaluateStopping(c, trials);
+  REQUIRE(StoppedIds(d) == std::vector<int64_t>{2});
+  CHECK(d[0].rule == "race");
+  CHECK(d[0].threshold == 3.0);
+  CHECK(d[0].value == Approx(Loss(26)));
+  CHECK_THAT(d[0].reason, Catch::Contains("trial 1 reached at t="));
+
+  // Slack: up to 1.25 x the winner's time (~53.6 s) a trial may still go on.
+  c.race.slack = 0.25;
+  CHECK(EvaluateStopping(c, trials).empty());
+  c.race.slack = 0;
+
+  // The winner may itself have been stopped or finished: its time still counts.
+  trials[0].phase = TrialPhase::kCompleted;
+  CHECK(StoppedIds(EvaluateStopping(c, trials)) == std::vector<int64_t>{2});
+  trials[0].phase = TrialPhase::kStopped;
+  CHECK(StoppedIds(EvaluateStopping(c, trials)) == std::vector<int64_t>{2});
+
+  // Nobody there yet: nobody is stopped, however slow.
+  c.target_loss = 2.5;
+  CHECK(EvaluateStopping(c, trials).empty());
+
+  // A NaN point reaches nothing.
+  c.target_loss = 3.0;
+  std::vector<TrialProgress> nan_first = {Trial(1, {{1, 0, 9}, {2, 10, kNaN}, {3, 20, 8}}), Trial(2, slow)};
+  CHECK(EvaluateStopping(c, nan_first).empty());
+}
+
 TEST_CASE("halving: at each rung the best 1/eta of those that reached it go on") {
   StoppingConfig c;
   c.smoothing.kind = SmoothingKind::kNone;
@@ -459,6 +503,9 @@ max_loss = 12.0
 spike_factor = 10
 max_nan_iters = 0
 grace_s = 60
+[stopping.race]
+slack = 0.1
+grace_s = 5
 [stopping.halving]
 eta = 4
 min_time_s = 300
@@ -490,6 +537,9 @@ extrapolate = false
   CHECK(*c->divergence.max_loss == 12);
   CHECK(*c->divergence.spike_factor == 10);
   CHECK(*c->divergence.max_nan_iters == 0);
+  CHECK(c->race.enabled);
+  CHECK(c->race.slack == 0.1);
+  CHECK(c->race.grace_s == 5);
   CHECK(c->halving.enabled);
   CHECK(c->halving.eta == 4);
   CHECK(c->halving.min_time_s == 300);
@@ -543,6 +593,10 @@ TEST_CASE("[stopping] errors name file, line and key, and suggest the closest ke
         "study.toml:2: key 'stopping.throughput.params': 'tpp' is not a parameter of [space] (did you mean 'tp'?)");
   CHECK(status("[stopping.throughput]\nparams = []\n") ==
         "study.toml:2: key 'stopping.throughput.params': must be a non-empty list of parameter names");
+  CHECK(status("[stopping]\nbudget_s = 10\n[stopping.race]\nslack = 0.1\n") ==
+        "study.toml:1: missing key 'stopping.target_loss' (the loss that [stopping.race] races the trials to)");
+  CHECK(status("[stopping]\ntarget_loss = 2\n[stopping.race]\nslack = -1\n") ==
+        "study.toml:4: key 'stopping.race.slack': must be at least 0");
   CHECK(status("[stopping.throughput]\ngrace_s = 1\n") ==
         "study.toml:1: missing key 'stopping.throughput.params' (the parameters that change speed but not loss per "
         "iteration)");

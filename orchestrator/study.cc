@@ -221,6 +221,8 @@ class Loader {
                      "early-stopping rules need an objective to minimise (objective.mode = \"min\")");
       }
       s.stopping = std::move(*cfg);
+      // The loss the trials race to is the report's target too, unless the report sets its own.
+      if (!s.report.target && s.stopping.target_loss) s.report.target = s.stopping.target_loss;
     }
     return s;
   }
