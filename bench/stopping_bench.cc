@@ -8,6 +8,12 @@
 // regret is the loss at B of the best trial it let finish minus the loss at B of the best of all.
 // Two ways to run a sweep: all trials at once (how a Slurm sweep runs, max_concurrent >= trials)
 // and one after another (in several random orders, averaged).
+//
+// The same stop times are also scored for the time-to-target objective ([objective] rank_by =
+// "time_to_target"): a study's target is the median over its trials of the smoothed loss at B (so
+// about half of them reach it by B); a trial's time to target is when its smoothed loss (the
+// rules' smoothing) first gets there. A rule keeps the best if the fastest trial ran until it got
+// there; its time-to-target regret is how much longer the fastest trial that got there took.
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -48,7 +54,12 @@ struct BenchStudy {
   std::vector<BenchTrial> trials;
   double budget_s = 0;
   std::vector<double> final_loss;  // raw loss at the budget (last point at or before it)
+  double target = 0;               // time-to-target objective: median smoothed loss at the budget
+  std::vector<double> ttt;         // per trial: time to target, infinity if not reached by the budget
+  double best_ttt = 0;
 };
+
+Smoothing BenchSmoothing() { return {SmoothingKind::kEma, 0.3, 5}; }  // what every policy uses
 
 std::vector<std::string> SplitCsv(const std::string& line) {
   std::vector<std::string> out;
@@ -162,6 +173,24 @@ std::vector<BenchStudy> LoadStudies(const fs::path& dir) {
     s.budget_s = std::numeric_limits<double>::infinity();
     for (const BenchTrial& t : s.trials) s.budget_s = std::min(s.budget_s, t.curve.back().time_s);
     for (const BenchTrial& t : s.trials) s.final_loss.push_back(LastAtOrBefore(t.curve, s.budget_s));
+    std::vector<double> smoothed_final;
+    std::vector<std::vector<CurvePoint>> prefixes;
+    for (const BenchTrial& t : s.trials) {
+      std::vector<CurvePoint> prefix;
+      for (const CurvePoint& p : t.curve) {
+        if (p.time_s <= s.budget_s) prefix.push_back(p);
+      }
+      smoothed_final.push_back(Smooth(prefix, BenchSmoothing()).back());
+      prefixes.push_back(std::move(prefix));
+    }
+    std::vector<double> sorted = smoothed_final;
+    std::sort(sorted.begin(), sorted.end());
+    s.target = sorted[(sorted.size() - 1) / 2];
+    s.best_ttt = std::numeric_limits<double>::infinity();
+    for (const auto& prefix : prefixes) {
+      s.ttt.push_back(TimeToTarget(prefix, s.target, BenchSmoothing()).value_or(std::numeric_limits<double>::infinity()));
+      s.best_ttt = std::min(s.best_ttt, s.ttt.back());
+    }
   }
   return studies;
 }
@@ -240,6 +269,8 @@ struct Score {
   double regret = 0;      // nats; infinity if nothing survived
   bool best_survived = false;
   int stopped = 0;
+  double ttt_regret = 0;  // time to target of the fastest that got there / the fastest of all - 1
+  bool ttt_best_kept = false;
 };
 
 Score ScoreRun(const BenchStudy& s, const std::vector<double>& stop) {
@@ -257,6 +288,12 @@ Score ScoreRun(const BenchStudy& s, const std::vector<double>& stop) {
   sc.gpu_hours = spent / 3600;
   sc.regret = best_alive - best;
   sc.best_survived = sc.regret <= 1e-9;
+  double fastest = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < s.trials.size(); ++i) {
+    if (stop[i] >= s.ttt[i]) fastest = std::min(fastest, s.ttt[i]);
+  }
+  sc.ttt_regret = fastest / s.best_ttt - 1;
+  sc.ttt_best_kept = sc.ttt_regret <= 1e-9;
   return sc;
 }
 
@@ -265,6 +302,7 @@ struct Summary {
   std::string name;
   std::vector<Score> per_study;  // sequential: averaged over the orders
   double mean_cost = 0, pooled_cost = 0, mean_regret = 0, max_regret = 0, survived = 0;
+  double mean_ttt_regret = 0, max_ttt_regret = 0, ttt_kept = 0;
 };
 
 Score Average(const std::vector<Score>& scores) {
@@ -273,6 +311,7 @@ Score Average(const std::vector<Score>& scores) {
     a.cost += s.cost / scores.size();
     a.gpu_hours += s.gpu_hours / scores.size();
     a.regret += s.regret / scores.size();
+    a.ttt_regret += s.ttt_regret / scores.size();
     a.best_survived = false;
     a.stopped += s.stopped;
   }
@@ -291,6 +330,8 @@ Summary Summarize(std::string name, const std::vector<BenchStudy>& studies,
     for (const Score& sc : runs[si]) {
       m.survived += sc.best_survived;
       m.max_regret = std::max(m.max_regret, sc.regret);
+      m.ttt_kept += sc.ttt_best_kept;
+      m.max_ttt_regret = std::max(m.max_ttt_regret, sc.ttt_regret);
       ++count;
     }
     const BenchStudy& s = studies[si];
@@ -300,9 +341,11 @@ Summary Summarize(std::string name, const std::vector<BenchStudy>& studies,
     exhaustive += ex;
     m.mean_cost += m.per_study.back().cost / studies.size();
     m.mean_regret += m.per_study.back().regret / studies.size();
+    m.mean_ttt_regret += m.per_study.back().ttt_regret / studies.size();
   }
   m.pooled_cost = spent / exhaustive;
   m.survived /= count;
+  m.ttt_kept /= count;
   return m;
 }
 
@@ -312,8 +355,7 @@ Summary Summarize(std::string name, const std::vector<BenchStudy>& studies,
 std::vector<Policy> Policies() {
   auto base = [](double) {
     StoppingConfig c;
-    c.smoothing.kind = SmoothingKind::kEma;
-    c.smoothing.ema_alpha = 0.3;
+    c.smoothing = BenchSmoothing();
     return c;
   };
   auto with = [base](auto edit) {
@@ -382,6 +424,12 @@ std::vector<Policy> Policies() {
          c.smoothing.kind = SmoothingKind::kNone;
        })},
       {"throughput+median", with([=](StoppingConfig& c, double b) { throughput(c, b), median(c, b); })},
+      // For the time-to-target objective (Main sets each study's target_loss).
+      {"race", with([](StoppingConfig& c, double) { c.race.enabled = true; })},
+      {"throughput+race", with([=](StoppingConfig& c, double b) {
+         throughput(c, b);
+         c.race.enabled = true;
+       })},
       {"throughput+halving", with([=](StoppingConfig& c, double b) { throughput(c, b), halving(c, b); })},
   };
 }
@@ -446,6 +494,22 @@ void PrintTable(const std::string& title, const std::vector<Summary>& rows, cons
   }
 }
 
+// The same runs scored for the time-to-target objective.
+void PrintTimeToTarget(const std::string& title, const std::vector<Summary>& rows,
+                       const std::vector<BenchStudy>& studies) {
+  fmt::print("\n{}\n", title);
+  fmt::print("{:<46} {:>8} {:>9} {:>11} {:>10}", "rule", "GPU-time", "best kept", "mean regret", "max regret");
+  for (const BenchStudy& s : studies) fmt::print(" | {:>16}", s.name);
+  fmt::print("\n");
+  auto pct = [](double r) { return std::isfinite(r) ? fmt::format("{:.2f}%", 100 * r) : std::string("lost"); };
+  for (const Summary& m : rows) {
+    fmt::print("{:<46} {:>8.3f} {:>8.0f}% {:>11} {:>10}", m.name, m.mean_cost, 100 * m.ttt_kept, pct(m.mean_ttt_regret),
+               pct(m.max_ttt_regret));
+    for (const Score& sc : m.per_study) fmt::print(" | {:>7.3f} {:>8}", sc.cost, pct(sc.ttt_regret));
+    fmt::print("\n");
+  }
+}
+
 int Main(int argc, char** argv) {
   fs::path source = SLURMSWEEP_SOURCE_DIR;
   fs::path data = source / "bench/data";
@@ -485,9 +549,13 @@ int Main(int argc, char** argv) {
     size_t best = std::min_element(s.final_loss.begin(), s.final_loss.end()) - s.final_loss.begin();
     std::map<std::string, int> models;
     for (const BenchTrial& t : s.trials) ++models[t.model];
+    size_t fastest = std::min_element(s.ttt.begin(), s.ttt.end()) - s.ttt.begin();
     fmt::print("  {:<18} {:>2} trials, {:>2} models, budget {:>7.2f}s x {} GPUs; best at budget {:.4f} ({})\n",
                s.name, s.trials.size(), models.size(), s.budget_s, s.trials.front().gpus, s.final_loss[best],
                s.trials[best].name);
+    fmt::print("  {:<18} target {:.4f} (median smoothed loss at budget): {} trials reach it, first at {:.3g}s ({})\n",
+               "", s.target, std::count_if(s.ttt.begin(), s.ttt.end(), [](double t) { return std::isfinite(t); }),
+               s.best_ttt, s.trials[fastest].name);
     std::vector<std::vector<size_t>> o;
     for (int k = 0; k < n_orders; ++k) {
       std::vector<size_t> order(s.trials.size());
@@ -504,6 +572,7 @@ int Main(int argc, char** argv) {
     for (size_t si = 0; si < studies.size(); ++si) {
       const BenchStudy& s = studies[si];
       StoppingConfig config = p.config(s.budget_s);
+      config.target_loss = s.target;
       std::vector<double> stop = AllAtOnce(s, config, ticks);
       all[si].push_back(ScoreRun(s, stop));
       if (verbose) {
@@ -570,6 +639,12 @@ int Main(int argc, char** argv) {
              "time buckets (its steps); our rules are evaluated at the same instants.\n", ticks);
   PrintTable("All trials at once:", together, studies, true);
   PrintTable(fmt::format("One after another ({} random orders per study):", n_orders), sequential, studies, true);
+  fmt::print("\nTime-to-target objective, the same runs: best kept = the trial fastest to the target ran until it got\n"
+             "there; regret = how much longer the fastest trial that got there took (relative; 'lost': none got\n"
+             "there). race and throughput+race are given each study's target as [stopping] target_loss.\n");
+  PrintTimeToTarget("All trials at once, time to target:", together, studies);
+  PrintTimeToTarget(fmt::format("One after another ({} random orders per study), time to target:", n_orders),
+                    sequential, studies);
 
   auto find = [](const std::vector<Summary>& rows, const std::string& name) -> const Summary* {
     for (const Summary& m : rows) {
@@ -587,6 +662,19 @@ int Main(int argc, char** argv) {
       bool both = ours->mean_cost <= m.mean_cost && ours->mean_regret <= m.mean_regret;
       fmt::print("  {:<44} {:>6.2f}x {:>+9.4f}  {}\n", m.name, ours->mean_cost / m.mean_cost,
                  ours->mean_regret - m.mean_regret, both ? "yes" : "no");
+    }
+  }
+  for (auto [title, rows] : {std::pair{"all at once", &together}, std::pair{"one after another", &sequential}}) {
+    const Summary* ours = find(*rows, "throughput+race");
+    if (!ours) continue;
+    fmt::print("\nthroughput+race vs Optuna, {}, time to target (GPU-time ratio; best kept ours/theirs; mean "
+               "regret ours/theirs):\n",
+               title);
+    for (const Summary& m : *rows) {
+      if (m.name.rfind("optuna ", 0) != 0) continue;
+      auto pct = [](double r) { return std::isfinite(r) ? fmt::format("{:.2f}%", 100 * r) : std::string("lost"); };
+      fmt::print("  {:<44} {:>6.2f}x {:>5.0f}%/{:.0f}% {:>7}/{}\n", m.name, ours->mean_cost / m.mean_cost,
+                 100 * ours->ttt_kept, 100 * m.ttt_kept, pct(ours->mean_ttt_regret), pct(m.mean_ttt_regret));
     }
   }
   if (const Summary* ours = find(together, headline)) {
