@@ -546,11 +546,21 @@ class ThroughputModel {
     return sum / count;
   }
 
-  // Iteration trial i will be at when its axis time reaches `budget`.
+  // Iteration trial i will be at when its axis time reaches `budget`, or was at if it has run past
+  // it (then its own loss at the budget is measured, and it is judged on that, not on its later
+  // and lower loss).
   std::optional<double> StepAt(size_t i, double budget) const {
     const Series& s = c_.series[i];
     if (!rate_[i]) return std::nullopt;
-    return static_cast<double>(s.step.back()) + *rate_[i] * std::max(0.0, budget - s.last_t());
+    if (budget < s.last_t()) {
+      if (budget <= s.first_t()) return static_cast<double>(s.step.front());
+      size_t hi = std::upper_bound(s.t.begin(), s.t.end(), budget) - s.t.begin();
+      size_t lo = hi - 1;
+      double span = s.t[hi] - s.t[lo];
+      double from = static_cast<double>(s.step[lo]), to = static_cast<double>(s.step[hi]);
+      return span <= 0 ? to : from + (to - from) * (budget - s.t[lo]) / span;
+    }
+    return static_cast<double>(s.step.back()) + *rate_[i] * (budget - s.last_t());
   }
 
   // How much less group a's loss has fallen than group b's, from the first iteration both

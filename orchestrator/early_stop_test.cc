@@ -426,6 +426,29 @@ TEST_CASE("throughput: a measured prediction at the budget against what a rival 
   CHECK(EvaluateStopping(c, trials).empty());
 }
 
+TEST_CASE("throughput: past the budget, a trial is judged on its loss at the budget, not its later one") {
+  // Two learning rates, as fast and with the same progress per iteration, but trial 2 lies 0.1
+  // higher. Both have run 80 s of a 50 s budget: at the budget trial 2 was at 2.94 against trial
+  // 1's 2.84, so it has lost; that its loss now (2.50) is below trial 1's at the budget is no
+  // reason to go on.
+  StoppingConfig c = ThroughputOnly();
+  c.budget_s = 50;
+  auto higher = [](int64_t s) { return Loss(s) + 0.1; };
+  std::vector<TrialProgress> trials = {
+      Trial(1, Curve(1.0, 80), TrialPhase::kRunning, {{"lr", "0.1"}}),
+      Trial(2, Curve(1.0, 80, higher), TrialPhase::kRunning, {{"lr", "0.3"}}),
+  };
+  std::vector<StopDecision> d = EvaluateStopping(c, trials);
+  REQUIRE(StoppedIds(d) == std::vector<int64_t>{2});
+  CHECK_THAT(d[0].reason, Catch::Contains("iteration 51"));
+  CHECK(d[0].value == Approx(higher(51)));
+  CHECK(d[0].threshold == Approx(Loss(51)));
+  // Before the budget nothing is measured there yet: no decision (same progress, same speed).
+  CHECK(EvaluateStopping(c, {Trial(1, Curve(1.0, 40), TrialPhase::kRunning, {{"lr", "0.1"}}),
+                             Trial(2, Curve(1.0, 40, higher), TrialPhase::kRunning, {{"lr", "0.3"}})})
+            .empty());
+}
+
 TEST_CASE("throughput: a slower trial whose curve has flattened above a rival's present loss") {
   // Trial 2 (another lr) is half as fast and fell more per iteration than trial 1 (so no rule
   // comparing progress per iteration fires), but it has levelled off at 3.6, while trial 1 is at
