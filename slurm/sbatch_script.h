@@ -1,8 +1,9 @@
 // sbatch scripts: rendering a template with trial values, every value shell-quoted, and the
 // #SBATCH header slurmsweep owns (job name, output file, comment tag, resources).
 //
-// Template syntax (version 1): `{{name}}` is replaced by the value shell-quoted, so it is
-// one literal word to the shell whatever it holds; `{{raw:name}}` inserts the text verbatim for
+// Template syntax (version 1): `{{name}}` is replaced by the value quoted for the shell context
+// it stands in (unquoted: one single-quoted word; inside '...', "..." or a here-document: escaped
+// there), so the shell reads back the value literally; `{{raw:name}}` inserts the text verbatim for
 // templates that need it (e.g. a flag list built by the study) — the study author takes
 // responsibility. A placeholder that names no known variable, or an unbalanced `{{`, is an
 // error naming the template and line, reported before anything is submitted.

@@ -147,6 +147,56 @@ TEST_CASE("templates render quoted values and reject unknown or unbalanced place
   CHECK_FALSE(RenderTemplate("{{v}}", "t", nul).ok());
 }
 
+// The rendered script is run by a real bash: whatever quotes surround a placeholder, the value
+// comes out exactly as given and nothing in it runs.
+TEST_CASE("a placeholder inside quotes or a here-document stays literal there", "[slurm]") {
+  testing::TempDir dir;
+  std::string marker = dir.file("pwned");
+  std::string hostile = "a b $(touch " + marker + ") `touch " + marker + "` it's \"q\" \\ $HOME !x *";
+  std::map<std::string, std::string> vars = {{"v", hostile}, {"dir", dir.path()}};
+  std::string tmpl =
+      "#!/bin/bash\n"
+      "# a comment: don't let this apostrophe confuse {{v}}\n"
+      "set -eu\n"
+      "out={{dir}}/out\n"
+      "printf '%s\\n' {{v}} > \"$out\"\n"
+      "printf '%s\\n' \"{{v}}\" >> \"$out\"\n"
+      "printf '%s\\n' 'x{{v}}y' >> \"$out\"\n"
+      "printf '%s\\n' \"$(printf '%s' \"in {{v}}\")\" >> \"$out\"\n"
+      "cat >> \"$out\" <<EOF\n"
+      "doc {{v}}\n"
+      "EOF\n"
+      "cat >> \"$out\" <<-'END'\n"
+      "\tquoted {{v}}\n"
+      "\tEND\n"
+      "printf '%s\\n' \"after {{v}}\" >> \"$out\"\n";
+  auto r = RenderTemplate(tmpl, "t.sbatch", vars);
+  REQUIRE(r.ok());
+  testing::WriteAll(dir.file("job.sh"), *r);
+  INFO(*r);
+  REQUIRE(std::system(("bash " + ShellQuote(dir.file("job.sh"))).c_str()) == 0);
+  // Unquoted, the value is one word; in a quoted here-document nothing is expanded, so the
+  // value went in as it is.
+  CHECK(testing::ReadAll(dir.file("out")) == hostile + "\n" + hostile + "\n" + "x" + hostile + "y\n" + "in " + hostile +
+                                                  "\n" + "doc " + hostile + "\n" + "quoted " + hostile + "\n" +
+                                                  "after " + hostile + "\n");
+  CHECK_FALSE(std::filesystem::exists(marker));
+
+  // What cannot be made literal is refused, naming the line.
+  auto ansi = RenderTemplate("echo $'{{v}}'\n", "t.sbatch", vars);
+  REQUIRE_FALSE(ansi.ok());
+  CHECK_THAT(ansi.status().message(), Catch::Contains("t.sbatch:1: placeholder '{{v}}'") && Catch::Contains("$'"));
+  std::map<std::string, std::string> multiline = {{"v", "a\nEOF\nrm -rf x"}};
+  auto doc = RenderTemplate("cat <<EOF\n{{v}}\nEOF\n", "t.sbatch", multiline);
+  REQUIRE_FALSE(doc.ok());
+  CHECK_THAT(doc.status().message(), Catch::Contains("t.sbatch:2") && Catch::Contains("here-document"));
+  // Outside a here-document a line break is just part of the quoted value.
+  CHECK(RenderTemplate("echo \"{{v}}\"\n", "t", multiline).ok());
+  // raw: is the author's: inserted as it is, and named as written when unknown.
+  CHECK(*RenderTemplate("echo \"{{raw:v}}\"", "t", {{"v", "$x"}}) == "echo \"$x\"");
+  CHECK_THAT(RenderTemplate("{{raw:nope}}", "t", vars).status().message(), Catch::Contains("'{{raw:nope}}'"));
+}
+
 TEST_CASE("a template's own #SBATCH directives are those before its first command", "[slurm]") {
   auto d = SbatchDirectives("#!/bin/bash\n#SBATCH --signal=B:USR1@45\n\n# a comment\n  #SBATCH --exclusive\n"
                             "echo hi\n#SBATCH --ignored-by-sbatch\n");
