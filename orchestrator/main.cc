@@ -75,6 +75,9 @@ struct App {
   }
   Status Connect() {
     auto t = OpenTransport(study.cluster, accept_host_key);
+    if (!t.ok() && t.status().code() == Status::Code::kInvalidArgument) {
+      return t.status().WithContext(study.path);  // a setting of the study file's [cluster]
+    }
     if (!t.ok()) return t.status();
     transport = std::move(*t);
     return Status::OK();
@@ -320,8 +323,9 @@ int main(int argc, char** argv) {
   cli.set_version_flag("--version", std::string("slurmsweep ") + SLURMSWEEP_VERSION);
   cli.require_subcommand(1);
   cli.footer(
-      "Exit codes: 0 success; 1 failure while running; 2 bad input (study file, template, flags); 3 cluster "
-      "unreachable (SSH or slurmctld) or submit quota full; 4 refused for safety (unknown host key, newer database).");
+      "Exit codes: 0 success; 1 failure while running; 2 bad input (study file, template, flags, a setting the cluster "
+      "refuses); 3 cluster unreachable (SSH or slurmctld); 4 refused for safety or not now (unknown or changed host "
+      "key, newer database, another run of the study going on, phase 1 not ended).");
   if (argc > 1 && argv[1][0] != '-') {
     std::string_view word = argv[1];
     std::vector<std::string_view> names;
@@ -338,7 +342,8 @@ int main(int argc, char** argv) {
     CLI::App* sub = cli.add_subcommand(c.name, c.help);
     sub->add_option("study", app.study_path, "Study file (TOML)")->required()->check(CLI::ExistingFile);
     if (std::string_view(c.name) == "run") {
-      sub->add_option("--max-ticks", app.max_ticks, "Stop after N polling rounds (0: until every trial ends)");
+      sub->add_option("--max-ticks", app.max_ticks, "Stop after N polling rounds (0: until every trial ends)")
+          ->check(CLI::NonNegativeNumber);
       sub->add_option("--accept-host-key", app.accept_host_key,
                       "Record the cluster's host key if it is unknown and has exactly this fingerprint "
                       "(SHA256:..., verified out of band); a changed key is always refused");

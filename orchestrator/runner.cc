@@ -143,7 +143,9 @@ Status Runner::Prepare() {
                                        slurm::ShellQuote(w + "/logs")));
   if (!mk.ok()) return mk.status().WithContext("creating the work directory on the cluster");
   if (mk->exit_code != 0) {
-    return Status::FailedPrecondition(fmt::format("cannot create {} on the cluster: {}", w, mk->err));
+    return Status::InvalidArgument(fmt::format("{}: cannot create [cluster] workdir {} on the cluster (check workdir "
+                                               "and user): {}",
+                                               study_.path, w, mk->err));
   }
   for (const auto& local : study_.job.stage) {
     Status st;
@@ -748,6 +750,22 @@ Status Runner::SubmitBatch(std::vector<store::TrialRecord*>& batch, int throttle
     // Left "submitting": an sbatch stopped by its timeout may have got through just before, so
     // Reconcile looks for the job by name before anything is submitted again.
     return Status::OK();
+  }
+  if (!job.ok() && slurm::IsStudyWideRefusal(job.status().message())) {
+    // No job of the study can go in until the study file is fixed: the trials are not to blame,
+    // so they stay new and the run stops with the reason.
+    SWEEP_RETURN_IF_ERROR(store_.InTransaction([&]() -> Status {
+      for (store::TrialRecord* t : batch) {
+        t->state = std::string(kTrialNew);
+        SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(*t));
+      }
+      return Status::OK();
+    }));
+    Event(std::nullopt, "submit_refused", job.status().message());
+    return Status::InvalidArgument(fmt::format(
+        "{}: sbatch refused the study's jobs: {}. Check [cluster] partition, account and qos and [job] time_limit, "
+        "gpus_per_node in the study file; no trial was marked, so the next run submits them",
+        study_.path, job.status().message()));
   }
   return store_.InTransaction([&]() -> Status {
     for (size_t i = 0; i < batch.size(); ++i) {

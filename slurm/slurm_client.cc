@@ -192,6 +192,15 @@ bool IsSubmitLimit(std::string_view err) {
   return false;
 }
 
+bool IsStudyWideRefusal(std::string_view err) {
+  for (std::string_view needle :
+       {"invalid partition", "Invalid partition", "Invalid account", "Invalid qos", "Requested time limit is invalid",
+        "Invalid generic resource", "Invalid wckey"}) {
+    if (err.find(needle) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 std::string ArrayBaseId(std::string_view job_id) { return std::string(job_id.substr(0, job_id.find('_'))); }
 
 bool IsSchedulerUnavailable(std::string_view err) {

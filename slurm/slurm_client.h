@@ -39,6 +39,10 @@ Result<std::string> ParseSbatchParsable(std::string_view out);
 // AssocMaxSubmitJobLimit, ...): the job is fine, the cluster wants fewer queued now.
 bool IsSubmitLimit(std::string_view err);
 
+// True when sbatch refused a job for a setting every job of the study shares (partition, account,
+// QOS, time limit, GRES): no job of the study can be submitted until the study file is fixed.
+bool IsStudyWideRefusal(std::string_view err);
+
 // "123_4" -> "123"; "123" -> "123".
 std::string ArrayBaseId(std::string_view job_id);
 

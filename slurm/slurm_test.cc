@@ -212,6 +212,15 @@ TEST_CASE("a full submit quota is told from a bad job", "[slurm]") {
   CHECK(IsSubmitLimit("sbatch: error: QOSMaxSubmitJobPerUserLimit\nsbatch: error: Batch job submission failed: "
                       "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)\n"));
   CHECK(IsSubmitLimit("sbatch: error: AssocMaxSubmitJobLimit\n"));
+  // Refusals no trial can get past until the study file changes (Slurm 22.05's words).
+  CHECK(IsStudyWideRefusal("sbatch: error: invalid partition specified: gpu\nsbatch: error: Batch job submission "
+                           "failed: Invalid partition name specified"));
+  CHECK(IsStudyWideRefusal("sbatch: error: Batch job submission failed: Invalid account or account/partition "
+                           "combination specified"));
+  CHECK(IsStudyWideRefusal("sbatch: error: Batch job submission failed: Invalid qos specification"));
+  CHECK_FALSE(IsStudyWideRefusal("sbatch: error: Batch job submission failed: Requested node configuration is not "
+                                 "available"));
+  CHECK_FALSE(IsStudyWideRefusal("sbatch: error: AssocMaxSubmitJobLimit\n"));
   // Seen on the test cluster with MaxJobCount reached (sbatch keeps retrying until stopped).
   CHECK(IsSubmitLimit("sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying\n"));
   CHECK_FALSE(IsSubmitLimit("sbatch: error: Batch job submission failed: Invalid partition name specified\n"));

@@ -155,8 +155,8 @@ Status Authenticate(ssh_session s, const SshOptions& o, const std::string& where
     ssh_key raw = nullptr;
     // No passphrase callback: we run unattended. Encrypted keys belong in ssh-agent.
     if (ssh_pki_import_privkey_file(o.identity_file.c_str(), nullptr, nullptr, nullptr, &raw) != SSH_OK) {
-      return Status::FailedPrecondition("cannot load identity file " + o.identity_file +
-                                        " (missing, unreadable, or passphrase-protected: use ssh-agent for those)");
+      return Status::InvalidArgument("[cluster] identity_file: cannot load " + o.identity_file +
+                                     " (missing, unreadable, or passphrase-protected: use ssh-agent for those)");
     }
     KeyPtr key(raw);
     rc = ssh_userauth_publickey(s, nullptr, key.get());
@@ -170,7 +170,8 @@ Status Authenticate(ssh_session s, const SshOptions& o, const std::string& where
       return Status::OK();
     case SSH_AUTH_DENIED:
     case SSH_AUTH_PARTIAL:
-      return Status::FailedPrecondition("public key authentication as " + where + " was refused (tried " + tried + ")");
+      return Status::InvalidArgument("public key authentication as " + where + " was refused (tried " + tried +
+                                     "): check [cluster] user and identity_file");
     default:
       return Status::Unavailable("public key authentication as " + where + " failed: " + ErrorText(s));
   }

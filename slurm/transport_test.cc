@@ -242,14 +242,16 @@ TEST_CASE("SshTransport refuses to go on without authentication", "[cluster]") {
     REQUIRE(std::system(("ssh-keygen -q -t ed25519 -N '' -f " + o.identity_file).c_str()) == 0);
     auto r = ConnectSsh(o);
     REQUIRE_FALSE(r.ok());
-    CHECK(r.status().code() == Status::Code::kFailedPrecondition);
-    CHECK_THAT(r.status().message(), Catch::Contains("refused"));
+    // Bad input (exit 2), not "refused for safety": the user fixes the study file.
+    CHECK(r.status().code() == Status::Code::kInvalidArgument);
+    CHECK_THAT(r.status().message(), Catch::Contains("refused") && Catch::Contains("[cluster] user and identity_file"));
   }
   SECTION("a missing identity file") {
     o.identity_file = dir.file("nope");
     auto r = ConnectSsh(o);
     REQUIRE_FALSE(r.ok());
-    CHECK(r.status().code() == Status::Code::kFailedPrecondition);
+    CHECK(r.status().code() == Status::Code::kInvalidArgument);
+    CHECK_THAT(r.status().message(), Catch::Contains("[cluster] identity_file") && Catch::Contains("nope"));
   }
 }
 

@@ -116,6 +116,10 @@ TEST_CASE("an unknown command is named, with the closest one; --help lists the e
   auto [rc3, help] = Shell(kBinary + " --help");
   CHECK(rc3 == 0);
   CHECK_THAT(help, Catch::Contains("Exit codes: 0 success") && Catch::Contains("4 refused for safety"));
+  // A negative tick count is bad input, not a run that submits nothing and exits 0.
+  auto [rc4, neg] = Shell(kBinary + " run --max-ticks -1 " + std::string(SLURMSWEEP_SOURCE_DIR) + "/examples/quickstart.toml");
+  CHECK(rc4 == 2);
+  CHECK_THAT(neg, Catch::Contains("--max-ticks"));
 }
 
 TEST_CASE("plan of a study without a model is a dry run: the trials and the constraints' drops", "[cli]") {

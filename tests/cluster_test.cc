@@ -144,6 +144,29 @@ TEST_CASE("a trial that exits non-zero is FAILED with its exit code; metrics bef
   CHECK(h.Trial("\"fail_at\":0").state == "completed");
 }
 
+TEST_CASE("a partition sbatch refuses stops the run with the reason; no trial is marked, the fixed study runs",
+          "[cluster]") {
+  testing::TempDir dir;
+  std::string path = WriteStudy(dir, "badpart", "[space]\nlr = [0.01, 0.02]\n",
+                                "iters = 10\nsleep_ms = 0\nmbs = 4\noptimizer = \"sgd\"\nfail_at = 0\n");
+  std::string good = testing::ReadAll(path), partition = testing::ClusterVar("SLURMSWEEP_PARTITION");
+  std::string bad = good;
+  bad.replace(bad.find("partition = \"" + partition + "\""), 14 + partition.size(), "partition = \"nosuchpart\"");
+  testing::WriteAll(path, bad);
+  {
+    Harness h(path);
+    Status st = h.runner->Run(20);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.code() == Status::Code::kInvalidArgument);
+    CHECK_THAT(st.message(), Catch::Contains("sbatch refused the study's jobs") && Catch::Contains("partition"));
+    for (const auto& t : h.Trials()) CHECK(t.state == "new");
+  }
+  testing::WriteAll(path, good);
+  Harness h(path);
+  REQUIRE(h.runner->Run(240).ok());
+  for (const auto& t : h.Trials()) CHECK(t.state == "completed");
+}
+
 TEST_CASE("cancel stops running jobs and unsubmitted trials; the run loop sees them cancelled", "[cluster]") {
   testing::TempDir dir;
   std::string path = WriteStudy(dir, "cancelme", "[space]\nlr = [0.01, 0.02, 0.03]\n",
