@@ -160,7 +160,8 @@ struct App {
   Status PrintStatus(int64_t study_id) {
     // The objective's latest value, so a misspelt metric shows as '-' everywhere, not as the loss.
     const std::string& objective = study.objective.metric;
-    auto rows = CollectTrialRows(*store, study_id, ParamNames(study), clock.Now(), objective);
+    int left_out = 0;
+    auto rows = CollectTrialRows(*store, study, study_id, clock.Now(), objective, &left_out);
     if (!rows.ok()) return rows.status();
     std::map<std::string, int> by_state;
     std::cout << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>11} {:>8}  {}\n", "trial", "state", "job", "steps",
@@ -184,6 +185,11 @@ struct App {
     std::string summary;
     for (const auto& [state, n] : by_state) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, state);
     std::cout << fmt::format("{} trials: {}\n", rows->size(), summary);
+    if (left_out > 0) {
+      std::cout << fmt::format("({} trial(s) of an earlier version of {}, whose values are no longer in [space], are "
+                               "left out here and in the reports)\n",
+                               left_out, study.path);
+    }
     if (logging && !any_objective) {
       auto metrics = store->Metrics(logging->trial_id);
       if (!metrics.ok()) return metrics.status();
@@ -267,7 +273,7 @@ struct App {
     // `--csv FILE.csv`, as this command took before metrics.csv existed: trials.csv alone, to that file.
     bool csv_file = csv_path.ends_with(".csv") && !std::filesystem::is_directory(csv_path);
     if (csv_file) {
-      auto rows = CollectTrialRows(*store, rec->id, ParamNames(study), clock.Now());
+      auto rows = CollectTrialRows(*store, study, rec->id, clock.Now());
       if (!rows.ok()) return rows.status();
       std::string csv = reports::RenderTrialsCsv(ParamNames(study), *rows);
       // Written beside, then renamed, so a reader never sees half a report.

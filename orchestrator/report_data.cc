@@ -3,6 +3,7 @@
 #include "orchestrator/report_data.h"
 
 #include "orchestrator/parallelism.h"
+#include "orchestrator/phases.h"
 #include "orchestrator/planner.h"
 #include "orchestrator/runner.h"
 
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "reports/lttb.h"
@@ -308,9 +310,11 @@ Status ChooseTarget(store::Store& store, const std::vector<store::TrialRecord>& 
 
 Result<Collected> Collect(store::Store& store, const Study& study, int64_t study_id, const ReportOptions& options,
                           double now, const MetricsSink& sink) {
-  auto trials = store.ListTrials(study_id);
+  int left_out = 0;
+  auto trials = StudyTrials(store, study, study_id, &left_out);
   if (!trials.ok()) return trials.status();
   Collected c;
+  c.report.meta.trials_left_out = left_out;
   reports::StudyReport& report = c.report;
   reports::StudyMeta& meta = report.meta;
   meta.study_name = study.name;
@@ -413,11 +417,33 @@ std::vector<std::string> ParamNames(const Study& study) {
   return names;
 }
 
-Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, int64_t study_id,
-                                                        const std::vector<std::string>& param_names, double now,
-                                                        const std::string& objective) {
+Result<std::vector<store::TrialRecord>> StudyTrials(store::Store& store, const Study& study, int64_t study_id,
+                                                    int* left_out) {
   auto trials = store.ListTrials(study_id);
   if (!trials.ok()) return trials.status();
+  if (left_out) *left_out = 0;
+  // Trials are keyed by their [space] values: one whose values left the study file is history,
+  // not a candidate. Kept all when the file cannot be expanded (a phase 2 whose phase 1 cannot be
+  // read) or matches none of them (not the file that made them).
+  auto specs = ExpandStudy(study);
+  if (!specs.ok()) return trials;
+  std::set<std::string> keys;
+  for (const auto& spec : *specs) keys.insert(spec.key);
+  if (std::none_of(trials->begin(), trials->end(), [&](const store::TrialRecord& t) { return keys.count(t.trial_key); })) {
+    return trials;
+  }
+  auto gone = std::remove_if(trials->begin(), trials->end(),
+                             [&](const store::TrialRecord& t) { return !keys.count(t.trial_key); });
+  if (left_out) *left_out = static_cast<int>(trials->end() - gone);
+  trials->erase(gone, trials->end());
+  return trials;
+}
+
+Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, const Study& study, int64_t study_id,
+                                                        double now, const std::string& objective, int* left_out) {
+  auto trials = StudyTrials(store, study, study_id, left_out);
+  if (!trials.ok()) return trials.status();
+  std::vector<std::string> param_names = ParamNames(study);
   std::vector<reports::TrialRow> rows;
   for (const auto& t : *trials) {
     auto metrics = store.Metrics(t.id);

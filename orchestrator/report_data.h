@@ -15,11 +15,16 @@
 
 namespace sweep {
 
-// One row per trial of the study, in trial id order. `now` fills the wall time of running trials;
-// `objective` (a metric name) fills objective_value.
-Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, int64_t study_id,
-                                                        const std::vector<std::string>& param_names, double now,
-                                                        const std::string& objective = "");
+// The study's trials in the store, in trial id order, without those whose [space] values are no
+// longer in the study file (counted in *left_out): they are history, not candidates.
+Result<std::vector<store::TrialRecord>> StudyTrials(store::Store& store, const Study& study, int64_t study_id,
+                                                    int* left_out = nullptr);
+
+// One row per trial of the study (StudyTrials), in trial id order. `now` fills the wall time of
+// running trials; `objective` (a metric name) fills objective_value.
+Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, const Study& study, int64_t study_id,
+                                                        double now, const std::string& objective = "",
+                                                        int* left_out = nullptr);
 
 std::vector<std::string> ParamNames(const Study& study);
 

@@ -238,7 +238,7 @@ TEST_CASE("WriteReports writes trials.csv, metrics.csv and the HTML, mode 0644, 
   }
 
   // trials.csv is version 1, exactly what CollectTrialRows gives.
-  auto rows = CollectTrialRows(*f.store, f.study_id, ParamNames(f.study), f.options.now);
+  auto rows = CollectTrialRows(*f.store, f.study, f.study_id, f.options.now);
   REQUIRE(ReadAll(csv_dir + "/trials.csv") == reports::RenderTrialsCsv(ParamNames(f.study), *rows));
 
   // metrics.csv: one line per stored row, same values to the last bit.

@@ -716,6 +716,11 @@ class Page {
     item("Cluster", m.cluster);
     item("Resources per trial", ResourcesText());
     item("Objective", fmt::format("{} {}", m.minimize ? "minimise" : "maximise", m.objective_metric));
+    if (m.trials_left_out > 0) {
+      item("Left out", fmt::format("{} trial(s) run by an earlier version of the study file, whose parameter values "
+                                   "are no longer in its [space]",
+                                   m.trials_left_out));
+    }
     if (r_.baseline) item("Baseline", T(*r_.baseline).key + " — " + r_.baseline_note);
     else item("Baseline", "none — " + r_.baseline_note);
     item("slurmsweep", m.version);

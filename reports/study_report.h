@@ -60,6 +60,7 @@ struct StudyMeta {
   bool rank_by_time_to_target = false;  // else by the final objective value
   int nodes = 1, gpus_per_node = 0, cpus_per_task = 0;
   std::vector<std::string> param_names;
+  int trials_left_out = 0;  // trials of earlier versions of the study file whose values left [space]
 };
 
 struct StudyReport {

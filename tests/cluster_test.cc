@@ -111,7 +111,7 @@ TEST_CASE("a study runs to completion over SSH and a second run submits nothing"
     CHECK_THAT(script, Catch::Contains(fmt::format("#SBATCH --comment=slurmsweep:study=happy:array={}", trials[0].array_name)));
     CHECK_THAT(script, Catch::Contains("#SBATCH --array=0-3%4"));
     // The report has a row per trial with its final loss.
-    auto rows = CollectTrialRows(*h.store, h.runner->study_id(), ParamNames(h.study), h.clock.Now());
+    auto rows = CollectTrialRows(*h.store, h.study, h.runner->study_id(), h.clock.Now());
     REQUIRE(rows.ok());
     REQUIRE(rows->size() == 4);
     for (const auto& r : *rows) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "base/clock.h"
+#include "orchestrator/report_data.h"
 #include "orchestrator/runner.h"
 #include "orchestrator/study.h"
 #include "slurm/transport.h"
@@ -53,4 +54,31 @@ TEST_CASE("a run of an edited study file warns that earlier trials keep the old 
   CHECK_THAT(log, Catch::Contains("warning: " + path + " changed since this study's last run") &&
                       Catch::Contains("give the changed study a new [study] name"));
   CHECK_THAT(Prepare(path), !Catch::Contains("changed since"));  // said once, at the run that saw the change
+}
+
+TEST_CASE("trials whose values left [space] are not listed, ranked or recommended any more", "[runner]") {
+  testing::TempDir dir;
+  std::string path = testing::WriteLocalStudyFile(dir, "shrunk", "train --lr {{lr}}", "[space]\nlr = [0.1, 0.01, 0.001]\n");
+  Prepare(path);
+  testing::WriteLocalStudyFile(dir, "shrunk", "train --lr {{lr}}", "[space]\nlr = [0.1, 0.01]\n");
+  Prepare(path);
+  auto study = LoadStudy(path);
+  REQUIRE(study.ok());
+  auto db = store::Store::Open(study->database);
+  REQUIRE(db.ok());
+  auto rec = (*db)->GetStudy(study->name);
+  REQUIRE(rec.ok());
+  auto all = (*db)->ListTrials(rec->id);
+  REQUIRE(all.ok());
+  CHECK(all->size() == 3);  // kept in the database: nothing stored is lost
+  int left_out = -1;
+  auto rows = CollectTrialRows(**db, *study, rec->id, 0, "lm_loss", &left_out);
+  REQUIRE(rows.ok());
+  CHECK(left_out == 1);
+  REQUIRE(rows->size() == 2);
+  for (const auto& r : *rows) CHECK(r.param_values[0] != "0.001");
+  auto report = CollectReport(**db, *study, rec->id, ReportOptionsFor(*study), 0);
+  REQUIRE(report.ok());
+  CHECK(report->trials.size() == 2);
+  CHECK(report->meta.trials_left_out == 1);
 }
