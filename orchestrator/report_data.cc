@@ -99,7 +99,9 @@ reports::TrialRow MakeTrialRow(const store::TrialRecord& t, const nlohmann::json
   if (iter_ms.size() >= 3) iter_ms.erase(iter_ms.begin());
   r.median_iter_time_ms = Median(iter_ms);
   if (r.median_iter_time_ms) r.iters_per_s = 1000.0 / *r.median_iter_time_ms;
-  if (t.started_at) r.wall_time_s = (t.ended_at ? *t.ended_at : now) - *t.started_at;
+  // Every attempt's run time: a trial retried after a node failure cost both jobs.
+  if (t.started_at) r.wall_time_s = (t.ended_at ? *t.ended_at : now) - *t.started_at + t.prior_run_s;
+  else if (t.prior_run_s > 0) r.wall_time_s = t.prior_run_s;
   return r;
 }
 

@@ -342,3 +342,31 @@ TEST_CASE("MFU is reported against the peak the study gives, from tokens/s and t
 }
 
 }  // namespace sweep
+
+namespace sweep {
+namespace {
+
+TEST_CASE("a retried trial's wall time and cost count its earlier attempts", "[report]") {
+  Fixture f;
+  auto before = CollectTrialRows(*f.store, f.study, f.study_id, f.options.now);
+  REQUIRE(before.ok());
+  auto trials = f.store->ListTrials(f.study_id);
+  REQUIRE(trials.ok());
+  store::TrialRecord t = trials->front();
+  REQUIRE(t.started_at);
+  REQUIRE(t.ended_at);
+  t.prior_run_s = 1800;  // a first attempt that ran half an hour and died with its node
+  REQUIRE(f.store->UpdateTrial(t).ok());
+  REQUIRE(f.store->GetTrial(t.id)->prior_run_s == 1800);
+  auto after = CollectTrialRows(*f.store, f.study, f.study_id, f.options.now);
+  REQUIRE(after.ok());
+  CHECK(*after->front().wall_time_s == Approx(*before->front().wall_time_s + 1800));
+  auto report = CollectReport(*f.store, f.study, f.study_id, {}, f.options.now);
+  REQUIRE(report.ok());
+  // 2 nodes x 8 GPUs: half an hour more is 8 GPU-hours more.
+  CHECK(*reports::ResourceHours(report->trials.front(), report->meta) ==
+        Approx((*before->front().wall_time_s + 1800) * 16 / 3600.0));
+}
+
+}  // namespace
+}  // namespace sweep

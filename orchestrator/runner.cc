@@ -609,6 +609,8 @@ Status Runner::MaybeRetry(store::TrialRecord& t) {
   Event(t.id, "retry", fmt::format("attempt {} ended {} ({}); retrying ({} of {})", t.attempt, t.state, t.reason,
                                    t.attempt, allowed));
   t.reason = fmt::format("retry after {} in attempt {}: {}", t.state, t.attempt, t.reason);
+  // The attempt's run time is spent whatever comes next: the report's cost counts it.
+  if (t.started_at && t.ended_at) t.prior_run_s += std::max(0.0, *t.ended_at - *t.started_at);
   t.state = std::string(kTrialNew);
   t.job_id.clear();
   t.slurm_state.clear();

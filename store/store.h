@@ -6,7 +6,7 @@
 //   studies(id, name UNIQUE, spec_path, spec_hash, created_at)
 //   trials(id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code,
 //          attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request,
-//          array_name, array_index, UNIQUE(study_id, trial_key))
+//          array_name, array_index, prior_run_s, UNIQUE(study_id, trial_key))
 //   metric_names(id, name UNIQUE)
 //   metrics(trial_id, name_id, step, time_s, value, PRIMARY KEY(trial_id, step, name_id))
 //     WITHOUT ROWID; a log line's values are adjacent, so a tick's rows of one trial are one
@@ -54,6 +54,9 @@ struct TrialRecord {
   // an interrupted submission is found again) and the task index. Empty / -1 for a plain job.
   std::string array_name;
   int array_index = -1;
+  // Seconds run by earlier attempts of the trial that were retried from scratch (started_at to
+  // ended_at of each): part of what the trial cost.
+  double prior_run_s = 0;
 };
 
 struct MetricRow {

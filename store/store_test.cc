@@ -409,6 +409,7 @@ PRAGMA user_version = 1;
   CHECK(t->log_offset == 640);
   CHECK(t->array_name.empty());
   CHECK(t->array_index == -1);
+  CHECK(t->prior_run_s == 0);  // migration 4: no earlier attempt recorded
   CHECK(store->CountMetrics(1).value() == 3);
   // The metrics moved to numbered names (migration 3) read back as they were stored.
   auto loss = store->MetricSeries(1, "lm_loss");

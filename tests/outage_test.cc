@@ -147,6 +147,7 @@ TEST_CASE("a node dies mid-job: the trial ends as node failure, is retried per p
   REQUIRE(trials.size() == 1);
   CHECK(trials[0].state == "completed");
   CHECK(trials[0].attempt == 2);
+  CHECK(trials[0].prior_run_s > 0);  // the dead attempt's run time is part of the trial's cost
   CHECK_THAT(h.log.str(), Catch::Contains("retrying (1 of 1)"));
   // The retry started from scratch: one full curve, none of the dead attempt's points mixed in.
   CHECK(testing::CountPoints(*h.store, trials[0].id, "lm_loss") == 60);
