@@ -53,6 +53,7 @@ struct App {
   int max_ticks = 0;
   bool detach = false;
   double cancel_wait_s = 30;
+  std::string resubmit;  // run --resubmit: end states whose trials start over
   bool submit_predicted_oom = false;
   std::string accept_host_key;
 
@@ -83,8 +84,36 @@ struct App {
     return Status::OK();
   }
 
+  // The end states `run --resubmit` accepts: those a trial can be run again from.
+  static constexpr std::string_view kResubmittable[] = {"cancelled", "failed",   "timeout", "out_of_memory",
+                                                          "cuda_oom",  "diverged", "node_fail", "preempted",
+                                                          "pruned",    "lost"};
+
+  Result<std::set<std::string>> ResubmitStates() const {
+    std::set<std::string> states;
+    std::string_view rest = resubmit;
+    while (!rest.empty()) {
+      size_t comma = rest.find(',');
+      std::string_view word = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      if (word.empty()) continue;
+      std::vector<std::string_view> known(std::begin(kResubmittable), std::end(kResubmittable));
+      if (std::find(known.begin(), known.end(), word) == known.end()) {
+        std::string_view close = ClosestWord(word, known);
+        return Status::InvalidArgument(fmt::format("--resubmit: '{}' is not an end state a trial can start over from{}; "
+                                                   "use some of: {}",
+                                                   word, close.empty() ? "" : fmt::format(" (did you mean '{}'?)", close),
+                                                   fmt::join(known, ",")));
+      }
+      states.emplace(word);
+    }
+    return states;
+  }
+
   Status CmdRun() {
     SWEEP_RETURN_IF_ERROR(LoadStudyFile());
+    auto resubmit_states = ResubmitStates();
+    if (!resubmit_states.ok()) return resubmit_states.status();
     auto lock = RunLock::Acquire(study.database + ".lock");
     if (!lock.ok()) return lock.status();
     if (detach) SWEEP_RETURN_IF_ERROR(Detach(*lock));
@@ -100,6 +129,11 @@ struct App {
         if (!path.empty()) std::remove(path.c_str());
       }
     } pid_file{detach ? study.database + ".pid" : ""};
+    if (!resubmit_states->empty()) {
+      auto n = runner.Resubmit(*resubmit_states);
+      if (!n.ok()) return n.status();
+      std::cout << fmt::format("{} trial(s) that ended {} start over\n", *n, resubmit);
+    }
     SWEEP_RETURN_IF_ERROR(runner.Run(max_ticks));
     const auto& s = runner.slurm_stats();
     const auto& c = runner.cluster_calls();
@@ -107,9 +141,19 @@ struct App {
         "slurm commands: {} sbatch, {} squeue, {} sacct, {} scancel; cluster calls: {} commands, {} file writes, {} log reads\n",
         s.sbatch, s.squeue, s.sacct, s.scancel, c.commands, c.writes, c.reads);
     SWEEP_RETURN_IF_ERROR(PrintStatus(runner.study_id()));
+    auto trials = store->ListTrials(runner.study_id());
+    if (!trials.ok()) return trials.status();
+    std::map<std::string, int> again;  // end states a user may want to run again
+    for (const auto& t : *trials) {
+      if (t.state == "cancelled" || t.state == "failed" || t.state == "lost") ++again[t.state];
+    }
+    if (!again.empty()) {
+      std::vector<std::string> parts, names;
+      for (const auto& [state, n] : again) parts.push_back(fmt::format("{} {}", n, state)), names.push_back(state);
+      std::cout << fmt::format("{}: `slurmsweep run --resubmit {} {}` runs them again from scratch\n",
+                               fmt::join(parts, ", "), fmt::join(names, ","), study_path);
+    }
     if (max_ticks > 0) {
-      auto trials = store->ListTrials(runner.study_id());
-      if (!trials.ok()) return trials.status();
       auto open = std::count_if(trials->begin(), trials->end(),
                                 [](const store::TrialRecord& t) { return !IsFinalTrialState(t.state); });
       if (open > 0) {
@@ -355,6 +399,11 @@ int main(int argc, char** argv) {
                       "(SHA256:..., verified out of band); a changed key is always refused");
       sub->add_flag("--submit-predicted-oom", app.submit_predicted_oom,
                     "Also submit configurations the memory planner predicts will not fit (studies with a model)");
+      sub->add_option("--resubmit", app.resubmit,
+                      "Before running, start over the trials that ended in these states (comma-separated: "
+                      "cancelled, failed, timeout, out_of_memory, cuda_oom, diverged, node_fail, preempted, pruned, "
+                      "lost): a fresh attempt, metrics dropped, earlier run time kept in the cost")
+          ->type_name("STATES");
       sub->add_flag("--detach", app.detach,
                     "Run in the background: log to DATABASE.log, pid in DATABASE.pid; `status` works meanwhile");
     }

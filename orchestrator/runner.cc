@@ -608,13 +608,18 @@ Status Runner::MaybeRetry(store::TrialRecord& t) {
   if (t.attempt > allowed) return Status::OK();
   Event(t.id, "retry", fmt::format("attempt {} ended {} ({}); retrying ({} of {})", t.attempt, t.state, t.reason,
                                    t.attempt, allowed));
-  t.reason = fmt::format("retry after {} in attempt {}: {}", t.state, t.attempt, t.reason);
+  return StartOver(t, fmt::format("retry after {} in attempt {}: {}", t.state, t.attempt, t.reason));
+}
+
+Status Runner::StartOver(store::TrialRecord& t, std::string reason) {
+  t.reason = std::move(reason);
   // The attempt's run time is spent whatever comes next: the report's cost counts it.
   if (t.started_at && t.ended_at) t.prior_run_s += std::max(0.0, *t.ended_at - *t.started_at);
   t.state = std::string(kTrialNew);
   t.job_id.clear();
   t.slurm_state.clear();
   t.exit_code.clear();
+  t.stop_request.clear();
   t.started_at.reset();
   t.ended_at.reset();
   t.array_name.clear();
@@ -625,6 +630,27 @@ Status Runner::MaybeRetry(store::TrialRecord& t) {
   parsers_.erase(t.id);
   curves_.erase(t.id);
   return Status::OK();
+}
+
+Result<int> Runner::Resubmit(const std::set<std::string>& states) {
+  auto id = store_.UpsertStudy(study_.name, study_.path, study_.hash, clock_.Now());
+  if (!id.ok()) return id.status();
+  study_id_ = *id;
+  auto trials = store_.ListTrials(study_id_);
+  if (!trials.ok()) return trials.status();
+  int n = 0;
+  Status st = store_.InTransaction([&]() -> Status {
+    for (auto& t : *trials) {
+      if (!states.count(t.state)) continue;
+      std::string was = t.state;
+      SWEEP_RETURN_IF_ERROR(StartOver(t, fmt::format("resubmitted by the user after {}", was)));
+      Event(t.id, "resubmit", fmt::format("{} was {}: submitted again from scratch (run --resubmit)", t.trial_key, was));
+      ++n;
+    }
+    return Status::OK();
+  });
+  if (!st.ok()) return st;
+  return n;
 }
 
 // Fills the free slots: every new trial up to max_concurrent + queue_ahead. Trials whose

@@ -8,6 +8,7 @@
 #include <memory>
 #include <ostream>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,11 @@ class Runner {
   // job has not ended yet.
   Result<int> AwaitEnds(double max_wait_s, double poll_s = 1);
 
+  // `run --resubmit cancelled,failed`: trials that ended in one of `states` start over as new
+  // trials (fresh attempt, metrics dropped; the earlier attempts' run time stays in their cost).
+  // Returns how many. Call before Run.
+  Result<int> Resubmit(const std::set<std::string>& states);
+
   // Submit configurations the memory planner predicts will run out of memory (its prediction
   // may be pessimistic for a given software stack); parallelism-rule violations stay dropped.
   void set_submit_predicted_oom(bool v) { submit_predicted_oom_ = v; }
@@ -94,6 +100,8 @@ class Runner {
   Result<std::string> LogTail(const store::TrialRecord& trial);
   Status Classify(const store::TrialRecord& trial, std::string& state, std::string& reason);
   Status MaybeRetry(store::TrialRecord& trial);
+  // Back to new for a fresh attempt: metrics dropped, the attempt's run time kept as a cost.
+  Status StartOver(store::TrialRecord& trial, std::string reason);
   Result<bool> MaybeChain(store::TrialRecord& trial);
   Status SkipDominatedByOom(const store::TrialRecord& oom, std::vector<store::TrialRecord>& trials);
   // Feeds a finished trial's measured peak GPU memory (Megatron's memory report) back into the

@@ -120,6 +120,11 @@ TEST_CASE("an unknown command is named, with the closest one; --help lists the e
   auto [rc4, neg] = Shell(kBinary + " run --max-ticks -1 " + std::string(SLURMSWEEP_SOURCE_DIR) + "/examples/quickstart.toml");
   CHECK(rc4 == 2);
   CHECK_THAT(neg, Catch::Contains("--max-ticks"));
+  auto [rc5, typo] = Shell(kBinary + " run --resubmit cancled,failed " + std::string(SLURMSWEEP_SOURCE_DIR) +
+                           "/examples/quickstart.toml");
+  CHECK(rc5 == 2);
+  CHECK_THAT(typo, Catch::Contains("--resubmit: 'cancled' is not an end state") &&
+                       Catch::Contains("did you mean 'cancelled'?"));
 }
 
 TEST_CASE("plan of a study without a model is a dry run: the trials and the constraints' drops", "[cli]") {

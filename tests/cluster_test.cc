@@ -206,6 +206,58 @@ TEST_CASE("cancel stops running jobs and unsubmitted trials; the run loop sees t
   CHECK(h.runner->slurm_stats().sbatch == 1);  // one array of three, at most two running
 }
 
+TEST_CASE("cancelled trials run again from scratch with run --resubmit cancelled", "[cluster]") {
+  testing::TempDir dir;
+  std::string path = WriteStudy(dir, "again", "[space]\nlr = [0.01, 0.02]\n",
+                                "iters = 400\nsleep_ms = 50\nmbs = 4\noptimizer = \"sgd\"\nfail_at = 0\n",
+                                /*max_concurrent=*/1);
+  Harness h(path);
+  REQUIRE(h.runner->Prepare().ok());
+  bool running = false;
+  for (int i = 0; i < 60 && !running; ++i) {
+    REQUIRE(h.runner->Tick().ok());
+    auto trials = h.Trials();
+    // Running long enough to cost something in Slurm's whole seconds: 2 s of logged iterations.
+    running = std::any_of(trials.begin(), trials.end(), [&](const auto& t) {
+      return t.state == "running" && testing::CountPoints(*h.store, t.id, "lm_loss") >= 8;
+    });
+    if (!running) h.clock.SleepFor(0.5);
+  }
+  REQUIRE(running);
+  REQUIRE(h.runner->CancelAll().ok());
+  auto open = h.runner->AwaitEnds(60, 0.5);
+  REQUIRE(open.ok());
+  REQUIRE(*open == 0);
+  double ran = 0;
+  for (const auto& t : h.Trials()) {
+    REQUIRE(t.state == "cancelled");  // one ran a while, one never started
+    if (t.started_at && t.ended_at) ran += *t.ended_at - *t.started_at;
+  }
+  CHECK(ran > 0);
+  auto n = h.runner->Resubmit({"cancelled"});
+  REQUIRE(n.ok());
+  CHECK(*n == 2);
+  for (const auto& t : h.Trials()) {
+    CHECK(t.state == "new");
+    CHECK(h.store->CountMetrics(t.id).value() == 0);  // from scratch: the cancelled attempt's points are gone
+  }
+  // Shorter now, so the test ends soon: [job.vars] are not part of the trial key.
+  std::string text = testing::ReadAll(path);
+  text.replace(text.find("iters = 400"), 11, "iters = 40");
+  testing::WriteAll(path, text);
+  Harness again(path);
+  REQUIRE(again.runner->Run(240).ok());
+  INFO(again.log.str());
+  double prior = 0;
+  for (const auto& t : again.Trials()) {
+    CHECK(t.state == "completed");
+    CHECK(t.attempt == 2);
+    CHECK(testing::CountPoints(*again.store, t.id, "lm_loss") == 8);
+    prior += t.prior_run_s;
+  }
+  CHECK(prior > 0);  // the cancelled attempt that ran is still part of the cost
+}
+
 TEST_CASE("one squeue call per tick however many trials are active", "[cluster]") {
   testing::TempDir dir;
   std::string path = WriteStudy(dir, "many", "[space]\nlr = [0.01, 0.02, 0.03, 0.04, 0.05, 0.06]\nmbs = [2, 4, 8, 16]\n",
