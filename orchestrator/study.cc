@@ -84,7 +84,9 @@ class Loader {
       if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
       std::string_view best = ClosestWord(key, std::vector<std::string_view>(allowed));
       std::string full = prefix.empty() ? std::string(key) : fmt::format("{}.{}", prefix, key);
-      std::string hint = best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best);
+      std::string hint = !best.empty() ? fmt::format(" (did you mean '{}'?)", best)
+                         : allowed.size() <= 12 ? fmt::format(" (known keys: {})", fmt::join(allowed, ", "))
+                                                : "";
       return Status::InvalidArgument(fmt::format("{}:{}: unknown key '{}'{}", path_, k.source().begin.line, full, hint));
     }
     return Status::OK();
@@ -245,6 +247,12 @@ class Loader {
     SWEEP_RETURN_IF_ERROR(String(c, "cluster", "user", &k.user, false));
     SWEEP_RETURN_IF_ERROR(String(c, "cluster", "identity_file", &k.identity_file, false));
     SWEEP_RETURN_IF_ERROR(String(c, "cluster", "known_hosts", &k.known_hosts, false));
+    for (const char* key : {"identity_file", "known_hosts"}) {
+      // An empty path would silently mean the default under ~/.ssh: say so instead.
+      if (c.get(key) && c.get(key)->value<std::string>().value_or("x").empty()) {
+        return Error(c.get(key), fmt::format("cluster.{}", key), "is empty; leave the key out to use ~/.ssh's default");
+      }
+    }
     k.identity_file = Resolve(s.dir, k.identity_file);
     k.known_hosts = Resolve(s.dir, k.known_hosts);
     for (auto [key, out] : {std::pair{"partition", &k.partition}, {"account", &k.account}, {"qos", &k.qos}}) {
@@ -311,6 +319,10 @@ class Loader {
       if (s.sampler == "random" && s.trials == 0) {
         return Error(&t, "search.trials", "the random sampler needs a trial budget (trials = N)");
       }
+      if (s.sampler == "grid" && t.get("trials")) {
+        return Error(t.get("trials"), "search.trials",
+                     "is the random sampler's budget; the grid runs every combination (sampler = \"random\" to sample)");
+      }
     }
 
     auto sp = Table(root, "space", true);
@@ -332,6 +344,11 @@ class Loader {
           else if (auto str = e.as_string()) p.choices.emplace_back(str->get());
           else if (auto b = e.as_boolean()) p.choices.emplace_back(b->get());
           else return Error(&e, full, "values must be integers, floats, strings or booleans");
+          // A list that mixes kinds is a typo ([16, "32"]): the two would never compare equal.
+          auto kind = [](const toml::node& n) { return n.is_number() ? 0 : n.is_string() ? 1 : 2; };
+          if (kind(e) != kind(*arr->begin())) {
+            return Error(&e, full, "mixes numbers, strings and booleans in one list; write every value alike");
+          }
         }
       } else if (const toml::table* range = node.as_table()) {
         SWEEP_RETURN_IF_ERROR(CheckKeys(*range, full, {"min", "max", "log", "int"}));

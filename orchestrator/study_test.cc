@@ -84,6 +84,30 @@ TEST_CASE("missing sections and bad values are reported", "[study]") {
   CHECK_THAT(empty_list.status().message(), Catch::Contains("space.lr") && Catch::Contains("empty"));
 }
 
+TEST_CASE("likely mistakes that used to load silently are errors", "[study]") {
+  StudyDir d;
+  auto message = [&](const std::string& text) {
+    auto s = d.Parse(text);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.status().code() == Status::Code::kInvalidArgument);
+    return s.status().message();
+  };
+  // A list mixing numbers and strings: "32" and 32 would be two different trials.
+  CHECK_THAT(message(MinimalStudy("[space]\nlr = [0.1]\nopt = [16, \"32\"]\n")),
+             Catch::Contains("study.toml:") && Catch::Contains("space.opt") && Catch::Contains("mixes numbers"));
+  CHECK(d.Parse(MinimalStudy("[space]\nlr = [1, 0.5]\nopt = [\"a\"]\n")).ok());  // ints and floats are numbers
+  // A grid with a trial budget: the budget would be ignored.
+  CHECK_THAT(message(MinimalStudy("[space]\nlr = [0.1]\nopt = [\"a\"]\n", "[search]\nsampler = \"grid\"\ntrials = 5\n")),
+             Catch::Contains("study.toml:13: key 'search.trials'") && Catch::Contains("random sampler"));
+  // An empty path would quietly mean the default under ~/.ssh.
+  std::string empty_key = MinimalStudy();
+  empty_key.replace(empty_key.find("workdir"), 0, "identity_file = \"\"\n");
+  CHECK_THAT(message(empty_key), Catch::Contains("study.toml:6: key 'cluster.identity_file'") && Catch::Contains("empty"));
+  // An unknown key with nothing close lists the known ones.
+  CHECK_THAT(message(MinimalStudy() + "[retry]\noom = 1\n"),
+             Catch::Contains("unknown key 'retry.oom' (known keys: failed, timeout, out_of_memory, cuda_oom"));
+}
+
 TEST_CASE("job.mem and job.time_limit are checked against Slurm's syntax when the file loads", "[study]") {
   StudyDir d;
   auto with_job = [&](const std::string& keys) {
