@@ -651,7 +651,7 @@ void Throughput(Context& c) {
     if (rival) {
       double theirs = *model.rate(*rival);
       c.Stop(i, "throughput",
-             fmt::format("at t={}: trial {} has the same parameters but throughput ones and runs {:.3g}x the "
+             fmt::format("at t={}: trial {} differs only in throughput parameters and runs {:.3g}x the "
                          "iterations per second ({} vs {} it/s)",
                          Secs(c.series[i].last_t()), c.trials[*rival].id, theirs / mine, Num(theirs), Num(mine)),
              mine, theirs, 1);

@@ -260,13 +260,13 @@ class Page {
     const TrialSummary& t = T(rec);
     if (r_.meta.rank_by_time_to_target && TimeToTarget(t)) {
       fmt::format_to(Out(out_),
-                     "<p class=\"rec\">Use {}: the shortest training time to the target ({}) among {} completed "
-                     "trials; final {} {}.</p>",
-                     TrialName(rec), FormatDuration(*TimeToTarget(t)), Completed(), Esc(metric_),
+                     "<p class=\"rec\">Use {}: the shortest training time to the target ({}) among {}; final {} "
+                     "{}.</p>",
+                     TrialName(rec), FormatDuration(*TimeToTarget(t)), CompletedText(), Esc(metric_),
                      FormatLoss(t.final_value));
     } else {
-      fmt::format_to(Out(out_), "<p class=\"rec\">Use {}: the best final {} ({}) among {} completed trials.</p>",
-                     TrialName(rec), Esc(metric_), FormatLoss(t.final_value), Completed());
+      fmt::format_to(Out(out_), "<p class=\"rec\">Use {}: the best final {} ({}) among {}.</p>", TrialName(rec),
+                     Esc(metric_), FormatLoss(t.final_value), CompletedText());
     }
     if (!r_.baseline) {
       fmt::format_to(Out(out_), "<p class=\"note\">No speedup is shown: {}</p>", Esc(r_.baseline_note));
@@ -341,6 +341,11 @@ class Page {
     }));
   }
 
+  std::string CompletedText() const {
+    int n = Completed();
+    return n == 1 ? std::string("the 1 completed trial") : fmt::format("{} completed trials", n);
+  }
+
   void Ranking() {
     bool tokens = std::any_of(r_.trials.begin(), r_.trials.end(), [](const auto& t) { return Finite(t.tokens_per_s); });
     // A workload without a FLOP count (or on CPUs) logs zeros: no column then.
@@ -352,7 +357,7 @@ class Page {
     // Steps and queue time are left off the printed page, which has no room for every column.
     head += "<th>state</th><th class=\"n np\">steps</th><th class=\"n\">iter/s</th>";
     if (tokens) head += "<th class=\"n\">tokens/s</th>";
-    if (tflops) head += "<th class=\"n\">TFLOP/s per GPU</th>";
+    if (tflops) head += r_.meta.gpus_per_node > 0 ? "<th class=\"n\">TFLOP/s per GPU</th>" : "<th class=\"n\">TFLOP/s</th>";
     bool mfu = std::any_of(r_.trials.begin(), r_.trials.end(), [](const auto& t) { return Finite(t.mfu); });
     if (mfu) head += "<th class=\"n\" title=\"model FLOPs utilisation against the peak the study gives\">MFU</th>";
     head += fmt::format("<th class=\"n\">final {}</th><th class=\"n\">time to target</th><th class=\"n\">{}</th>"

@@ -135,6 +135,21 @@ TEST_CASE("The headline shows throughput x convergence = time to target with its
   REQUIRE(html.find("micro_batch_size=4, optimizer=adamw") != std::string::npos);
 }
 
+TEST_CASE("Wording: one completed trial is singular; a CPU study's TFLOP/s are not per GPU", "[report]") {
+  StudyReport r = TwoTrialReport();
+  r.trials[0].tflops_per_gpu = 1.5;
+  r.trials[1].state = "failed";
+  std::string gpu = RenderHtmlReport(r);
+  CHECK(gpu.find("among the 1 completed trial.") != std::string::npos);
+  CHECK(gpu.find("among 1 completed trials") == std::string::npos);
+  CHECK(gpu.find("<th class=\"n\">TFLOP/s per GPU</th>") != std::string::npos);
+  r.meta.gpus_per_node = 0;
+  std::string cpu = RenderHtmlReport(r);
+  CHECK(cpu.find("TFLOP/s per GPU</th>") == std::string::npos);
+  CHECK(cpu.find("<th class=\"n\">TFLOP/s</th>") != std::string::npos);
+  CHECK(RenderHtmlReport(TwoTrialReport()).find("among 2 completed trials") != std::string::npos);
+}
+
 TEST_CASE("The ranking shows the top N and folds the rest", "[report]") {
   StudyReport r = TwoTrialReport();
   for (int i = 3; i <= 30; ++i) {
