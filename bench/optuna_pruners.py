@@ -23,36 +23,39 @@ PRUNERS = {
 
 
 def all_at_once(make, name, values, n):
-    """Every trial starts together; at each bucket each live trial reports and asks to be pruned."""
+    """Every trial starts together; at each bucket each live trial reports and asks to be pruned.
+    values[i] runs to trial i's own end; its objective is its loss at bucket n (the budget)."""
     study = optuna.create_study(study_name=name, direction="minimize", pruner=make(n))
     trials = [study.ask() for _ in values]
-    stop = [n] * len(values)
-    for step in range(1, n + 1):
+    stop = [len(v) for v in values]
+    live = [True] * len(values)
+    for step in range(1, max(len(v) for v in values) + 1):
         for i, trial in enumerate(trials):
-            if stop[i] < n:
+            if not live[i]:
                 continue
             trial.report(values[i][step - 1], step)
-            if step < n and trial.should_prune():
+            if step == len(values[i]):
+                live[i] = False
+                study.tell(trial, values[i][n - 1])
+            elif trial.should_prune():
+                live[i] = False
                 stop[i] = step
                 study.tell(trial, state=TrialState.PRUNED)
-    for i, trial in enumerate(trials):
-        if stop[i] == n:
-            study.tell(trial, values[i][n - 1])
     return stop
 
 
 def one_after_another(make, name, values, n, order):
-    """The usual Optuna loop: one trial at a time, in `order`."""
+    """The usual Optuna loop: one trial at a time, in `order`, each to its own end unless pruned."""
     study = optuna.create_study(study_name=name, direction="minimize", pruner=make(n))
-    stop = [n] * len(values)
+    stop = [len(v) for v in values]
     for i in order:
         trial = study.ask()
-        for step in range(1, n + 1):
+        for step in range(1, len(values[i]) + 1):
             trial.report(values[i][step - 1], step)
-            if step < n and trial.should_prune():
+            if step < len(values[i]) and trial.should_prune():
                 stop[i] = step
                 break
-        if stop[i] < n:
+        if stop[i] < len(values[i]):
             study.tell(trial, state=TrialState.PRUNED)
         else:
             study.tell(trial, values[i][n - 1])
