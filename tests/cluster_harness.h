@@ -71,6 +71,17 @@ struct Harness {
     REQUIRE(t.ok());
     return *t;
   }
+  // Ticks (0.5 s apart) until `pred(trials)` holds; false after `max_ticks`.
+  template <class Pred>
+  bool TickUntil(int max_ticks, Pred pred) {
+    for (int i = 0; i < max_ticks; ++i) {
+      auto r = runner->Tick();
+      REQUIRE(r.ok());
+      if (pred(Trials())) return true;
+      clock.SleepFor(0.5);
+    }
+    return false;
+  }
   store::TrialRecord Trial(const std::string& param_fragment) {
     for (const auto& t : Trials())
       if (t.params_json.find(param_fragment) != std::string::npos) return t;

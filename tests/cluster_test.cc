@@ -174,20 +174,14 @@ TEST_CASE("cancel stops running jobs and unsubmitted trials; the run loop sees t
                                 /*max_concurrent=*/2);
   Harness h(path);
   REQUIRE(h.runner->Prepare().ok());
-  bool running = false;
-  for (int i = 0; i < 60 && !running; ++i) {
-    auto r = h.runner->Tick();
-    REQUIRE(r.ok());
-    auto trials = h.Trials();
-    running = std::count_if(trials.begin(), trials.end(), [](const auto& t) { return t.state == "running"; }) == 2;
-    if (running) {
-      // The tick line tells running from queued: the third task waits behind the array's %2.
-      CHECK(r->running == 2);
-      CHECK(r->queued == 1);
-    }
-    if (!running) h.clock.SleepFor(0.5);
-  }
-  REQUIRE(running);
+  REQUIRE(h.TickUntil(60, [](const auto& trials) {
+    return std::count_if(trials.begin(), trials.end(), [](const auto& t) { return t.state == "running"; }) == 2;
+  }));
+  // The tick line tells running from queued: the third task waits behind the array's %2.
+  auto r = h.runner->Tick();
+  REQUIRE(r.ok());
+  CHECK(r->running == 2);
+  CHECK(r->queued == 1);
   int before = h.runner->slurm_stats().scancel;
   auto n = h.runner->CancelAll();
   REQUIRE(n.ok());
@@ -213,17 +207,12 @@ TEST_CASE("cancelled trials run again from scratch with run --resubmit cancelled
                                 /*max_concurrent=*/1);
   Harness h(path);
   REQUIRE(h.runner->Prepare().ok());
-  bool running = false;
-  for (int i = 0; i < 60 && !running; ++i) {
-    REQUIRE(h.runner->Tick().ok());
-    auto trials = h.Trials();
-    // Running long enough to cost something in Slurm's whole seconds: 2 s of logged iterations.
-    running = std::any_of(trials.begin(), trials.end(), [&](const auto& t) {
+  // Running long enough to cost something in Slurm's whole seconds: 2 s of logged iterations.
+  REQUIRE(h.TickUntil(60, [&](const auto& trials) {
+    return std::any_of(trials.begin(), trials.end(), [&](const auto& t) {
       return t.state == "running" && testing::CountPoints(*h.store, t.id, "lm_loss") >= 8;
     });
-    if (!running) h.clock.SleepFor(0.5);
-  }
-  REQUIRE(running);
+  }));
   REQUIRE(h.runner->CancelAll().ok());
   auto open = h.runner->AwaitEnds(60, 0.5);
   REQUIRE(open.ok());
