@@ -256,17 +256,34 @@ struct App {
     if (!study.job.vars.count("model")) {
       auto specs = ExpandStudy(study);
       if (!specs.ok()) return specs.status();
-      int dropped = 0;
+      // A study that already ran: what each trial is now, so "to run" means what a run would submit.
+      std::map<std::string, std::string> stored;
+      if (std::filesystem::exists(study.database) && OpenStore(true).ok()) {
+        if (auto rec = store->GetStudy(study.name); rec.ok()) {
+          if (auto trials = store->ListTrials(rec->id); trials.ok()) {
+            for (const auto& t : *trials) stored[t.trial_key] = t.state;
+          }
+        }
+      }
+      int dropped = 0, to_run = 0;
+      std::map<std::string, int> already;
       for (const TrialSpec& t : *specs) {
         std::string params;
         for (const auto& [name, value] : t.params) params += fmt::format("{}{}={}", params.empty() ? "" : " ", name, ParamToString(value));
+        auto it = stored.find(t.key);
+        std::string label = !t.dropped_reason.empty() ? "dropped" : it == stored.end() || it->second == kTrialNew ? "run" : it->second;
         if (!t.dropped_reason.empty()) ++dropped;
-        std::cout << fmt::format("{:<16} {:<8} {}{}\n", t.key, t.dropped_reason.empty() ? "run" : "dropped", params,
+        else if (label == "run") ++to_run;
+        else ++already[label];
+        std::cout << fmt::format("{:<16} {:<9} {}{}\n", t.key, label, params,
                                  t.dropped_reason.empty() ? "" : "  [" + t.dropped_reason + "]");
       }
-      std::cout << fmt::format("{} trials: {} to run, {} dropped by constraints; nothing was submitted (no [job.vars] "
+      std::string done;
+      for (const auto& [state, n] : already) done += fmt::format("{}{} {}", done.empty() ? "" : ", ", n, state);
+      std::cout << fmt::format("{} trials: {} to run, {}{} dropped by constraints; nothing was submitted (no [job.vars] "
                                "model, so no memory plan)\n",
-                               specs->size(), specs->size() - dropped, dropped);
+                               specs->size(), to_run, done.empty() ? "" : "already in the database: " + done + "; ",
+                               dropped);
       return Status::OK();
     }
     auto plan = PlanStudy(study);

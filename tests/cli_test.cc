@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "orchestrator/phases.h"
+#include "orchestrator/study.h"
 #include "store/store.h"
 #include "tests/test_util.h"
 
@@ -132,7 +134,7 @@ TEST_CASE("plan of a study without a model is a dry run: the trials and the cons
   INFO(out);
   CHECK(rc == 0);
   CHECK_THAT(out, Catch::Contains("16 trials: 12 to run, 4 dropped by constraints; nothing was submitted"));
-  CHECK_THAT(out, Catch::Contains("dropped  hidden=128 lr=0.05 micro_batch_size=8 optimizer=adam  [constraint "
+  CHECK_THAT(out, Catch::Contains("dropped   hidden=128 lr=0.05 micro_batch_size=8 optimizer=adam  [constraint "
                                   "'hidden / micro_batch_size <= 8' is false]"));
 }
 
@@ -156,4 +158,36 @@ TEST_CASE("status shows a trial asked to stop as stopping until the run loop see
   INFO(out);
   CHECK(rc == 0);
   CHECK_THAT(out, Catch::Contains("[stopping: cancelled by the user (slurmsweep cancel)]"));
+}
+
+TEST_CASE("plan of a study that already ran shows each trial's state and counts only what a run would submit",
+          "[cli]") {
+  testing::TempDir dir;
+  std::string path =
+      testing::WriteLocalStudyFile(dir, "again", "train --lr {{lr}}", "[space]\nlr = [0.1, 0.01, 0.001]\n");
+  auto study = LoadStudy(path);
+  REQUIRE(study.ok());
+  auto specs = ExpandStudy(*study);
+  REQUIRE(specs.ok());
+  REQUIRE(specs->size() == 3);
+  {
+    auto db = store::Store::Open(study->database);
+    REQUIRE(db.ok());
+    auto id = (*db)->UpsertStudy(study->name, path, study->hash, 1.0);
+    REQUIRE(id.ok());
+    std::vector<store::TrialRecord> trials(3);
+    const char* states[] = {"completed", "failed", "new"};
+    for (int i = 0; i < 3; ++i) {
+      trials[i].trial_key = (*specs)[i].key;
+      trials[i].params_json = (*specs)[i].params_json;
+      trials[i].state = states[i];
+    }
+    REQUIRE((*db)->InsertTrialsIfAbsent(*id, trials).ok());
+  }
+  auto [rc, out] = Shell(kBinary + " plan " + path);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains((*specs)[0].key + "   completed") && Catch::Contains((*specs)[1].key + "   failed") &&
+                      Catch::Contains((*specs)[2].key + "   run"));
+  CHECK_THAT(out, Catch::Contains("3 trials: 1 to run, already in the database: 1 completed, 1 failed; 0 dropped"));
 }
