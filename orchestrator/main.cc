@@ -198,7 +198,21 @@ struct App {
     SWEEP_RETURN_IF_ERROR(OpenStore(true));
     auto rec = store->GetStudy(study.name);
     if (!rec.ok()) return rec.status().WithContext("nothing recorded yet for this study; run it first");
-    return PrintStatus(rec->id);
+    SWEEP_RETURN_IF_ERROR(PrintStatus(rec->id));
+    // Whether a run is tracking the study now; a detached run killed with -9 leaves its pid file.
+    std::string pid_file = study.database + ".pid";
+    if (auto holder = RunLock::Holder(study.database + ".lock")) {
+      std::cout << fmt::format("a run of this study is going on (pid {})\n", *holder);
+    } else {
+      std::cout << "no run of this study is going on";
+      if (std::filesystem::exists(pid_file)) {
+        std::cout << fmt::format("; removed {}, left by a detached run that was killed", pid_file);
+        std::error_code ec;
+        std::filesystem::remove(pid_file, ec);
+      }
+      std::cout << "\n";
+    }
+    return Status::OK();
   }
 
   Status PrintStatus(int64_t study_id) {

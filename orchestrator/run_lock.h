@@ -3,6 +3,7 @@
 // stale to clean up.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -14,6 +15,9 @@ class RunLock {
   // Takes an exclusive flock on `path` (created 0600) and writes our pid into it.
   // kFailedPrecondition naming the holder's pid if another process has it.
   static Result<RunLock> Acquire(const std::string& path);
+  // The pid of the run holding the lock at `path`, or nullopt if none does. Takes no lock a run
+  // could trip over for longer than the check itself.
+  static std::optional<std::string> Holder(const std::string& path);
   RunLock(RunLock&& other) noexcept : fd_(other.fd_), path_(std::move(other.path_)) { other.fd_ = -1; }
   RunLock& operator=(RunLock&&) = delete;
   ~RunLock();

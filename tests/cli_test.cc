@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "orchestrator/phases.h"
+#include "orchestrator/run_lock.h"
 #include "orchestrator/study.h"
 #include "store/store.h"
 #include "tests/test_util.h"
@@ -190,4 +192,27 @@ TEST_CASE("plan of a study that already ran shows each trial's state and counts 
   CHECK_THAT(out, Catch::Contains((*specs)[0].key + "   completed") && Catch::Contains((*specs)[1].key + "   failed") &&
                       Catch::Contains((*specs)[2].key + "   run"));
   CHECK_THAT(out, Catch::Contains("3 trials: 1 to run, already in the database: 1 completed, 1 failed; 0 dropped"));
+}
+
+TEST_CASE("status says whether a run is going on, and clears a killed detached run's pid file", "[cli]") {
+  testing::TempDir dir;
+  std::string path = StudyWithLoggedLoss(dir, "lm_loss");
+  std::string db = dir.file("typo.db");
+  auto [rc, out] = Shell(kBinary + " status " + path);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::EndsWith("no run of this study is going on\n"));
+  testing::WriteAll(db + ".pid", "999999\n");  // what a kill -9 of `run --detach` leaves
+  auto [rc2, out2] = Shell(kBinary + " status " + path);
+  CHECK(rc2 == 0);
+  CHECK_THAT(out2, Catch::Contains("no run of this study is going on; removed " + db + ".pid"));
+  CHECK_FALSE(std::filesystem::exists(db + ".pid"));
+  {
+    auto lock = RunLock::Acquire(db + ".lock");  // as `run` holds it
+    REQUIRE(lock.ok());
+    auto [rc3, out3] = Shell(kBinary + " status " + path);
+    CHECK(rc3 == 0);
+    CHECK_THAT(out3, Catch::Contains(fmt::format("a run of this study is going on (pid {})", getpid())));
+  }
+  // Status took no lock a run would trip over.
+  CHECK(RunLock::Acquire(db + ".lock").ok());
 }
