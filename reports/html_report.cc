@@ -361,7 +361,9 @@ class Page {
     bool mfu = std::any_of(r_.trials.begin(), r_.trials.end(), [](const auto& t) { return Finite(t.mfu); });
     if (mfu) head += "<th class=\"n\" title=\"model FLOPs utilisation against the peak the study gives\">MFU</th>";
     head += fmt::format("<th class=\"n\">final {}</th><th class=\"n\">time to target</th><th class=\"n\">{}</th>"
-                        "<th class=\"n np\">queued</th></tr></thead><tbody>",
+                        "<th class=\"n np\" title=\"from submission to start: the cluster's queue, and for a job "
+                        "array's tasks also the wait for a free slot under max_concurrent\">queued</th></tr></thead>"
+                        "<tbody>",
                         Esc(metric_), HoursUnit(a_));
     auto row = [&](size_t rank, size_t i) {
       const TrialSummary& t = T(i);
@@ -736,8 +738,9 @@ class Page {
                 "which the smoothed objective reaches the target.</li>"
                 "<li>Time to target = steps to target / throughput (steady state, start-up excluded). Throughput factor × "
                 "convergence factor = time-to-target factor, all relative to the baseline.</li>"
-                "<li>GPU-hours = wall time (Slurm start to end) × nodes × GPUs per node; CPU-hours with CPUs per task when "
-                "the study uses no GPUs. Queue time = submission to start.</li>"
+                "<li>GPU-hours = wall time (Slurm start to end, every attempt of a retried trial) × nodes × GPUs per node; CPU-hours with CPUs per task when "
+                "the study uses no GPUs. Queue time = submission to start (for a job array's tasks, including the wait for a free slot under "
+                "max_concurrent).</li>"
                 "<li>Curves show the smoothed objective, downsampled (largest-triangle-three-buckets); trials.csv and "
                 "metrics.csv have every logged point.</li></ul></section>\n");
   }
