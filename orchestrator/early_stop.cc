@@ -670,6 +670,15 @@ void Throughput(Context& c) {
       if (speedup < 1) continue;
       auto g = model.GapPerIteration(model.group(i), model.group(j));
       if (!g) continue;
+      // Progress is not all: a rival that is higher now, at equal time or at the last iteration
+      // both reached, has not shown it will end lower (a trial that started lower and stays lower
+      // may fall less). Never stop a trial for a rival it leads.
+      const Series& me = c.series[i];
+      const Series& them = c.series[j];
+      if (them.At(me.last_t()) > me.s.back() + cfg.margin ||
+          them.AtStep(g->second) > me.AtStep(g->second) + cfg.margin) {
+        continue;
+      }
       bool much_faster = cfg.rival_speedup > 0 && speedup >= cfg.rival_speedup && g->first >= -cfg.margin;
       bool better = g->first > cfg.margin;
       if ((much_faster || better) && (!rival_group || *model.rate(j) > *model.rate(*rival_group))) {

@@ -426,6 +426,29 @@ TEST_CASE("throughput: a measured prediction at the budget against what a rival 
   CHECK(EvaluateStopping(c, trials).empty());
 }
 
+TEST_CASE("throughput: a trial is never stopped for a rival that fell more but is still higher than it") {
+  // Found by a user: Adam (trial 1) starts low and stays low; SGD (trial 2, another optimizer,
+  // 1.13x faster) starts high and falls more per iteration, yet is far higher at every iteration
+  // and every time. Comparing progress alone stopped Adam, the best trial.
+  auto adam = [](int64_t s) { return 0.05 + 0.25 * std::exp(-static_cast<double>(s) / 30.0); };
+  auto sgd = [](int64_t s) { return 0.2 + 0.8 * std::exp(-static_cast<double>(s) / 20.0); };
+  std::vector<TrialProgress> trials = {
+      Trial(1, Curve(1.13, 80, adam), TrialPhase::kRunning, {{"optimizer", "adam"}}),
+      Trial(2, Curve(1.0, 80, sgd), TrialPhase::kRunning, {{"optimizer", "sgd"}}),
+  };
+  StoppingConfig c = ThroughputOnly();
+  std::vector<StopDecision> d = EvaluateStopping(c, trials);
+  // SGD may well be stopped (behind and not catching up); Adam must not be.
+  for (const StopDecision& x : d) CHECK(x.trial_id != 1);
+  // The same curves the other way round (the lower trial also the faster): the higher one goes.
+  std::vector<TrialProgress> swapped = {
+      Trial(1, Curve(1.0, 80, adam), TrialPhase::kRunning, {{"optimizer", "adam"}}),
+      Trial(2, Curve(2.0, 80, sgd), TrialPhase::kRunning, {{"optimizer", "sgd"}}),
+  };
+  c.budget_s = 80;
+  CHECK(StoppedIds(EvaluateStopping(c, swapped)) == std::vector<int64_t>{2});
+}
+
 TEST_CASE("throughput: past the budget, a trial is judged on its loss at the budget, not its later one") {
   // Two learning rates, as fast and with the same progress per iteration, but trial 2 lies 0.1
   // higher. Both have run 80 s of a 50 s budget: at the budget trial 2 was at 2.94 against trial
