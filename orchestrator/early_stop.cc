@@ -324,6 +324,9 @@ struct Context {
 };
 
 std::string Num(double v) { return fmt::format("{:.4g}", v); }
+// How a reason names another trial: its key when the caller gave one (what status and the
+// report show), else its id.
+std::string Name(const TrialProgress& t) { return t.name.empty() ? std::to_string(t.id) : t.name; }
 std::string Secs(double v) { return fmt::format("{:.4g}s", v); }
 
 // ---------------------------------------------------------------------------------------------
@@ -401,7 +404,7 @@ void Race(Context& c) {
     if (me.last_t() <= limit || me.last_t() < cfg.grace_s || ReachTime(me, target)) continue;
     c.Stop(i, "race",
            fmt::format("at t={}: smoothed loss {} has not reached the target {}, which trial {} reached at t={}{}",
-                       Secs(me.last_t()), Num(me.s.back()), Num(target), c.trials[*winner].id, Secs(best),
+                       Secs(me.last_t()), Num(me.s.back()), Num(target), Name(c.trials[*winner]), Secs(best),
                        cfg.slack > 0 ? fmt::format(" (+ slack {:.3g}: {})", cfg.slack, Secs(limit)) : ""),
            me.s.back(), target, 1);
   }
@@ -653,7 +656,7 @@ void Throughput(Context& c) {
       c.Stop(i, "throughput",
              fmt::format("at t={}: trial {} differs only in throughput parameters and runs {:.3g}x the "
                          "iterations per second ({} vs {} it/s)",
-                         Secs(c.series[i].last_t()), c.trials[*rival].id, theirs / mine, Num(theirs), Num(mine)),
+                         Secs(c.series[i].last_t()), Name(c.trials[*rival]), theirs / mine, Num(theirs), Num(mine)),
              mine, theirs, 1);
       continue;
     }
@@ -690,7 +693,7 @@ void Throughput(Context& c) {
       c.Stop(i, "throughput",
              fmt::format("at t={}: trial {} runs {:.3g}x the iterations per second ({} vs {} it/s) and its loss "
                          "fell {:.4g} more by iteration {:.0f} (margin {})",
-                         Secs(c.series[i].last_t()), c.trials[*rival_group].id, theirs / mine, Num(theirs), Num(mine),
+                         Secs(c.series[i].last_t()), Name(c.trials[*rival_group]), theirs / mine, Num(theirs), Num(mine),
                          gap.first, gap.second, Num(cfg.margin)),
              gap.first, gap.first > cfg.margin ? cfg.margin : -cfg.margin, 1);
       continue;
@@ -710,7 +713,7 @@ void Throughput(Context& c) {
              fmt::format("at t={}: predicted loss at the budget {} (its group's loss at iteration {:.0f}) > {} "
                          "that trial {} will at most have, + margin {}",
                          Secs(c.series[i].last_t()), Num(*predicted),
-                         *model.StepAt(i, c.config.budget_s), Num(best_bound), c.trials[*best].id, Num(cfg.margin)),
+                         *model.StepAt(i, c.config.budget_s), Num(best_bound), Name(c.trials[*best]), Num(cfg.margin)),
              *predicted, best_bound, 1);
       continue;
     }
@@ -723,7 +726,7 @@ void Throughput(Context& c) {
                fmt::format("at t={}: even its recent descent continued in a straight line to iteration {:.0f} "
                            "ends at {} > {} that trial {} will at most have at the budget, + margin {}",
                            Secs(c.series[i].last_t()), *model.StepAt(i, c.config.budget_s), Num(*bound),
-                           Num(best_bound), c.trials[*best].id, Num(cfg.margin)),
+                           Num(best_bound), Name(c.trials[*best]), Num(cfg.margin)),
                *bound, best_bound, 1);
       }
     }

@@ -179,6 +179,7 @@ enum class TrialPhase {
 
 struct TrialProgress {
   int64_t id = 0;
+  std::string name;  // how reasons name it ("t-0123456789ab"); empty: by id
   TrialPhase phase = TrialPhase::kRunning;
   int gpus = 1;
   // Parameter values as text; the throughput rule groups trials by those it is not told to ignore.

@@ -244,6 +244,10 @@ TEST_CASE("race: past the best time to target without reaching it, a trial can n
   CHECK(d[0].threshold == 3.0);
   CHECK(d[0].value == Approx(Loss(26)));
   CHECK_THAT(d[0].reason, Catch::Contains("trial 1 reached at t="));
+  // Named by key when the caller gives one: what status and the report show.
+  trials[0].name = "t-00000000000a";
+  CHECK_THAT(EvaluateStopping(c, trials)[0].reason, Catch::Contains("trial t-00000000000a reached at t="));
+  trials[0].name.clear();
 
   // Slack: up to 1.25 x the winner's time (~53.6 s) a trial may still go on.
   c.race.slack = 0.25;

@@ -923,6 +923,7 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
     if (spec == specs_.end()) continue;
     TrialProgress p;
     p.id = t.id;
+    p.name = t.trial_key;
     p.phase = live ? TrialPhase::kRunning : done ? TrialPhase::kCompleted : TrialPhase::kStopped;
     p.gpus = gpus;
     for (const auto& [name, v] : spec->second.params) p.params.emplace_back(name, ParamToString(v));
