@@ -162,9 +162,9 @@ class MegatronLineParser {
     int64_t step = 0;
     if (!ConsumeInt(head, &step) || step < 0) return false;
     head = SkipSpaces(head);
+    int64_t total = 0;
     if (ConsumePrefix(head, "/")) {
       head = SkipSpaces(head);
-      int64_t total = 0;
       if (!ConsumeInt(head, &total)) return false;
     }
     if (!Trim(head).empty()) return false;
@@ -174,6 +174,12 @@ class MegatronLineParser {
     if (!ParseFields(fields, step, /*validation=*/false, &iter_time_ms)) {
       out_.points.resize(first);
       return false;
+    }
+    // The run's length, stored when it first shows or changes: what a stopped trial would still
+    // have run (the report's GPU-hours saved).
+    if (total > 0 && total != state_.train_iters) {
+      out_.train_iters = MetricPoint{step, 0, "train_iters", static_cast<double>(total)};
+      state_.train_iters = total;
     }
     double time_s = state_.time_s;
     if (std::isfinite(iter_time_ms) && iter_time_ms >= 0) {
@@ -185,6 +191,7 @@ class MegatronLineParser {
     }
     // Without an iteration time last_step stays put, so the next timed line covers the gap.
     for (size_t i = first; i < out_.points.size(); ++i) out_.points[i].time_s = time_s;
+    if (out_.train_iters && out_.train_iters->step == step) out_.train_iters->time_s = time_s;
     return true;
   }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,10 +33,15 @@ struct ParserState {
   // newline, is dropped by the next call. Not persisted: after a restart the tail is read as
   // one ordinary non-metric line.
   bool skipping_long_line = false;
+  // The run's total iterations ("iteration 20/ 500"), once stored as metric train_iters.
+  int64_t train_iters = 0;
 };
 
 struct ParseOutput {
   std::vector<MetricPoint> points;
+  // Megatron's "iteration 20/ 500": the run's total iterations as metric train_iters, when it
+  // first shows in this parser's life or changes (the caller stores it with the points).
+  std::optional<MetricPoint> train_iters;
   size_t consumed = 0;   // bytes of the chunk up to and including the last complete line
   size_t lines = 0;      // complete lines seen
   size_t malformed = 0;  // lines that looked like metric lines but could not be parsed

@@ -91,6 +91,25 @@ TEST_CASE("ParseMetricFormat knows megatron and jsonl", "[metrics_parser]") {
   REQUIRE_FALSE(ParseMetricFormat("", &f));
 }
 
+TEST_CASE("the run's length in 'iteration N/ M' is given once, as train_iters", "[metrics_parser]") {
+  ParserState state;
+  std::string lines = "iteration       10/     100 | elapsed time per iteration (ms): 50.0 | lm loss: 2.5 |\n"
+                      "iteration       20/     100 | elapsed time per iteration (ms): 50.0 | lm loss: 2.4 |\n";
+  ParseOutput out = ParseMetrics(lines, MetricFormat::kMegatron, state);
+  REQUIRE(out.train_iters);
+  CHECK(out.train_iters->name == "train_iters");
+  CHECK(out.train_iters->step == 10);
+  CHECK(out.train_iters->value == 100);
+  CHECK(out.train_iters->time_s == Approx(0.5));
+  // Not again for the same run; again if a chained job runs longer.
+  CHECK_FALSE(ParseMetrics("iteration 30/ 100 | lm loss: 2.3 |\n", MetricFormat::kMegatron, state).train_iters);
+  auto longer = ParseMetrics("iteration 40/ 200 | lm loss: 2.2 |\n", MetricFormat::kMegatron, state);
+  REQUIRE(longer.train_iters);
+  CHECK(longer.train_iters->value == 200);
+  ParserState fresh;
+  CHECK_FALSE(ParseMetrics("iteration 10 | lm loss: 2.5 |\n", MetricFormat::kMegatron, fresh).train_iters);
+}
+
 TEST_CASE("a real Megatron-LM iteration line parses to its exact values", "[metrics_parser]") {
   ParserState state;
   ParseOutput out = ParseMetrics(kRealLine, MetricFormat::kMegatron, state);

@@ -145,6 +145,7 @@ reports::TrialSummary Summarize(const store::TrialRecord& t, const nlohmann::jso
   if (t.submitted_at && t.started_at) s.queue_s = *t.started_at - *t.submitted_at;
   s.wall_s = row.wall_time_s;
   s.steps = row.steps;
+  if (auto total = FiniteValues(metrics, "train_iters"); !total.empty()) s.train_iters = static_cast<int64_t>(total.back());
   s.train_time_s = row.train_time_s;
   s.iters_per_s = row.iters_per_s;
   s.tflops_per_gpu = Median(FiniteValues(metrics, "throughput_tflops"));

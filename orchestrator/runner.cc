@@ -256,6 +256,7 @@ Result<int64_t> Runner::Ingest(store::TrialRecord& t, const Result<std::string>*
     if (!rows.ok()) return rows.status();
     for (const auto& r : *rows) {
       if (r.step >= state.last_step) state.last_step = r.step, state.time_s = r.time_s;
+      if (r.name == "train_iters") state.train_iters = static_cast<int64_t>(r.value);  // stored once, not again
     }
     ps = parsers_.emplace(t.id, state).first;
   }
@@ -274,6 +275,8 @@ Result<int64_t> Runner::Ingest(store::TrialRecord& t, const Result<std::string>*
     std::vector<store::MetricRow> rows;
     rows.reserve(parsed.points.size());
     for (auto& p : parsed.points) rows.push_back({p.step, p.time_s, std::move(p.name), p.value});
+    if (parsed.train_iters) rows.push_back({parsed.train_iters->step, parsed.train_iters->time_s, "train_iters",
+                                            parsed.train_iters->value});
     int64_t new_offset = t.log_offset + static_cast<int64_t>(parsed.consumed);
     SWEEP_RETURN_IF_ERROR(store_.AppendMetrics(t.id, rows, new_offset));
     // Only after the write: a failed one leaves offset and parser where they were (and when the

@@ -162,7 +162,9 @@ Analysis Analyze(const StudyReport& report) {
     }
     if (t.queue_s) queue.push_back(std::max(0.0, *t.queue_s));
   }
-  // What pruning saved: each pruned trial's shortfall against the median completed wall time.
+  // What pruning saved: each pruned trial's remaining iterations at its own rate when the log gave
+  // the run's length (a slow layout would have run far longer than the median trial), else its
+  // shortfall against the median completed wall time.
   std::vector<double> completed_wall;
   for (const TrialSummary& t : trials) {
     if (OutcomeOf(t.state) == Outcome::kCompleted && t.wall_s) completed_wall.push_back(*t.wall_s);
@@ -170,10 +172,15 @@ Analysis Analyze(const StudyReport& report) {
   for (const TrialSummary& t : trials) {
     if (t.state != "pruned") continue;
     ++c.pruned;
-    if (completed_wall.empty() || !t.wall_s) continue;
-    TrialSummary full = t;
-    full.wall_s = std::max(0.0, Median(completed_wall) - *t.wall_s);
-    c.pruned_saved_hours += ResourceHours(full, report.meta).value_or(0);
+    TrialSummary rest = t;
+    if (t.train_iters && Finite(t.iters_per_s) && *t.iters_per_s > 0) {
+      rest.wall_s = static_cast<double>(std::max<int64_t>(0, *t.train_iters - t.steps)) / *t.iters_per_s;
+    } else if (!completed_wall.empty() && t.wall_s) {
+      rest.wall_s = std::max(0.0, Median(completed_wall) - *t.wall_s);
+    } else {
+      continue;
+    }
+    c.pruned_saved_hours += ResourceHours(rest, report.meta).value_or(0);
   }
   for (auto& [label, f] : failures) c.failures.push_back(f);
   std::stable_sort(c.failures.begin(), c.failures.end(),

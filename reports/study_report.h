@@ -38,6 +38,7 @@ struct TrialSummary {
   std::optional<double> queue_s;  // started - submitted
   std::optional<double> wall_s;   // ended (or now, if running) - started
   int64_t steps = 0;              // last logged step of any metric
+  std::optional<int64_t> train_iters;  // the run's length, when the log says ("iteration N/ M")
   std::optional<double> train_time_s;
   std::optional<double> final_value;     // objective at its last logged step
   std::optional<double> smoothed_final;  // smoothed objective at its last logged step

@@ -133,6 +133,15 @@ TEST_CASE("Analyze ranks completed trials by objective and recommends the best",
   a = Analyze(r);
   REQUIRE(a.cost.pruned == 1);
   REQUIRE(a.cost.pruned_saved_hours == Approx(6));
+  // When its log gave the run's length, its own remaining iterations at its own rate count: a
+  // slow layout would have run far longer than the median trial. 2000 of 3000 steps left at
+  // 0.5 iter/s = 4000 s = 10/9 h x 8 GPUs.
+  r.trials[4].train_iters = 3000;
+  r.trials[4].steps = 1000;
+  r.trials[4].iters_per_s = 0.5;
+  a = Analyze(r);
+  REQUIRE(a.cost.pruned_saved_hours == Approx(4000.0 / 3600 * 8));
+  r.trials[4].train_iters.reset();
   r.trials[4].state = "cancelled";
   r.trials[4].wall_s = 1800;
 

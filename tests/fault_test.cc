@@ -523,6 +523,9 @@ TEST_CASE("a tick whose metrics transaction fails is read again: the curves are 
     ParserState fresh;
     ParseOutput expected = ParseMetrics(whole, MetricFormat::kMegatron, fresh);
     REQUIRE(expected.points.size() > 100);
+    // The run's length ("iteration N/ M") is stored once, as train_iters.
+    REQUIRE(expected.train_iters);
+    expected.points.push_back(*expected.train_iters);
     auto stored = (*db)->Metrics(t.id);
     REQUIRE(stored.ok());
     REQUIRE(stored->size() == expected.points.size());
