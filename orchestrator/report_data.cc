@@ -110,6 +110,9 @@ struct SummaryContext {
   std::string objective;
   bool minimize = true;
   std::optional<double> target;
+  // How the target crossing is smoothed: the study's [stopping] smoothing (EMA by default), the
+  // same for every trial whatever its length, and the one the race rule decides with.
+  Smoothing crossing;
   size_t curve_points = 500;
   std::optional<double> seq_length;  // from [job.vars], unless a parameter gives it per trial
   // MFU: the model (a planner preset named by [job.vars] model) and the GPU's dense peak TFLOP/s
@@ -181,7 +184,13 @@ reports::TrialSummary Summarize(const store::TrialRecord& t, const nlohmann::jso
     s.smoothed_final = reports::SmoothedFinal(objective.values);
     std::vector<double> smoothed = reports::Smoothed(objective.values);
     if (ctx.target) {
-      auto reached = reports::FirstReach(smoothed, *ctx.target, ctx.minimize);
+      // Not the charts' smoothing, whose window grows with the trial's length: a trial that ran
+      // longer would reach the target later on paper.
+      std::vector<CurvePoint> points;
+      for (size_t i = 0; i < objective.values.size(); ++i) {
+        points.push_back({objective.steps[i], objective.times[i], objective.values[i]});
+      }
+      auto reached = reports::FirstReach(Smooth(points, ctx.crossing), *ctx.target, ctx.minimize);
       if (reached) s.steps_to_target = objective.steps[*reached];
     }
     // The charts draw the smoothed curve, the one the target is judged on: downsampling raw noisy
@@ -338,6 +347,7 @@ Result<Collected> Collect(store::Store& store, const Study& study, int64_t study
   SummaryContext ctx;
   ctx.objective = study.objective.metric;
   ctx.minimize = study.objective.minimize;
+  ctx.crossing = study.stopping.smoothing;
   size_t with_curves = std::count_if(trials->begin(), trials->end(), [](const store::TrialRecord& t) {
     return t.state != "dropped" && t.state != "new";
   });

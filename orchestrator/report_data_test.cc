@@ -135,15 +135,16 @@ TEST_CASE("The decomposition multiplies out and matches the curves in the store"
   for (size_t i = base_loss.size() - w; i < base_loss.size(); ++i) sum += base_loss[i].value;
   REQUIRE(*report->target == Approx(sum / w));
   REQUIRE(base.steps_to_target);  // the baseline reaches its own target
-  // The recommendation's first step whose trailing mean reaches the target, from the store.
+  // The recommendation's first step whose smoothed loss reaches the target, from the store: the
+  // smoothing of [stopping] (default: debiased EMA, weight 0.3 on the newest point), the same for
+  // every trial whatever its length.
   auto rec_loss = RowsNamed(*f.store, rec.id, "lm_loss");
-  size_t rw = reports::SmoothingWindow(rec_loss.size());
   std::optional<int64_t> first;
+  double avg = 0, decay = 1;
   for (size_t i = 0; i < rec_loss.size() && !first; ++i) {
-    double s = 0;
-    size_t from = i + 1 >= rw ? i + 1 - rw : 0;
-    for (size_t k = from; k <= i; ++k) s += rec_loss[k].value;
-    if (s / static_cast<double>(i + 1 - from) <= *report->target) first = rec_loss[i].step;
+    avg = 0.7 * avg + 0.3 * rec_loss[i].value;
+    decay *= 0.7;
+    if (avg / (1 - decay) <= *report->target) first = rec_loss[i].step;
   }
   REQUIRE(rec.steps_to_target == first);
   REQUIRE(d.convergence == Approx(static_cast<double>(*base.steps_to_target) / *first));

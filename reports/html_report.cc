@@ -667,7 +667,8 @@ class Page {
     if (c.pruned > 0) {
       fmt::format_to(Out(out_),
                      "<div class=\"card\"><div class=\"v\">≈ {}</div><div class=\"l\">{} saved by early stopping: {} "
-                     "pruned trial{}, each counted up to the median completed trial's wall time</div></div>",
+                     "pruned trial{}, each counted as the iterations it had left at its own speed (up to the median "
+                     "completed trial's wall time when its log does not give the run's length)</div></div>",
                      FormatHours(c.pruned_saved_hours), unit, c.pruned, c.pruned == 1 ? "" : "s");
     }
     out_.append("</div>");
@@ -734,8 +735,10 @@ class Page {
     out_.append("</dl><h3 style=\"margin-top:12px\">How the numbers are computed</h3><ul class=\"defs\">"
                 "<li>Throughput: iterations per second = 1000 / median logged iteration time (ms). TFLOP/s per GPU: median "
                 "of the throughput_tflops metric.</li>"
-                "<li>Smoothed value: mean of the last n/10 logged points (1 to 50). Steps to target: first logged step at "
-                "which the smoothed objective reaches the target.</li>"
+                "<li>Smoothed value (final values, charts): mean of the last n/10 logged points (1 to 50). Steps to "
+                "target: first logged step at which the objective, smoothed the same way for every trial (the study's "
+                "[stopping] smoothing; default an exponential moving average, weight 0.3 on the newest point), reaches "
+                "the target.</li>"
                 "<li>Time to target = steps to target / throughput (steady state, start-up excluded). Throughput factor × "
                 "convergence factor = time-to-target factor, all relative to the baseline.</li>"
                 "<li>GPU-hours = wall time (Slurm start to end, every attempt of a retried trial) × nodes × GPUs per node; CPU-hours with CPUs per task when "
