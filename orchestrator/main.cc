@@ -66,6 +66,7 @@ struct App {
     auto s = LoadStudy(study_path);
     if (!s.ok()) return s.status();
     study = std::move(*s);
+    for (const auto& w : study.warnings) std::cerr << "warning: " << w << "\n";
     return Status::OK();
   }
   Status OpenStore(bool read_only) {

@@ -346,6 +346,15 @@ TEST_CASE("the megatron-gpt template maps the planned knobs to Megatron's flags"
   CHECK(plain.find("--sequence-parallel") == std::string::npos);  // TP = 1
   CHECK(plain.find("--fp8-format") == std::string::npos);
   CHECK(plain.find("--optimizer adam") != std::string::npos);
+  CHECK(plain.find("--context-parallel-size 1") != std::string::npos);
+  CHECK(plain.find("--num-layers-per-virtual-pipeline-stage") == std::string::npos);  // VP = 1
+  // Context and interleaved pipeline parallelism, which the planner models, reach Megatron too:
+  // 80 layers over PP 4 x VP 5 = 4 layers per virtual stage.
+  std::string cpvp = LaunchLine({{"mbs", "1"}, {"tp", "2"}, {"pp", "4"}, {"cp", "2"}, {"vp", "5"},
+                                 {"precision", "bf16"}, {"recompute", "none"}, {"optimizer", "adam"}});
+  INFO(cpvp);
+  CHECK(cpvp.find("--context-parallel-size 2") != std::string::npos);
+  CHECK(cpvp.find("--num-layers-per-virtual-pipeline-stage 4") != std::string::npos);
 }
 
 TEST_CASE("run drops what the plan rules out before anything is queued, saying why", "[planner]") {

@@ -548,6 +548,15 @@ class Loader {
     }
     auto rendered = slurm::RenderTemplate(job.template_text, job.template_path, known);
     if (!rendered.ok()) return rendered.status().WithContext(path_ + ": job.template");
+    // A parameter the template never names makes trials that differ only in it the same job.
+    auto used = slurm::TemplatePlaceholders(job.template_text, job.template_path);
+    if (!used.ok()) return used.status();
+    for (const auto& p : s.space) {
+      if (std::find(used->begin(), used->end(), p.name) != used->end()) continue;
+      s.warnings.push_back(fmt::format("{}:{}: [space] parameter '{}' is not used by {}: trials that differ only in "
+                                       "it run the same job",
+                                       path_, p.line, p.name, job.template_path));
+    }
     return Status::OK();
   }
 

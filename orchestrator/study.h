@@ -89,6 +89,8 @@ struct Study {
   std::string path;       // the study file as given
   std::string dir;        // its directory, absolute
   std::string hash;       // of the file's bytes, for the report
+  // Loadable but likely wrong ("file:line: ..."): `run` and `plan` print them.
+  std::vector<std::string> warnings;
   std::string name;
   std::string database;   // local SQLite file, absolute
   MetricFormat metric_format = MetricFormat::kMegatron;

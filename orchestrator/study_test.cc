@@ -84,6 +84,20 @@ TEST_CASE("missing sections and bad values are reported", "[study]") {
   CHECK_THAT(empty_list.status().message(), Catch::Contains("space.lr") && Catch::Contains("empty"));
 }
 
+TEST_CASE("a [space] parameter the template never names is a warning: its trials would be the same job",
+          "[study]") {
+  StudyDir d("#!/bin/bash\ntrain --lr {{lr}}\n");
+  auto s = d.Parse(MinimalStudy());
+  REQUIRE(s.ok());
+  REQUIRE(s->warnings.size() == 1);
+  CHECK_THAT(s->warnings[0], Catch::Contains("study.toml:13: [space] parameter 'opt' is not used by") &&
+                                 Catch::Contains("the same job"));
+  StudyDir all;
+  auto fine = all.Parse(MinimalStudy());
+  REQUIRE(fine.ok());
+  CHECK(fine->warnings.empty());
+}
+
 TEST_CASE("likely mistakes that used to load silently are errors", "[study]") {
   StudyDir d;
   auto message = [&](const std::string& text) {
