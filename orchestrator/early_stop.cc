@@ -654,7 +654,7 @@ void Throughput(Context& c) {
     if (rival) {
       double theirs = *model.rate(*rival);
       c.Stop(i, "throughput",
-             fmt::format("at t={}: trial {} differs only in throughput parameters and runs {:.3g}x the "
+             fmt::format("at t={}: trial {} differs only in throughput parameters and runs {:.2f}x the "
                          "iterations per second ({} vs {} it/s)",
                          Secs(c.series[i].last_t()), Name(c.trials[*rival]), theirs / mine, Num(theirs), Num(mine)),
              mine, theirs, 1);
@@ -673,15 +673,13 @@ void Throughput(Context& c) {
       if (speedup < 1) continue;
       auto g = model.GapPerIteration(model.group(i), model.group(j));
       if (!g) continue;
-      // Progress is not all: a rival that is higher now, at equal time or at the last iteration
-      // both reached, has not shown it will end lower (a trial that started lower and stays lower
-      // may fall less). Never stop a trial for a rival it leads.
+      // Progress is not all: a rival that is higher at equal time has not shown it will end lower
+      // (a trial that started lower and stays lower may fall less). Never stop a trial for a rival
+      // it leads. (Also requiring the rival to be no higher at the last common iteration cost the
+      // bench 0.337 instead of 0.305 of the budget, for no regret saved.)
       const Series& me = c.series[i];
       const Series& them = c.series[j];
-      if (them.At(me.last_t()) > me.s.back() + cfg.margin ||
-          them.AtStep(g->second) > me.AtStep(g->second) + cfg.margin) {
-        continue;
-      }
+      if (them.At(me.last_t()) > me.s.back() + cfg.margin) continue;
       bool much_faster = cfg.rival_speedup > 0 && speedup >= cfg.rival_speedup && g->first >= -cfg.margin;
       bool better = g->first > cfg.margin;
       if ((much_faster || better) && (!rival_group || *model.rate(j) > *model.rate(*rival_group))) {
@@ -691,7 +689,7 @@ void Throughput(Context& c) {
     if (rival_group) {
       double theirs = *model.rate(*rival_group);
       c.Stop(i, "throughput",
-             fmt::format("at t={}: trial {} runs {:.3g}x the iterations per second ({} vs {} it/s) and its loss "
+             fmt::format("at t={}: trial {} runs {:.2f}x the iterations per second ({} vs {} it/s) and its loss "
                          "fell {:.4g} more by iteration {:.0f} (margin {})",
                          Secs(c.series[i].last_t()), Name(c.trials[*rival_group]), theirs / mine, Num(theirs), Num(mine),
                          gap.first, gap.second, Num(cfg.margin)),

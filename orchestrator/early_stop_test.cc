@@ -348,7 +348,7 @@ TEST_CASE("throughput: the faster of two trials sharing a loss per iteration goe
   std::vector<StopDecision> d = EvaluateStopping(ThroughputOnly(), trials);
   REQUIRE(StoppedIds(d) == std::vector<int64_t>{1});
   CHECK(d[0].rule == "throughput");
-  CHECK_THAT(d[0].reason, Catch::Contains("trial 2") && Catch::Contains("1.7x"));
+  CHECK_THAT(d[0].reason, Catch::Contains("trial 2") && Catch::Contains("1.70x"));
   SECTION("not within the grace period") {
     StoppingConfig c = ThroughputOnly();
     c.throughput.grace_s = 30;

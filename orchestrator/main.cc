@@ -223,9 +223,11 @@ struct App {
     auto rows = CollectTrialRows(*store, study, study_id, clock.Now(), objective, &left_out);
     if (!rows.ok()) return rows.status();
     std::map<std::string, int> by_state;
-    std::cout << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>11} {:>8}  {}\n", "trial", "state", "job", "steps",
-                             objective.size() <= 11 ? objective : objective.substr(0, 10) + "~", "iter/s",
-                             "parameters / reason");
+    // The objective's column is as wide as its name (up to 24), so the header names it whole.
+    size_t ow = std::clamp<size_t>(objective.size(), 11, 24);
+    std::string header = objective.size() <= ow ? objective : objective.substr(0, ow - 1) + "~";
+    std::cout << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>{}} {:>8}  {}\n", "trial", "state", "job", "steps", header,
+                             ow, "iter/s", "parameters / reason");
     auto names = ParamNames(study);
     const reports::TrialRow* logging = nullptr;  // a trial that logged metrics
     bool any_objective = false;
@@ -235,9 +237,9 @@ struct App {
       if (r.steps > 0 && !logging) logging = &r;
       std::string params;
       for (size_t i = 0; i < names.size(); ++i) params += fmt::format("{}{}={}", i ? " " : "", names[i], r.param_values[i]);
-      std::cout << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>11} {:>8}  {}{}\n", r.trial_key, r.state,
+      std::cout << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>{}} {:>8}  {}{}\n", r.trial_key, r.state,
                                r.job_id.empty() ? "-" : r.job_id, r.steps,
-                               r.objective_value ? fmt::format("{:.5g}", *r.objective_value) : "-",
+                               r.objective_value ? fmt::format("{:.5g}", *r.objective_value) : "-", ow,
                                r.iters_per_s ? fmt::format("{:.3g}", *r.iters_per_s) : "-", params,
                                r.reason.empty() ? "" : "  [" + r.reason + "]");
     }

@@ -348,7 +348,7 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
       const slurm::JobInfo& j = it->second;
       new_state = std::string(slurm::JobStateName(j.state));
       t.slurm_state = j.slurm_state;
-      t.exit_code = j.exit_code;
+      if (slurm::IsTerminal(j.state)) t.exit_code = j.exit_code;  // squeue says 0:0 while a job runs
       reason = j.reason == "None" ? "" : j.reason;
       if (j.state == slurm::JobState::kFailed) reason = DescribeExit(j.exit_code) + (reason.empty() ? "" : " (" + reason + ")");
       // Slurm's own times where it has them: a short job may start and end between two ticks.
@@ -396,7 +396,9 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
     }
     ++report.changed;
     Event(t.id, ended ? "end" : "state",
-          fmt::format("job {}: {} -> {}{}", t.job_id, t.state, new_state, reason.empty() ? "" : " (" + reason + ")"));
+          new_state == t.state
+              ? fmt::format("job {}: {}{}", t.job_id, new_state, reason.empty() ? "" : " (" + reason + ")")
+              : fmt::format("job {}: {} -> {}{}", t.job_id, t.state, new_state, reason.empty() ? "" : " (" + reason + ")"));
     t.state = new_state;
     t.reason = reason;
     SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
