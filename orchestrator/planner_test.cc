@@ -347,6 +347,10 @@ TEST_CASE("the megatron-gpt template maps the planned knobs to Megatron's flags"
   CHECK(plain.find("--fp8-format") == std::string::npos);
   CHECK(plain.find("--optimizer adam") != std::string::npos);
   CHECK(plain.find("--context-parallel-size 1") != std::string::npos);
+  CHECK(plain.find("--save") == std::string::npos);  // screening runs write no checkpoint
+  std::string saving = LaunchLine({{"mbs", "1"}, {"tp", "1"}, {"pp", "8"}, {"precision", "bf16"},
+                                   {"recompute", "none"}, {"optimizer", "adam"}, {"save_checkpoints", "true"}});
+  CHECK(saving.find("--save-interval 1000") != std::string::npos);
   CHECK(plain.find("--num-layers-per-virtual-pipeline-stage") == std::string::npos);  // VP = 1
   // Context and interleaved pipeline parallelism, which the planner models, reach Megatron too:
   // 80 layers over PP 4 x VP 5 = 4 layers per virtual stage.
