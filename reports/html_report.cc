@@ -384,9 +384,16 @@ class Page {
       if (!t.exit_code.empty() && t.exit_code != "0:0") detail += (detail.empty() ? "" : "; ") + ("exit " + t.exit_code);
       // The reason in full on hover; beside the badge only for failures, shortened, to keep the table narrow.
       bool show = !detail.empty() && (o == Outcome::kFailed || o == Outcome::kCancelled);
+      // A pruned trial's badge says "pruned" already: beside it, which rule (the numbers on hover
+      // and in the Stopped early table).
+      std::string note = Ellipsize(detail, 22);
+      if (constexpr std::string_view kBy = "pruned by the "; t.state == "pruned" && detail.starts_with(kBy)) {
+        note = detail.substr(kBy.size(), detail.find(':') == std::string::npos ? std::string::npos
+                                                                                : detail.find(':') - kBy.size());
+      }
       fmt::format_to(Out(out_), "<td><span class=\"badge {}\" title=\"{}\">{}</span>{}</td>", OutcomeClass(o),
                      Esc(detail), Esc(StateLabel(t.state)),
-                     show ? " <span class=\"note\">" + Esc(Ellipsize(detail, 22)) + "</span>" : "");
+                     show ? " <span class=\"note\">" + Esc(note) + "</span>" : "");
       fmt::format_to(Out(out_), "<td class=\"n np\">{}</td><td class=\"n\">{}</td>", FormatCount(t.steps),
                      FormatSigOr(t.iters_per_s, 3));
       if (tokens) fmt::format_to(Out(out_), "<td class=\"n\">{}</td>", t.tokens_per_s ? FormatCompact(*t.tokens_per_s) : "–");

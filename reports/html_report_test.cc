@@ -178,6 +178,8 @@ TEST_CASE("Each early stop is listed with its rule and numbers in full, escaped"
   REQUIRE(table != std::string::npos);
   CHECK(html.find("running average of smoothed loss 4.1 &gt; median 3.2 of 5 trials", table) != std::string::npos);
   CHECK(html.find(kHostile) == std::string::npos);
+  // In the ranking, the badge says pruned and the note beside it the rule, not "pruned by the…" again.
+  CHECK(html.find(">pruned</span> <span class=\"note\">median rule</span>") != std::string::npos);
   CHECK(RenderHtmlReport(TwoTrialReport()).find("Stopped early") == std::string::npos);  // none stopped: no table
 }
 
