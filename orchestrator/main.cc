@@ -434,9 +434,9 @@ int main(int argc, char** argv) {
       sub->add_flag("--submit-predicted-oom", app.submit_predicted_oom,
                     "Also submit configurations the memory planner predicts will not fit (studies with a model)");
       sub->add_option("--resubmit", app.resubmit,
-                      "Before running, start over the trials that ended in these states (comma-separated: "
-                      "cancelled, failed, timeout, out_of_memory, cuda_oom, diverged, node_fail, preempted, pruned, "
-                      "lost): a fresh attempt, metrics dropped, earlier run time kept in the cost")
+                      fmt::format("Before running, start over the trials that ended in these states (comma-separated: "
+                                  "{}): a fresh attempt, metrics dropped, earlier run time kept in the cost",
+                                  fmt::join(App::kResubmittable, ", ")))
           ->type_name("STATES");
       sub->add_flag("--detach", app.detach,
                     "Run in the background: log to DATABASE.log, pid in DATABASE.pid; `status` works meanwhile");

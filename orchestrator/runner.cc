@@ -396,9 +396,8 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
     }
     ++report.changed;
     Event(t.id, ended ? "end" : "state",
-          new_state == t.state
-              ? fmt::format("job {}: {}{}", t.job_id, new_state, reason.empty() ? "" : " (" + reason + ")")
-              : fmt::format("job {}: {} -> {}{}", t.job_id, t.state, new_state, reason.empty() ? "" : " (" + reason + ")"));
+          fmt::format("job {}: {}{}{}", t.job_id, new_state == t.state ? "" : t.state + " -> ", new_state,
+                      reason.empty() ? "" : " (" + reason + ")"));
     t.state = new_state;
     t.reason = reason;
     SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
