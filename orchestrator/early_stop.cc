@@ -220,6 +220,19 @@ Status ParseThroughput(const TableReader& r, ThroughputRuleConfig& c, const std:
 // Curves
 
 // One trial's finite loss points on the rules' time axis, smoothed.
+// y at x on the piecewise-linear curve through (xs[k], ys[k]), xs ascending; clamped to the ends.
+template <class X, class Y>
+double Lerp(const std::vector<X>& xs, const std::vector<Y>& ys, double x) {
+  if (x <= static_cast<double>(xs.front())) return static_cast<double>(ys.front());
+  if (x >= static_cast<double>(xs.back())) return static_cast<double>(ys.back());
+  size_t hi = std::upper_bound(xs.begin(), xs.end(), x, [](double v, X e) { return v < static_cast<double>(e); }) -
+              xs.begin();
+  size_t lo = hi - 1;
+  double x0 = static_cast<double>(xs[lo]), span = static_cast<double>(xs[hi]) - x0;
+  double y0 = static_cast<double>(ys[lo]), y1 = static_cast<double>(ys[hi]);
+  return span <= 0 ? y1 : y0 + (y1 - y0) * (x - x0) / span;
+}
+
 struct Series {
   std::vector<double> t;
   std::vector<int64_t> step;
@@ -234,23 +247,9 @@ struct Series {
   bool Reached(double at) const { return !empty() && first_t() <= at && last_t() >= at; }
 
   // Linear interpolation; clamped to the ends.
-  double At(double at) const {
-    if (at <= t.front()) return s.front();
-    if (at >= t.back()) return s.back();
-    size_t hi = std::upper_bound(t.begin(), t.end(), at) - t.begin();
-    size_t lo = hi - 1;
-    double span = t[hi] - t[lo];
-    return span <= 0 ? s[hi] : s[lo] + (s[hi] - s[lo]) * (at - t[lo]) / span;
-  }
+  double At(double at) const { return Lerp(t, s, at); }
   // The same, with the step as abscissa.
-  double AtStep(double n) const {
-    if (n <= static_cast<double>(step.front())) return s.front();
-    if (n >= static_cast<double>(step.back())) return s.back();
-    size_t hi = std::upper_bound(step.begin(), step.end(), n, [](double v, int64_t x) { return v < x; }) - step.begin();
-    size_t lo = hi - 1;
-    double span = static_cast<double>(step[hi] - step[lo]);
-    return span <= 0 ? s[hi] : s[lo] + (s[hi] - s[lo]) * (n - static_cast<double>(step[lo])) / span;
-  }
+  double AtStep(double n) const { return Lerp(step, s, n); }
   // Time-weighted mean of the smoothed curve over [first_t, at] (trapezoids).
   double RunningAverage(double at) const {
     at = std::min(at, t.back());
@@ -555,14 +554,7 @@ class ThroughputModel {
   std::optional<double> StepAt(size_t i, double budget) const {
     const Series& s = c_.series[i];
     if (!rate_[i]) return std::nullopt;
-    if (budget < s.last_t()) {
-      if (budget <= s.first_t()) return static_cast<double>(s.step.front());
-      size_t hi = std::upper_bound(s.t.begin(), s.t.end(), budget) - s.t.begin();
-      size_t lo = hi - 1;
-      double span = s.t[hi] - s.t[lo];
-      double from = static_cast<double>(s.step[lo]), to = static_cast<double>(s.step[hi]);
-      return span <= 0 ? to : from + (to - from) * (budget - s.t[lo]) / span;
-    }
+    if (budget < s.last_t()) return Lerp(s.t, s.step, budget);
     return static_cast<double>(s.step.back()) + *rate_[i] * (budget - s.last_t());
   }
 
