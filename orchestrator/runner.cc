@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "orchestrator/early_stop.h"
+#include "orchestrator/job_marks.h"
 #include "orchestrator/phases.h"
 #include "orchestrator/planner.h"
 #include "orchestrator/poll_schedule.h"
@@ -202,7 +203,11 @@ Result<std::string> Runner::RenderScript(const store::TrialRecord& t) {
   h.job_name = JobName(t.trial_key);
   h.output = t.log_path;
   h.comment = CommentTag(t);
-  return slurm::AddSbatchHeader(*body, h);
+  auto script = slurm::AddSbatchHeader(*body, h);
+  if (!script.ok()) return script.status();
+  // Each run of the job leaves a start mark beside its log: it finds a job Slurm has purged
+  // (Reconcile) and tells one run from the next when Slurm requeues it (HandleRestarts).
+  return WithStartMark(*script, MarksPath(t.log_path));
 }
 
 // A crash between recording the intent and storing the job id leaves trials "submitting".
@@ -218,6 +223,8 @@ Status Runner::Reconcile(std::vector<store::TrialRecord>& trials) {
   if (names.empty()) return Status::OK();
   auto found = client_.FindByName(names);
   if (!found.ok()) return found.status();
+  auto marked = JobsFromStartMarks(trials);
+  if (!marked.ok()) return marked.status();
   for (auto& t : trials) {
     if (t.state != kTrialSubmitting) continue;
     // The tag names the attempt (or the array, whose name names its first trial's attempt), so
@@ -237,6 +244,14 @@ Status Runner::Reconcile(std::vector<store::TrialRecord>& trials) {
       t.job_id = job_id;
       t.state = std::string(slurm::JobStateName(state));
       Event(t.id, "adopt", fmt::format("adopted job {} submitted before a restart", job_id));
+    } else if (auto m = marked->find(t.id); m != marked->end()) {
+      // Gone from squeue (ended and purged after MinJobAge), but it ran: its start mark says so.
+      // Adopted like the others; the next query finds out what Slurm still knows of its end.
+      t.job_id = m->second;
+      t.state = std::string(slurm::JobStateName(slurm::JobState::kRunning));
+      Event(t.id, "adopt",
+            fmt::format("adopted job {} submitted before a restart (no longer in squeue; found by its start mark in {})",
+                        t.job_id, MarksPath(t.log_path)));
     } else {
       UndoSubmission(t);
       Event(t.id, "resubmit", "no job found for an interrupted submission; it will be submitted");
@@ -244,6 +259,167 @@ Status Runner::Reconcile(std::vector<store::TrialRecord>& trials) {
     SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
   }
   return Status::OK();
+}
+
+Result<std::map<int64_t, std::string>> Runner::JobsFromStartMarks(const std::vector<store::TrialRecord>& trials) {
+  std::vector<slurm::ReadRequest> reads;
+  std::vector<int64_t> ids;
+  for (const auto& t : trials) {
+    if (t.state != kTrialSubmitting || t.log_path.empty()) continue;
+    reads.push_back({MarksPath(t.log_path), 0, 64 << 10});
+    ids.push_back(t.id);
+  }
+  std::map<int64_t, std::string> jobs;
+  if (reads.empty()) return jobs;
+  auto marks = transport_.ReadMany(reads);
+  for (size_t i = 0; i < marks.size(); ++i) {
+    if (!marks[i].ok()) {
+      if (marks[i].status().IsNotFound()) continue;  // never started (or never submitted)
+      return marks[i].status();
+    }
+    auto starts = ParseStartMarks(*marks[i]);
+    if (!starts.empty()) jobs[ids[i]] = starts.front().job_id;
+  }
+  return jobs;
+}
+
+namespace {
+
+// scontrol's node State for a node that failed: DOWN, FAIL, or '*' (not responding).
+bool NodeFailed(const std::string& state) {
+  return state.find("DOWN") != std::string::npos || state.find("FAIL") != std::string::npos ||
+         state.find('*') != std::string::npos;
+}
+
+}  // namespace
+
+// Slurm ran a trial's job again under the same id (JobRequeue=1: its node failed, a higher-priority
+// job preempted it, or `scontrol requeue`). The new run starts from scratch and rewrites the log,
+// so the points stored so far belong to a run that is over: it is an ended attempt, and the new
+// run is the next one, never spliced onto it. Seen by Slurm's restart count (squeue), by the
+// job's start marks (which outlive squeue), or by a log shorter than what was read of it.
+Status Runner::HandleRestarts(std::vector<store::TrialRecord>& trials,
+                              const std::map<std::string, slurm::JobInfo>& jobs, const std::set<int64_t>& rewritten,
+                              std::map<int64_t, Result<std::string>>& prefetched, std::set<int64_t>& hold) {
+  SWEEP_RETURN_IF_ERROR(FindRestarts(trials, jobs, rewritten, prefetched));
+  // After a restart the log is the new run's only once that run has started (Slurm truncates the
+  // log when it does; until then it may be the old run's, still COMPLETING): its start mark says so.
+  std::vector<const store::TrialRecord*> waiting;
+  std::vector<slurm::ReadRequest> reads;
+  for (const auto& t : trials) {
+    if (t.job_restarts == 0 || t.log_offset > 0 || t.job_id.empty() || IsFinalTrialState(t.state)) continue;
+    waiting.push_back(&t);
+    reads.push_back({MarksPath(t.log_path), 0, 64 << 10});
+  }
+  if (reads.empty()) return Status::OK();
+  auto marks = transport_.ReadMany(reads);
+  for (size_t i = 0; i < waiting.size(); ++i) {
+    if (!marks[i].ok()) {
+      if (marks[i].status().IsNotFound()) continue;  // a job from before start marks: read as it is
+      return marks[i].status();
+    }
+    const store::TrialRecord& t = *waiting[i];
+    auto starts = ParseStartMarks(*marks[i]);
+    bool started = std::any_of(starts.begin(), starts.end(), [&](const JobStart& s) {
+      return s.job_id == t.job_id && s.restart >= t.job_restarts;
+    });
+    if (!started) {
+      hold.insert(t.id);
+      prefetched.erase(t.id);
+    }
+  }
+  return Status::OK();
+}
+
+Status Runner::FindRestarts(std::vector<store::TrialRecord>& trials, const std::map<std::string, slurm::JobInfo>& jobs,
+                            const std::set<int64_t>& rewritten, std::map<int64_t, Result<std::string>>& prefetched) {
+  std::vector<store::TrialRecord*> suspects;
+  for (auto& t : trials) {
+    if (t.job_id.empty() || IsFinalTrialState(t.state) || t.log_path.empty()) continue;
+    auto it = jobs.find(t.job_id);
+    // Without a count (sacct's answer, or no answer: purged with no accounting) the marks decide.
+    bool no_count = it == jobs.end() ? t.stop_request.empty() : it->second.restarts < 0;
+    bool counted = it != jobs.end() && it->second.restarts > t.job_restarts;
+    if (counted || no_count || rewritten.count(t.id)) suspects.push_back(&t);
+  }
+  if (suspects.empty()) return Status::OK();
+  std::vector<slurm::ReadRequest> reads;
+  for (const auto* t : suspects) reads.push_back({MarksPath(t->log_path), 0, 64 << 10});
+  auto marks = transport_.ReadMany(reads);
+  std::vector<std::string> cancel;
+  for (size_t i = 0; i < suspects.size(); ++i) {
+    store::TrialRecord& t = *suspects[i];
+    std::vector<JobStart> starts;
+    if (marks[i].ok()) {
+      for (auto& s : ParseStartMarks(*marks[i])) {
+        if (s.job_id == t.job_id) starts.push_back(std::move(s));
+      }
+    } else if (!marks[i].status().IsNotFound()) {
+      return marks[i].status();
+    }
+    auto it = jobs.find(t.job_id);
+    bool counted_by_squeue = it != jobs.end() && it->second.restarts >= 0;
+    int seen = std::max(t.job_restarts, counted_by_squeue ? it->second.restarts : 0);
+    for (const auto& s : starts) seen = std::max(seen, s.restart);
+    // A log rewritten while squeue shows no new count is read again next tick, when it does.
+    bool restarted = seen > t.job_restarts || (rewritten.count(t.id) && !counted_by_squeue);
+    if (!restarted) continue;
+    if (seen == t.job_restarts) ++seen;
+    prefetched.erase(t.id);  // the new run's log is read from its start
+
+    // The run that ended: where it ran, from when to when.
+    std::string host;
+    double run_start = t.started_at.value_or(0), next_start = 0;
+    for (const auto& s : starts) {
+      if (s.restart == t.job_restarts) {
+        host = s.host;
+        if (!t.started_at) run_start = s.time;
+      }
+      if (s.restart == seen) next_start = s.time;
+    }
+    std::string cls(slurm::JobStateName(slurm::JobState::kPreempted));
+    if (!host.empty()) {
+      auto node = client_.NodeState(host);
+      if (!node.ok() && node.status().IsUnavailable()) return node.status();
+      if (node.ok() && NodeFailed(*node)) cls = std::string(slurm::JobStateName(slurm::JobState::kNodeFail));
+    }
+    double end = next_start > 0 ? std::min(next_start, clock_.Now()) : clock_.Now();
+    double ran = run_start > 0 ? std::max(0.0, end - run_start) : 0;
+    auto policy = study_.retry.find(cls);
+    int allowed = policy == study_.retry.end() ? 0 : policy->second;
+    std::string what =
+        fmt::format("job {} was started again by Slurm (restart {}: {})", t.job_id, seen,
+                    cls == "node_fail" ? "its node " + host + " failed" : "preempted or requeued");
+    t.job_restarts = seen;
+    if (t.attempt > allowed) {
+      // No retry left for this class: the attempt ends as any other would, and the new run goes.
+      if (run_start > 0) t.started_at = run_start;
+      t.ended_at = end;
+      t.state = cls;
+      t.reason = fmt::format("{} in attempt {}; no retry left ([retry] {} = {}), so the new run was cancelled", what,
+                             t.attempt, cls, allowed);
+      t.stop_request = t.reason;
+      Event(t.id, "end", fmt::format("job {}: {} ({})", t.job_id, cls, t.reason));
+      SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+      cancel.push_back(t.job_id);
+      continue;
+    }
+    Event(t.id, "requeue",
+          fmt::format("{}: attempt {} ended after {:.0f} s; its points are dropped and the new run is attempt {} "
+                      "(retry {} of {} for {})",
+                      what, t.attempt, ran, t.attempt + 1, t.attempt, allowed, cls));
+    t.prior_run_s += ran;
+    t.attempt += 1;
+    t.started_at.reset();
+    t.ended_at.reset();
+    t.reason = fmt::format("retry after {} in attempt {}: {}", cls, t.attempt - 1, what);
+    SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+    SWEEP_RETURN_IF_ERROR(store_.ResetMetrics(t.id));
+    t.log_offset = 0;
+    parsers_.erase(t.id);
+    curves_.erase(t.id);
+  }
+  return client_.Cancel(cancel);
 }
 
 Result<int64_t> Runner::Ingest(store::TrialRecord& t, const Result<std::string>* first) {
@@ -311,21 +487,36 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
 
   // Every log that has news is read with one ReadMany (over SSH: one command for up to 100 logs).
   std::vector<slurm::ReadRequest> reads;
-  std::vector<int64_t> read_ids;
+  std::vector<int64_t> read_ids, read_offsets;
   for (const auto& t : trials) {
     if (t.job_id.empty() || IsFinalTrialState(t.state) || t.log_path.empty()) continue;
     auto it = jobs->find(t.job_id);
     if (it != jobs->end() && (it->second.state == slurm::JobState::kPending || it->second.state == slurm::JobState::kUnknown)) {
       continue;
     }
-    reads.push_back({t.log_path, static_cast<uint64_t>(t.log_offset), kReadChunk});
+    // From one byte before the offset: a log shorter than what was read of it was rewritten by a
+    // new run of the job (HandleRestarts).
+    reads.push_back({t.log_path, static_cast<uint64_t>(std::max<int64_t>(0, t.log_offset - 1)), kReadChunk});
     read_ids.push_back(t.id);
+    read_offsets.push_back(t.log_offset);
   }
   std::map<int64_t, Result<std::string>> prefetched;
+  std::set<int64_t> rewritten;  // trials whose log is shorter than their offset
   if (!reads.empty()) {
     auto chunks = transport_.ReadMany(reads);
-    for (size_t i = 0; i < chunks.size(); ++i) prefetched.emplace(read_ids[i], std::move(chunks[i]));
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      if (read_offsets[i] > 0 && chunks[i].ok()) {
+        if (chunks[i]->empty()) {
+          rewritten.insert(read_ids[i]);
+          continue;
+        }
+        chunks[i]->erase(0, 1);
+      }
+      prefetched.emplace(read_ids[i], std::move(chunks[i]));
+    }
   }
+  std::set<int64_t> hold;  // restarted, the new run not started yet: its log is the old run's
+  SWEEP_RETURN_IF_ERROR(HandleRestarts(trials, *jobs, rewritten, prefetched, hold));
 
   // What squeue says of each tracked trial, decided before anything is written.
   struct Observed {
@@ -366,6 +557,7 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
   Status ingest = store_.InTransaction([&]() -> Status {
     for (const Observed& o : observed) {
       if (o.new_state == kTrialNew || o.new_state == "pending" || o.new_state == "unknown") continue;
+      if (hold.count(o.t->id)) continue;
       ingested.emplace_back(o.t, o.t->log_offset);
       auto pre = prefetched.find(o.t->id);
       auto n = Ingest(*o.t, pre == prefetched.end() ? nullptr : &pre->second);
@@ -585,7 +777,8 @@ Status Runner::Classify(const store::TrialRecord& t, std::string& state, std::st
              !l2.empty() || state == "out_of_memory") {
     state = "out_of_memory";
     reason = "host out of memory" + (l2.empty() ? std::string() : ": " + l2);
-  } else if (state == "failed") {
+  } else if (state == "failed" || state == "completed") {
+    // A run that exits 0 with a NaN/Inf objective diverged all the same.
     auto last = store_.LastMetric(t.id, study_.objective.metric);
     if (!last.ok()) return last.status();
     bool nan_loss = last->has_value() && !std::isfinite((*last)->value);
@@ -597,7 +790,8 @@ Status Runner::Classify(const store::TrialRecord& t, std::string& state, std::st
       state = std::string(kTrialDiverged);
       reason = nan_loss ? fmt::format("{} is {} at step {}", study_.objective.metric, (*last)->value, (*last)->step)
                         : l3;
-    } else if (auto l4 = line_with({"Traceback", "Error", "ERROR", "error:", "invalid"}); !l4.empty()) {
+    } else if (auto l4 = state == "failed" ? line_with({"Traceback", "Error", "ERROR", "error:", "invalid"}) : "";
+               !l4.empty()) {
       // The log's last error line says more than an exit code.
       reason += (reason.empty() ? "" : ": ") + l4;
     }

@@ -93,6 +93,18 @@ class Runner {
 
  private:
   Status Reconcile(std::vector<store::TrialRecord>& trials);
+  // Trials being submitted whose job already ran: their job ids, by trial id, from the start marks
+  // jobs leave beside their logs (one ReadMany). Finds jobs that squeue has purged.
+  Result<std::map<int64_t, std::string>> JobsFromStartMarks(const std::vector<store::TrialRecord>& trials);
+  // Slurm ran a job again under the same id: the run that ended becomes an ended attempt (a new
+  // attempt follows, or the trial ends when [retry] allows no more). `rewritten`: trials whose log
+  // is shorter than their offset; their `prefetched` chunks are dropped when a restart is found.
+  // `hold`: restarted trials whose new run has not started yet, not to be read this tick.
+  Status HandleRestarts(std::vector<store::TrialRecord>& trials, const std::map<std::string, slurm::JobInfo>& jobs,
+                        const std::set<int64_t>& rewritten, std::map<int64_t, Result<std::string>>& prefetched,
+                        std::set<int64_t>& hold);
+  Status FindRestarts(std::vector<store::TrialRecord>& trials, const std::map<std::string, slurm::JobInfo>& jobs,
+                      const std::set<int64_t>& rewritten, std::map<int64_t, Result<std::string>>& prefetched);
   Status QueryAndIngest(std::vector<store::TrialRecord>& trials, TickReport& report);
   // Stores the log's new lines; `first`: the first chunk, already read (QueryAndIngest reads every
   // trial's first chunk in one ReadMany), else read here.

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include "slurm/sbatch_script.h"
@@ -11,9 +12,10 @@
 namespace sweep::slurm {
 namespace {
 
-// squeue --Format fields, each ended by '|'; Comment last so a '|' inside it survives.
+// squeue --Format fields, each ended by '|'; Comment next to last so a '|' inside it survives, and
+// the restart count (digits only) after it, split off at the line's last '|'.
 constexpr std::string_view kSqueueFormat =
-    "JobArrayID:|,State:|,Reason:|,exit_code:|,Name:|,StartTime:|,EndTime:|,Comment:";
+    "JobArrayID:|,State:|,Reason:|,exit_code:|,Name:|,StartTime:|,EndTime:|,Comment:|,restartcnt:";
 constexpr int kSbatchTimeoutS = 60;
 constexpr std::string_view kSacctFields = "JobID,State,ExitCode,Reason,JobName,Start,End,Comment";
 
@@ -96,6 +98,17 @@ std::vector<JobInfo> ParseSqueue(std::string_view out, size_t* malformed) {
     j.start_time = Trim(f[5]);
     j.end_time = Trim(f[6]);
     std::string_view comment = Trim(f[7]);
+    // "COMMENT|RESTARTS"; lines without the count (earlier slurmsweep versions' recordings) end
+    // with the comment.
+    if (size_t bar = comment.rfind('|'); bar != std::string_view::npos) {
+      std::string_view count = Trim(comment.substr(bar + 1));
+      int n = 0;
+      auto [p, ec] = std::from_chars(count.data(), count.data() + count.size(), n);
+      if (!count.empty() && ec == std::errc() && p == count.data() + count.size()) {
+        j.restarts = n;
+        comment = Trim(comment.substr(0, bar));
+      }
+    }
     j.comment = comment == "(null)" ? "" : std::string(comment);
     jobs.push_back(std::move(j));
   });
@@ -166,6 +179,9 @@ std::vector<JobInfo> ParseScontrolShowJob(std::string_view out) {
     j.end_time = get("EndTime");
     j.comment = get("Comment");
     if (j.comment == "(null)") j.comment.clear();
+    if (std::string r = get("Restarts"); !r.empty() && std::all_of(r.begin(), r.end(), ::isdigit)) {
+      j.restarts = std::stoi(r);
+    }
     jobs.push_back(std::move(j));
   });
   return jobs;
@@ -278,6 +294,21 @@ Result<std::map<std::string, JobInfo>> SlurmClient::Query(const std::vector<std:
     if (std::find(missing.begin(), missing.end(), j.job_id) != missing.end()) found[j.job_id] = std::move(j);
   }
   return found;
+}
+
+Result<std::string> SlurmClient::NodeState(const std::string& node) {
+  if (node.empty() || !std::all_of(node.begin(), node.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+      })) {
+    return Status::InvalidArgument(fmt::format("'{}' is not a node name", node));
+  }
+  auto r = RunSlurm("scontrol -o show node " + node, &stats_.scontrol);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) return Status::NotFound(fmt::format("scontrol show node {}: {}", node, Trim(r->err)));
+  size_t p = r->out.find("State=");
+  if (p == std::string::npos) return std::string();
+  p += 6;
+  return r->out.substr(p, r->out.find(' ', p) - p);
 }
 
 Result<std::vector<JobInfo>> SlurmClient::FindByName(const std::vector<std::string>& names) {

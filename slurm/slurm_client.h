@@ -23,6 +23,7 @@ struct JobInfo {
   std::string name;
   std::string start_time, end_time;  // ISO times as Slurm prints them, or "N/A"/"Unknown"
   std::string comment;
+  int restarts = -1;        // how often Slurm started the job again (requeue); -1: not known (sacct)
 };
 
 // Parsers for recorded or live output. Lines that do not fit are counted, never fatal.
@@ -72,6 +73,10 @@ class SlurmClient {
   // Jobs (any state squeue still knows) whose name is one of `names`: one squeue call. Used on
   // start-up to find jobs submitted just before a crash, before anything is submitted again.
   Result<std::vector<JobInfo>> FindByName(const std::vector<std::string>& names);
+
+  // A node's State as `scontrol show node` prints it ("IDLE", "DOWN*+DRAIN", ...): one call. Used
+  // only when Slurm restarted a job, to tell a node failure from a preemption.
+  Result<std::string> NodeState(const std::string& node);
 
   // One scancel call for all `job_ids`.
   Status Cancel(const std::vector<std::string>& job_ids);

@@ -50,6 +50,20 @@ TEST_CASE("squeue output of finished, failed, cancelled and pending jobs parses"
   CHECK(pending->comment.empty());  // "(null)"
 }
 
+TEST_CASE("squeue's restart count (after the comment) is read; recordings without it still parse", "[slurm]") {
+  // Recorded on the production-profile lab: job 5 after `scontrol requeue`, job 6 never restarted.
+  auto jobs = ParseSqueue(testing::TestData("squeue_22.05_restarts.txt"));
+  REQUIRE(jobs.size() == 2);
+  CHECK(Find(jobs, "5")->restarts == 1);
+  CHECK(Find(jobs, "5")->state == JobState::kPending);
+  CHECK(Find(jobs, "5")->comment == "slurmsweep:study=rec:trial=t-rq:attempt=1");
+  CHECK(Find(jobs, "6")->restarts == 0);
+  CHECK(Find(jobs, "6")->comment == "with|pipe");
+  auto old = ParseSqueue(testing::TestData("squeue_22.05_mixed.txt"));
+  CHECK(Find(old, "6")->restarts == -1);
+  CHECK(Find(old, "6")->comment == "with|pipe and spaces");
+}
+
 TEST_CASE("squeue -r output lists array tasks one by one", "[slurm]") {
   auto jobs = ParseSqueue(testing::TestData("squeue_22.05_array.txt"));
   REQUIRE(jobs.size() == 4);

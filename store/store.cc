@@ -109,6 +109,11 @@ ALTER TABLE metrics_v3 RENAME TO metrics;
     R"sql(
 ALTER TABLE trials ADD COLUMN prior_run_s REAL NOT NULL DEFAULT 0;
 )sql",
+    // 5: Slurm's restart count of the job at which the trial's current attempt began (a job that
+    // Slurm requeues runs again under the same id; each run is an attempt of its own).
+    R"sql(
+ALTER TABLE trials ADD COLUMN job_restarts INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 
 // ---- Connection setup --------------------------------------------------------------------------
@@ -153,16 +158,16 @@ constexpr const char* kSqlTrialIdByKey = "SELECT id FROM trials WHERE study_id =
 constexpr const char* kSqlListTrials =
     "SELECT id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code, "
     "attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request, array_name, array_index, "
-    "prior_run_s FROM trials WHERE study_id = ?1 ORDER BY id";
+    "prior_run_s, job_restarts FROM trials WHERE study_id = ?1 ORDER BY id";
 constexpr const char* kSqlGetTrial =
     "SELECT id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code, "
     "attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request, array_name, array_index, "
-    "prior_run_s FROM trials WHERE id = ?1";
+    "prior_run_s, job_restarts FROM trials WHERE id = ?1";
 // log_offset is absent on purpose: only AppendMetrics moves it, together with the rows.
 constexpr const char* kSqlUpdateTrial =
     "UPDATE trials SET state = ?2, reason = ?3, job_id = ?4, slurm_state = ?5, exit_code = ?6, "
     "attempt = ?7, submitted_at = ?8, started_at = ?9, ended_at = ?10, log_path = ?11, stop_request = ?12, "
-    "array_name = ?13, array_index = ?14, prior_run_s = ?15 WHERE id = ?1";
+    "array_name = ?13, array_index = ?14, prior_run_s = ?15, job_restarts = ?16 WHERE id = ?1";
 constexpr const char* kSqlSetLogOffset = "UPDATE trials SET log_offset = ?2 WHERE id = ?1";
 constexpr const char* kSqlDeleteMetrics = "DELETE FROM metrics WHERE trial_id = ?1";
 
@@ -402,6 +407,7 @@ TrialRecord ReadTrial(const Query& q) {
   t.array_name = q.Text(16);
   t.array_index = static_cast<int>(q.Int(17));
   t.prior_run_s = q.Real(18);
+  t.job_restarts = static_cast<int>(q.Int(19));
   return t;
 }
 
@@ -766,6 +772,7 @@ Status SqliteStore::UpdateTrial(const TrialRecord& trial) {
   q.BindText(13, trial.array_name);
   q.BindInt(14, trial.array_index);
   q.BindReal(15, trial.prior_run_s);
+  q.BindInt(16, trial.job_restarts);
   SWEEP_RETURN_IF_ERROR(q.Run());
   // sqlite3_changes counts matched rows, even when no value changed.
   if (sqlite3_changes(db_.get()) == 0) return Status::NotFound(path_ + ": trial " + std::to_string(trial.id));

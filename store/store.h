@@ -6,7 +6,7 @@
 //   studies(id, name UNIQUE, spec_path, spec_hash, created_at)
 //   trials(id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code,
 //          attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request,
-//          array_name, array_index, prior_run_s, UNIQUE(study_id, trial_key))
+//          array_name, array_index, prior_run_s, job_restarts, UNIQUE(study_id, trial_key))
 //   metric_names(id, name UNIQUE)
 //   metrics(trial_id, name_id, step, time_s, value, PRIMARY KEY(trial_id, step, name_id))
 //     WITHOUT ROWID; a log line's values are adjacent, so a tick's rows of one trial are one
@@ -57,6 +57,9 @@ struct TrialRecord {
   // Seconds run by earlier attempts of the trial that were retried from scratch (started_at to
   // ended_at of each): part of what the trial cost.
   double prior_run_s = 0;
+  // Slurm's restart count of job_id when the current attempt began: a larger count in squeue (or
+  // in the job's start marks) means Slurm ran the job again under the same id (requeue).
+  int job_restarts = 0;
 };
 
 struct MetricRow {

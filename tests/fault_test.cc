@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "orchestrator/job_marks.h"
 #include "orchestrator/metrics_parser.h"
 #include "orchestrator/planner.h"
 #include "orchestrator/runner.h"
@@ -92,19 +94,25 @@ InProcessRun RunInProcess(const std::string& path, slurm::Transport& transport, 
   return run;
 }
 
-// Job ids (array tasks as "123_4") of every job Slurm still lists with this study's comment tag,
-// with how often each appears.
+// Job ids (array tasks as "123_4") of every job of this study that ran and ended, with how many
+// runs each had: Slurm's own record of job ends (the lab's JobCompLoc file), which outlives squeue
+// (MinJobAge is a few seconds in the fault tests' production profile). Jobs of the study are named
+// ss-STUDY-TRIAL or, as arrays, ss-STUDY-arrN-A.
 std::map<std::string, int> StudyJobs(const std::string& study) {
-  std::string listed = testing::Capture(fmt::format("SLURM_CONF={} squeue -h -r -t all -O 'JobArrayID:|,Comment:'",
-                                                    testing::ClusterVar("SLURM_CONF")));
   std::map<std::string, int> jobs;
-  std::istringstream in(listed);
+  std::istringstream in(testing::ReadAll(testing::ClusterVar("SLURMSWEEP_LAB") + "/log/jobcomp.txt"));
+  auto field = [](const std::string& line, const std::string& key) {
+    size_t p = line.find(" " + key + "=");
+    if (p == std::string::npos) p = line.rfind(key + "=", 0) == 0 ? 0 : std::string::npos;
+    else ++p;
+    if (p == std::string::npos) return std::string();
+    p += key.size() + 1;
+    return line.substr(p, line.find(' ', p) - p);
+  };
   for (std::string line; std::getline(in, line);) {
-    auto bar = line.find('|');
-    if (bar == std::string::npos || line.find("slurmsweep:study=" + study + ":", bar) == std::string::npos) continue;
-    std::string id = line.substr(0, bar);
-    id.erase(id.find_last_not_of(' ') + 1);
-    ++jobs[id];
+    if (field(line, "Name").rfind("ss-" + study + "-", 0) != 0) continue;
+    std::string array = field(line, "ArrayJobId");
+    ++jobs[array.empty() ? field(line, "JobId") : array + "_" + field(line, "ArrayTaskId")];
   }
   return jobs;
 }
@@ -213,7 +221,7 @@ TEST_CASE("kill -9 at random moments: every attempt has exactly one job and no m
 
 // The host OOM is real: 400 MiB touched under a 100M limit, killed by Slurm's memory enforcement
 // (OverMemoryKill samples every 30 s, so this test takes about that long).
-TEST_CASE("ended jobs are classed: diverged, CUDA OOM, host OOM and cancelled outside slurmsweep; none retried",
+TEST_CASE("ended jobs are classed: diverged (also at exit 0), CUDA OOM, host OOM, cancelled outside slurmsweep; none retried",
           "[cluster][fault]") {
   testing::TempDir dir;
   const std::string name = "classes";
@@ -226,12 +234,15 @@ case {{kind}} in
   hostoom) python3 -c 'import time; x = bytearray(400 << 20); x[::4096] = b"\1" * len(x[::4096]); time.sleep(120)' ;;
   external) sleep 300 ;;
   ok) exec {{workdir}}/mlp_train --train-iters 10 --log-interval 5 ;;
+  nanok) echo " [2024-09-03 15:56:55] iteration        1/      10 | elapsed time per iteration (ms): 10.0 | lm loss: 2.0E+00 |"
+         echo " [2024-09-03 15:56:56] iteration        2/      10 | elapsed time per iteration (ms): 10.0 | lm loss: nan |"
+         exit 0 ;;
   badarg) exec {{workdir}}/mlp_train --hidden big ;;
 esac
 )TPL";
   std::string path = WriteLocalStudy(
-      dir, name, "[space]\nkind = [\"diverge\", \"cudaoom\", \"hostoom\", \"external\", \"ok\", \"badarg\"]\n",
-      "x = 1\n", tmpl, 6);
+      dir, name, "[space]\nkind = [\"diverge\", \"cudaoom\", \"hostoom\", \"external\", \"ok\", \"badarg\", \"nanok\"]\n",
+      "x = 1\n", tmpl, 7);
   pid_t pid = Spawn({"run", path}, dir.file("orchestrator.log"));
   // Someone else cancels the sleeping job (an admin, or the user with scancel by hand).
   bool cancelled = false;
@@ -258,7 +269,7 @@ esac
   auto db = OpenDb(dir, name);
   std::map<std::string, store::TrialRecord> by_kind;
   for (const auto& t : Trials(*db, name)) {
-    for (const char* k : {"diverge", "cudaoom", "hostoom", "external", "ok", "badarg"}) {
+    for (const char* k : {"diverge", "cudaoom", "hostoom", "external", "ok", "badarg", "nanok"}) {
       if (t.params_json.find(std::string("\"") + k + "\"") != std::string::npos) by_kind[k] = t;
     }
   }
@@ -270,6 +281,9 @@ esac
   CHECK(by_kind["external"].state == "cancelled");
   CHECK_THAT(by_kind["external"].reason, Catch::Contains("outside slurmsweep"));
   CHECK(by_kind["ok"].state == "completed");
+  // Exit 0 with a NaN objective: diverged, not completed with a final nan.
+  CHECK(by_kind["nanok"].state == "diverged");
+  CHECK_THAT(by_kind["nanok"].reason, Catch::Contains("lm_loss is nan at step 2"));
   // Its usage text documents exit code "4 diverged": a failure, with the error line as the reason.
   CHECK(by_kind["badarg"].state == "failed");
   CHECK_THAT(by_kind["badarg"].reason, Catch::Contains("invalid value 'big' for --hidden"));
@@ -716,4 +730,154 @@ echo "[Rank 0] (after 10 iterations) memory (MB) | allocated: 1000.0 | max alloc
   CHECK_THAT(skipped.reason, Catch::Contains("memory plan calibrated on trial"));
   CHECK(skipped.job_id.empty());  // never reached sbatch
   CHECK_THAT(run.log, Catch::Contains("slurm commands: 2 sbatch"));
+}
+
+// Issue 13, item 4. Killed between sbatch and storing the job id, and started again only after
+// Slurm has run the jobs and purged them (MinJobAge): squeue knows nothing of them and the lab
+// has no accounting. Their start marks (written beside the logs when a job starts) still show
+// them, so they are adopted, not submitted a second time.
+TEST_CASE("an interrupted submission whose jobs Slurm has purged is adopted from the start marks, not submitted again",
+          "[cluster][fault]") {
+  testing::TempDir dir;
+  const std::string name = "purged" + std::to_string(getpid());
+  // [retry] lost = 0: without accounting, how a purged job ended is not known (lost); a retry of
+  // it would be a second job for the trial, which is what this test must not see.
+  std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01, 0.02]\nmbs = [4]\n",
+                                     "iters = 20\nsleep_ms = 0\noptimizer = \"sgd\"\n", kTrainTemplate, 4,
+                                     "[retry]\nlost = 0\n");
+  setenv("SLURM_CONF", testing::ClusterVar("SLURM_CONF").c_str(), 1);
+  {
+    auto study = LoadStudy(path);
+    REQUIRE(study.ok());
+    auto db = store::Store::Open(study->database);
+    REQUIRE(db.ok());
+    LoseFirstSbatchAnswer transport(slurm::NewLocalTransport());
+    SystemClock clock;
+    std::ostringstream log;
+    Runner runner(*study, **db, transport, clock, log);
+    auto tick = runner.Tick();
+    INFO(log.str());
+    REQUIRE(tick.ok());
+    REQUIRE(tick->unavailable);  // sbatch ran, its answer was lost: the orchestrator stops here
+    auto trials = (*db)->ListTrials(runner.study_id());
+    REQUIRE(trials.ok());
+    for (const auto& t : *trials) REQUIRE(t.state == "submitting");
+  }
+  // Until both jobs have ended (Slurm's job-end record has them) and squeue has forgotten them.
+  auto in_squeue = [&] {
+    return testing::Capture(fmt::format("SLURM_CONF={} squeue -h -t all -o %j | grep -c '^ss-{}-' || true",
+                                        testing::ClusterVar("SLURM_CONF"), name));
+  };
+  bool purged = false;
+  for (int i = 0; i < 600 && !purged; ++i) {
+    purged = StudyJobs(name).size() == 2 && std::stoi(in_squeue()) == 0;
+    if (!purged) std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  REQUIRE(purged);
+
+  auto transport = slurm::NewLocalTransport();
+  SystemClock clock;
+  InProcessRun run = RunInProcess(path, *transport, clock, 200);
+  INFO(run.log);
+  CHECK(run.stats.sbatch == 0);
+  CHECK_THAT(run.log, Catch::Contains("found by its start mark"));
+  auto jobs = StudyJobs(name);
+  CHECK(jobs.size() == 2);  // Slurm ran one job per trial, and no other
+  auto db = OpenDb(dir, name);
+  for (const auto& t : run.trials) {
+    INFO(t.trial_key << " " << t.state << " " << t.reason);
+    CHECK(jobs[t.job_id] == 1);
+    CHECK(t.attempt == 1);
+    CHECK(t.state == "lost");  // its end is known to no one: no accounting, and squeue forgot it
+    CHECK(testing::CountPoints(*db, t.id, "lm_loss") == 4);  // its log was read all the same
+  }
+}
+
+// Issue 13, item 3. `scontrol requeue` (as after a node failure or a completion lost in a
+// slurmctld restart, with JobRequeue=1) runs the job again under the same id and rewrites its
+// log. The first run is an attempt of its own: its points are dropped, never spliced onto the
+// second run's, its time counts, and an event says what happened.
+TEST_CASE("a job Slurm runs again under the same id is a new attempt: the curve is the new run's alone",
+          "[cluster][fault]") {
+  testing::TempDir dir;
+  const std::string name = "requeue" + std::to_string(getpid());
+  std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01]\nmbs = [4]\n",
+                                     "iters = 100\nsleep_ms = 40\noptimizer = \"sgd\"\n", kTrainTemplate, 1);
+  setenv("SLURM_CONF", testing::ClusterVar("SLURM_CONF").c_str(), 1);
+  testing::Harness h(path);
+  REQUIRE(h.TickUntil(200, [&](const std::vector<store::TrialRecord>& trials) {
+    return trials[0].state == "running" && testing::CountPoints(*h.store, trials[0].id, "lm_loss") >= 3;
+  }));
+  store::TrialRecord first = h.Trials()[0];
+  REQUIRE(testing::RunShell(fmt::format("SLURM_CONF={} scontrol requeue {}", testing::ClusterVar("SLURM_CONF"),
+                                        first.job_id))
+              .first == 0);
+  REQUIRE(h.TickUntil(400, [](const std::vector<store::TrialRecord>& trials) {
+    return IsFinalTrialState(trials[0].state);
+  }));
+  INFO(h.log.str());
+  store::TrialRecord t = h.Trials()[0];
+  CHECK(t.state == "completed");
+  CHECK(t.job_id == first.job_id);  // no new job: Slurm's own rerun is the new attempt
+  CHECK(t.attempt == 2);
+  CHECK(t.job_restarts == 1);
+  CHECK(t.prior_run_s > 0);  // the first run's time is part of the trial's cost
+  CHECK_THAT(h.log.str(), Catch::Contains("was started again by Slurm (restart 1: preempted or requeued)"));
+  auto events = h.store->Events(h.runner->study_id());
+  REQUIRE(events.ok());
+  CHECK(std::any_of(events->begin(), events->end(), [&](const store::EventRecord& e) {
+    return e.kind == "requeue" && e.trial_id == t.id;
+  }));
+  // The stored curve is exactly the second run's log: no point of the first run survives.
+  std::string whole = testing::ReadAll(t.log_path);
+  ParserState fresh;
+  ParseOutput expected = ParseMetrics(whole, MetricFormat::kMegatron, fresh);
+  std::vector<std::pair<int64_t, double>> want;
+  for (const auto& p : expected.points)
+    if (p.name == "lm_loss") want.emplace_back(p.step, p.value);
+  auto stored = h.store->MetricSeries(t.id, "lm_loss");
+  REQUIRE(stored.ok());
+  std::vector<std::pair<int64_t, double>> got;
+  for (const auto& m : *stored) got.emplace_back(m.step, m.value);
+  CHECK(want.size() == 20);
+  CHECK(got == want);
+  CHECK(ParseStartMarks(testing::ReadAll(MarksPath(t.log_path))).size() == 2);  // one line per run
+}
+
+// Issue 13, item 3 with preemption for real: a job of the high-priority partition takes the
+// node, Slurm requeues the trial's job (PreemptMode=REQUEUE). With [retry] preempted = 0 the
+// attempt ends preempted, and the run Slurm queued again is cancelled.
+TEST_CASE("a preempted job is of the preempted class; with no retry left the trial ends and its rerun is cancelled",
+          "[cluster][fault]") {
+  testing::TempDir dir;
+  const std::string name = "preempt" + std::to_string(getpid());
+  std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01]\nmbs = [4]\n",
+                                     "iters = 400\nsleep_ms = 40\noptimizer = \"sgd\"\n", kTrainTemplate, 1,
+                                     "[retry]\npreempted = 0\n");
+  std::string conf = testing::ClusterVar("SLURM_CONF");
+  setenv("SLURM_CONF", conf.c_str(), 1);
+  testing::Harness h(path);
+  REQUIRE(h.TickUntil(200, [&](const std::vector<store::TrialRecord>& trials) {
+    return trials[0].state == "running" && testing::CountPoints(*h.store, trials[0].id, "lm_loss") >= 2;
+  }));
+  store::TrialRecord first = h.Trials()[0];
+  auto starts = ParseStartMarks(testing::ReadAll(MarksPath(first.log_path)));
+  REQUIRE(starts.size() == 1);
+  // The whole node, in the partition that preempts.
+  REQUIRE(testing::RunShell(fmt::format("SLURM_CONF={} sbatch -p {} -w {} --exclusive -o /dev/null --wrap 'sleep 1'",
+                                        conf, testing::ClusterVar("SLURMSWEEP_URGENT_PARTITION"), starts[0].host))
+              .first == 0);
+  REQUIRE(h.TickUntil(200, [](const std::vector<store::TrialRecord>& trials) {
+    return IsFinalTrialState(trials[0].state);
+  }));
+  INFO(h.log.str());
+  store::TrialRecord t = h.Trials()[0];
+  CHECK(t.state == "preempted");
+  CHECK_THAT(t.reason, Catch::Contains("no retry left ([retry] preempted = 0)"));
+  CHECK(t.attempt == 1);
+  CHECK(testing::CountPoints(*h.store, t.id, "lm_loss") >= 2);  // an ended attempt keeps its points
+  // Slurm does not run it a second time: its requeued run was cancelled (or is already forgotten).
+  std::string state = testing::Capture(fmt::format("SLURM_CONF={} squeue -h -t all -j {} -o %T 2>/dev/null", conf,
+                                                   t.job_id));
+  CHECK((state.empty() || state.rfind("CANCELLED", 0) == 0));
 }

@@ -2,6 +2,8 @@
 # Starts a private test lab on this machine: munge, slurmctld, N slurmd nodes (one network namespace each,
 # 8 fake GPUs per node) and an sshd on 127.0.0.1 whose sessions see the lab's SLURM_CONF.
 # Run as root. Always starts from scratch (runs stop.sh first). Writes $LAB/env for tests to source.
+# SLURMSWEEP_PROFILE=lab (default) is friendly to tests; =production keeps the defaults real clusters keep:
+# jobs requeued on node failure, finished jobs purged after a few seconds, preemption by a high-priority partition.
 set -Eeuo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -14,11 +16,13 @@ SSH_PORT=${SLURMSWEEP_SSH_PORT:-22022}
 NET_PREFIX=${SLURMSWEEP_NET_PREFIX:-sslab}  # netns <prefix>-nX, bridge <prefix>br0, host veths <prefix>-nX
 SUBNET=${SLURMSWEEP_SUBNET:-10.213.77}      # first three octets of a /24 used only inside this machine
 READY_TIMEOUT=${SLURMSWEEP_READY_TIMEOUT:-30}
+PROFILE=${SLURMSWEEP_PROFILE:-lab}
 
 BRIDGE=${NET_PREFIX}br0
 CTLD_NAME=sslabctl
 CTLD_ADDR=$SUBNET.1
 PARTITION=debug
+URGENT_PARTITION=urgent  # production profile: its jobs preempt (requeue) those of $PARTITION
 CONF=$LAB/etc/slurm.conf
 MUNGE_SOCKET=$LAB/munge/munge.sock
 START_TIME=$(date +%s.%N)
@@ -51,6 +55,7 @@ fail() {
 
 check_prerequisites() {
   [[ $(id -u) -eq 0 ]] || fail "must run as root"
+  [[ $PROFILE == lab || $PROFILE == production ]] || fail "SLURMSWEEP_PROFILE must be lab or production (got '$PROFILE')"
   [[ $NODES =~ ^[1-9][0-9]?$ ]] || fail "SLURMSWEEP_NODES must be 1..99 (got '$NODES')"
   [[ $NET_PREFIX =~ ^[a-z0-9]{1,8}$ ]] || fail "SLURMSWEEP_NET_PREFIX must be 1-8 of [a-z0-9] (got '$NET_PREFIX')"
   [[ $SUBNET =~ ^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]] || fail "SLURMSWEEP_SUBNET must look like 10.213.77"
@@ -181,7 +186,9 @@ ReturnToService=2
 SlurmdTimeout=10
 MessageTimeout=5
 KillWait=2
-MinJobAge=300
+EOF
+  profile_settings >>"$CONF"
+  cat >>"$CONF" <<EOF
 # bench/scale_bench.sh queues 10,000 array tasks on top of earlier runs' records (kept MinJobAge).
 MaxJobCount=50000
 EOF
@@ -190,13 +197,29 @@ EOF
     echo "NodeName=$name NodeAddr=$(node_addr "$i") NodeHostname=$name CPUs=16 RealMemory=64000 Gres=gpu:8 State=UNKNOWN"
   done >>"$CONF"
   echo "PartitionName=$PARTITION Nodes=n[1-$NODES] Default=YES MaxTime=INFINITE State=UP" >>"$CONF"
+  if [[ $PROFILE == production ]]; then
+    echo "PartitionName=$URGENT_PARTITION Nodes=n[1-$NODES] MaxTime=INFINITE State=UP PriorityTier=10" >>"$CONF"
+  fi
 
   for i in $(seq "$NODES"); do
     name=$(node_name "$i")
     echo "NodeName=$name Name=gpu File=$LAB/dev/$name/nvidia[0-7]"
   done >"$LAB/etc/gres.conf"
   : >"$LAB/etc/plugstack.conf"
-  log "slurm.conf: $NODES nodes x (16 CPUs, 64000 MB, 8 GPUs), ports $CTLD_PORT/$SLURMD_PORT"
+  log "slurm.conf ($PROFILE profile): $NODES nodes x (16 CPUs, 64000 MB, 8 GPUs), ports $CTLD_PORT/$SLURMD_PORT"
+}
+
+# What differs between the profiles. lab: finished jobs stay in squeue for 5 minutes, so tests can look at
+# every job after the fact. production: Slurm's defaults where sites keep them: JobRequeue=1 (node failure,
+# preemption and `scontrol requeue` rerun a job under the same id), finished jobs leave squeue a few seconds
+# after they end (MinJobAge), and jobs of $URGENT_PARTITION (PriorityTier=10) preempt those of $PARTITION by
+# requeueing them (PreemptMode=REQUEUE).
+profile_settings() {
+  if [[ $PROFILE == production ]]; then
+    printf '%s\n' JobRequeue=1 MinJobAge=5 PreemptType=preempt/partition_prio PreemptMode=REQUEUE
+  else
+    printf '%s\n' MinJobAge=300
+  fi
 }
 
 # slurmctld only runs if SlurmctldHost's name equals its hostname, so it gets a private UTS namespace named
@@ -262,7 +285,11 @@ write_env() {
       SLURMSWEEP_SSH_KEY "$LAB/ssh/id_ed25519" \
       SLURMSWEEP_SSH_KNOWN_HOSTS "$LAB/ssh/known_hosts" \
       SLURMSWEEP_SSH_WRONG_KNOWN_HOSTS "$LAB/ssh/wrong_known_hosts" \
-      SLURMSWEEP_PARTITION "$PARTITION"
+      SLURMSWEEP_PARTITION "$PARTITION" \
+      SLURMSWEEP_PROFILE "$PROFILE"
+    if [[ $PROFILE == production ]]; then
+      printf 'export %s=%q\n' SLURMSWEEP_URGENT_PARTITION "$URGENT_PARTITION"
+    fi
     echo "# How this lab was built (stop.sh reads SLURMSWEEP_NET_PREFIX from here)."
     printf 'export %s=%q\n' \
       SLURMSWEEP_NODES "$NODES" \
@@ -283,7 +310,7 @@ ssh_sees_nodes() {
   local out
   out=$(ssh -i "$LAB/ssh/id_ed25519" -o UserKnownHostsFile="$LAB/ssh/known_hosts" -o GlobalKnownHostsFile=/dev/null \
       -o StrictHostKeyChecking=yes -o BatchMode=yes -o ConnectTimeout=3 -F /dev/null -p "$SSH_PORT" \
-      root@127.0.0.1 'sinfo -h -N -o %N' 2>/dev/null) || return 1
+      root@127.0.0.1 "sinfo -h -N -p $PARTITION -o %N" 2>/dev/null) || return 1
   [[ $(wc -l <<<"$out") -eq $NODES ]]
 }
 
@@ -315,7 +342,7 @@ main() {
   start_sshd
   write_env
   wait_ready
-  echo "start: lab ready in $(elapsed)s: $NODES nodes idle in partition $PARTITION (slurmctld $CTLD_ADDR:$CTLD_PORT)," \
+  echo "start: lab ($PROFILE profile) ready in $(elapsed)s: $NODES nodes idle in partition $PARTITION (slurmctld $CTLD_ADDR:$CTLD_PORT)," \
     "sshd root@127.0.0.1:$SSH_PORT; source $LAB/env"
 }
 
