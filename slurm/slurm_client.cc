@@ -319,7 +319,28 @@ Result<std::vector<JobInfo>> SlurmClient::FindByName(const std::vector<std::stri
                      &stats_.squeue);
   if (!sq.ok()) return sq.status();
   if (sq->exit_code != 0) return Status::Unavailable(fmt::format("squeue exited {}: {}", sq->exit_code, Trim(sq->err)));
-  return ParseSqueue(sq->out);
+  std::vector<JobInfo> jobs = ParseSqueue(sq->out);
+  // Jobs that ended more than MinJobAge ago are gone from squeue; accounting, where there is one,
+  // still has them (with their --comment when AccountingStoreFlags=job_comment).
+  std::string missing;
+  for (const auto& n : names) {
+    if (std::none_of(jobs.begin(), jobs.end(), [&](const JobInfo& j) { return j.name == n; })) {
+      missing += (missing.empty() ? "" : ",") + n;
+    }
+  }
+  if (missing.empty() || sacct_unavailable_) return jobs;
+  auto sa = RunSlurm(fmt::format("sacct -X -n -P -S now-30days --name={} -o {}", ShellQuote(missing), kSacctFields),
+                     &stats_.sacct);
+  if (!sa.ok()) return sa.status();
+  if (sa->exit_code != 0) {
+    if (sa->err.find("disabled") != std::string::npos) {
+      sacct_unavailable_ = true;
+      return jobs;
+    }
+    return Status::Unavailable(fmt::format("sacct exited {}: {}", sa->exit_code, Trim(sa->err)));
+  }
+  for (auto& j : ParseSacct(sa->out)) jobs.push_back(std::move(j));
+  return jobs;
 }
 
 Status SlurmClient::Cancel(const std::vector<std::string>& job_ids) {

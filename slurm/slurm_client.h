@@ -70,8 +70,9 @@ class SlurmClient {
   // nowhere are absent from the map.
   Result<std::map<std::string, JobInfo>> Query(const std::vector<std::string>& job_ids);
 
-  // Jobs (any state squeue still knows) whose name is one of `names`: one squeue call. Used on
-  // start-up to find jobs submitted just before a crash, before anything is submitted again.
+  // Jobs whose name is one of `names`: one squeue call, and for names squeue no longer knows
+  // (purged after MinJobAge) one sacct call if the cluster has accounting. Used on start-up to find
+  // jobs submitted just before a crash, before anything is submitted again.
   Result<std::vector<JobInfo>> FindByName(const std::vector<std::string>& names);
 
   // A node's State as `scontrol show node` prints it ("IDLE", "DOWN*+DRAIN", ...): one call. Used

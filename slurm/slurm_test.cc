@@ -266,3 +266,46 @@ TEST_CASE("the #SBATCH header goes after the shebang and refuses unsafe values",
   h.partition = "debug --wrap=x";
   CHECK_FALSE(AddSbatchHeader("echo\n", h).ok());
 }
+
+namespace {
+
+// Answers each command by the first rule whose needle it contains; records what was run.
+class ScriptedTransport final : public Transport {
+ public:
+  std::vector<std::pair<std::string, CommandOutput>> rules;
+  std::vector<std::string> commands;
+  Result<CommandOutput> Run(const std::string& command) override {
+    commands.push_back(command);
+    for (const auto& [needle, out] : rules)
+      if (command.find(needle) != std::string::npos) return out;
+    return CommandOutput{1, "", "unexpected command"};
+  }
+  Status WriteFile(const std::string&, std::string_view, int) override { return Status::OK(); }
+  Result<std::string> ReadFrom(const std::string&, uint64_t, size_t) override { return std::string(); }
+  std::string Describe() const override { return "scripted"; }
+};
+
+}  // namespace
+
+TEST_CASE("FindByName asks accounting for the names squeue has purged, and stops asking where there is none",
+          "[slurm]") {
+  ScriptedTransport t;
+  t.rules = {{"squeue", {0, "12|RUNNING|None|0|ss-s-t-a|2026-12-02T17:18:01|NONE|slurmsweep:study=s:trial=t-a:attempt=1|0\n", ""}},
+             {"sacct", {0, "9|COMPLETED|0:0|None|ss-s-t-b|2026-12-02T17:00:01|2026-12-02T17:00:09|slurmsweep:study=s:trial=t-b:attempt=1\n", ""}}};
+  SlurmClient client(t);
+  auto found = client.FindByName({"ss-s-t-a", "ss-s-t-b"});
+  REQUIRE(found.ok());
+  REQUIRE(found->size() == 2);
+  CHECK((*found)[1].job_id == "9");
+  CHECK((*found)[1].comment == "slurmsweep:study=s:trial=t-b:attempt=1");
+  REQUIRE(t.commands.size() == 2);
+  CHECK_THAT(t.commands[1], Catch::Contains("--name='ss-s-t-b'"));  // only the name squeue did not list
+
+  ScriptedTransport none;
+  none.rules = {{"squeue", {0, "", ""}},
+                {"sacct", {1, "", "sacct: error: Slurm accounting storage is disabled\n"}}};
+  SlurmClient no_accounting(none);
+  REQUIRE(no_accounting.FindByName({"ss-s-t-a"}).ok());
+  REQUIRE(no_accounting.FindByName({"ss-s-t-a"}).ok());
+  CHECK(no_accounting.stats().sacct == 1);  // learned once
+}
