@@ -296,8 +296,7 @@ bool NodeFailed(const std::string& state) {
 // Slurm ran a trial's job again under the same id (JobRequeue=1: its node failed, a higher-priority
 // job preempted it, or `scontrol requeue`). The new run starts from scratch and rewrites the log,
 // so the points stored so far belong to a run that is over: it is an ended attempt, and the new
-// run is the next one, never spliced onto it. Seen by Slurm's restart count (squeue), by the
-// job's start marks (which outlive squeue), or by a log shorter than what was read of it.
+// run is the next one, never spliced onto it (FindRestarts). Its log is read once it has begun.
 Status Runner::HandleRestarts(std::vector<store::TrialRecord>& trials,
                               const std::map<std::string, slurm::JobInfo>& jobs, const std::set<int64_t>& rewritten,
                               std::map<int64_t, Result<std::string>>& prefetched, std::set<int64_t>& hold) {
@@ -331,6 +330,8 @@ Status Runner::HandleRestarts(std::vector<store::TrialRecord>& trials,
   return Status::OK();
 }
 
+// A restart is seen by Slurm's restart count (squeue), by the job's start marks (which outlive
+// squeue: a job purged on a cluster without accounting), or by a log shorter than what was read.
 Status Runner::FindRestarts(std::vector<store::TrialRecord>& trials, const std::map<std::string, slurm::JobInfo>& jobs,
                             const std::set<int64_t>& rewritten, std::map<int64_t, Result<std::string>>& prefetched) {
   std::vector<store::TrialRecord*> suspects;
