@@ -881,3 +881,47 @@ TEST_CASE("a preempted job is of the preempted class; with no retry left the tri
                                                    t.job_id));
   CHECK((state.empty() || state.rfind("CANCELLED", 0) == 0));
 }
+
+// Issue 13, item 3 for a node failure: the node's link is cut, Slurm declares it down and requeues
+// the job (JobRequeue=1). The class is node_fail (the node the run was on is down), and with
+// [retry] node_fail = 0 the trial ends there and the rerun is cancelled.
+TEST_CASE("a job requeued after its node failed is of the node_fail class; with no retry left the trial ends",
+          "[cluster][fault]") {
+  testing::TempDir dir;
+  const std::string name = "nodefail" + std::to_string(getpid());
+  std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01]\nmbs = [4]\n",
+                                     "iters = 3000\nsleep_ms = 40\noptimizer = \"sgd\"\n", kTrainTemplate, 1,
+                                     "[retry]\nnode_fail = 0\n");
+  std::string conf = testing::ClusterVar("SLURM_CONF");
+  setenv("SLURM_CONF", conf.c_str(), 1);
+  testing::Harness h(path);
+  REQUIRE(h.TickUntil(200, [&](const std::vector<store::TrialRecord>& trials) {
+    return trials[0].state == "running" && testing::CountPoints(*h.store, trials[0].id, "lm_loss") >= 2;
+  }));
+  auto starts = ParseStartMarks(testing::ReadAll(MarksPath(h.Trials()[0].log_path)));
+  REQUIRE(starts.size() == 1);
+  const std::string node = starts[0].host;
+  const std::string link = testing::ClusterVar("SLURMSWEEP_NET_PREFIX") + "-" + node;
+  // The link comes back however the test ends, and the node is idle again for the next test.
+  struct Restore {
+    std::string link, node, conf;
+    ~Restore() {
+      testing::RunShell("ip link set " + link + " up");
+      for (int i = 0; i < 240; ++i) {
+        std::string state = testing::Capture(fmt::format("SLURM_CONF={} sinfo -h -n {} -o %t", conf, node));
+        if (state.rfind("idle", 0) == 0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      }
+    }
+  } restore{link, node, conf};
+  REQUIRE(testing::RunShell("ip link set " + link + " down").first == 0);
+  REQUIRE(h.TickUntil(400, [](const std::vector<store::TrialRecord>& trials) {
+    return IsFinalTrialState(trials[0].state);
+  }));
+  INFO(h.log.str());
+  store::TrialRecord t = h.Trials()[0];
+  CHECK(t.state == "node_fail");
+  CHECK_THAT(t.reason, Catch::Contains("its node " + node + " failed"));
+  CHECK_THAT(t.reason, Catch::Contains("no retry left ([retry] node_fail = 0)"));
+  CHECK(t.attempt == 1);
+}
