@@ -14,6 +14,7 @@ PACKAGES=(
   # test lab: Slurm, munge, sshd and the tools tests/cluster/start.sh uses
   slurmctld slurmd slurm-client munge openssh-server openssh-client
   iproute2 util-linux procps python3
+  slurmdbd mariadb-server  # accounting in the fault tests' lab (SLURMSWEEP_ACCOUNTING=slurmdbd)
   chromium  # tests/report_browser_test.cc and scripts/report-screenshot.sh render the HTML report
   python3-optuna  # bench/optuna_pruners.py: the pruners stopping_bench compares ours with
   time  # /usr/bin/time: peak RSS in bench/scale_bench.sh
