@@ -2,6 +2,7 @@
 #include "base/text.h"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 namespace sweep {
@@ -30,6 +31,11 @@ std::string_view ClosestWord(std::string_view word, const std::vector<std::strin
     if (d < best_d) best_d = d, best = c;
   }
   return best;
+}
+
+std::string DidYouMean(std::string_view word, const std::vector<std::string_view>& candidates) {
+  std::string_view best = ClosestWord(word, candidates);
+  return best.empty() ? std::string() : " (did you mean '" + std::string(best) + "'?)";
 }
 
 }  // namespace sweep

@@ -1,6 +1,7 @@
 // Small text helpers shared by the parsers of user input: suggesting the key the user meant.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -13,5 +14,9 @@ size_t EditDistance(std::string_view a, std::string_view b);
 // at most half the letters of the longer of the two.
 std::string_view ClosestWord(std::string_view word, const std::vector<std::string_view>& candidates,
                              size_t max_distance = 3);
+
+// " (did you mean 'x'?)" with x the ClosestWord of `word`, or "" if none is close: the one
+// wording every "unknown key/name" error uses.
+std::string DidYouMean(std::string_view word, const std::vector<std::string_view>& candidates);
 
 }  // namespace sweep

@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/metrics_parser.h"
+#include "logs/metrics_parser.h"
 #include "store/store.h"
 
 namespace sweep {

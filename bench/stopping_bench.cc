@@ -1,5 +1,5 @@
 // stopping_bench: replays real loss curves (bench/data, described in its SOURCE.md) as simulated
-// sweeps under each stopping rule of orchestrator/early_stop.h, under none, and under Optuna's
+// sweeps under each stopping rule of stopping/early_stop.h, under none, and under Optuna's
 // pruners (bench/optuna_pruners.py), and prints what each costs and loses. Not a test.
 //
 // A study is a sweep with a common training-time budget B: the longest time every one of its
@@ -38,7 +38,7 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/early_stop.h"
+#include "stopping/early_stop.h"
 
 namespace sweep {
 namespace {

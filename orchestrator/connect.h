@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "base/status.h"
-#include "orchestrator/study.h"
+#include "study/study.h"
 #include "slurm/transport.h"
 
 namespace sweep {

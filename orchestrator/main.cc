@@ -22,11 +22,11 @@
 #include "base/text.h"
 #include "orchestrator/connect.h"
 #include "orchestrator/phases.h"
-#include "orchestrator/planner.h"
+#include "planner/planner.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/run_lock.h"
 #include "orchestrator/runner.h"
-#include "orchestrator/study.h"
+#include "study/study.h"
 #include "reports/csv.h"
 #include "store/store.h"
 

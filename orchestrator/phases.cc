@@ -108,4 +108,10 @@ Result<std::vector<TrialSpec>> ExpandStudy(const Study& study) {
   return ExpandSpace(study, *seeds);
 }
 
+Result<Plan> PlanStudy(const Study& study) {
+  auto trials = ExpandStudy(study);
+  if (!trials.ok()) return trials.status();
+  return PlanTrials(study, std::move(*trials));
+}
+
 }  // namespace sweep

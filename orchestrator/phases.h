@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "orchestrator/space.h"
-#include "orchestrator/study.h"
+#include "planner/planner.h"
+#include "study/space.h"
+#include "study/study.h"
 
 namespace sweep {
 
@@ -20,5 +21,8 @@ Result<std::vector<Params>> SeedConfigs(const Study& study);
 
 // ExpandSpace over SeedConfigs: every caller that turns a study file into trials uses this.
 Result<std::vector<TrialSpec>> ExpandStudy(const Study& study);
+
+// `slurmsweep plan`: PlanTrials (planner/planner.h) over ExpandStudy.
+Result<Plan> PlanStudy(const Study& study);
 
 }  // namespace sweep

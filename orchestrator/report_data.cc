@@ -2,9 +2,9 @@
 // files; see report_data.h.
 #include "orchestrator/report_data.h"
 
-#include "orchestrator/parallelism.h"
+#include "planner/parallelism.h"
 #include "orchestrator/phases.h"
-#include "orchestrator/planner.h"
+#include "planner/planner.h"
 #include "orchestrator/runner.h"
 
 #include <fmt/format.h>

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "orchestrator/study.h"
+#include "study/study.h"
 #include "reports/csv.h"
 #include "reports/html_report.h"
 #include "reports/study_report.h"

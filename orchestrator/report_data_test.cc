@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "base/clock.h"
-#include "orchestrator/parallelism.h"
-#include "orchestrator/planner.h"
+#include "planner/parallelism.h"
+#include "planner/planner.h"
 #include "reports/html_report.h"
 #include "reports/html_text.h"
 #include "tests/synthetic_study.h"

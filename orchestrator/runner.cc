@@ -11,14 +11,15 @@
 #include <utility>
 #include <sstream>
 
-#include "orchestrator/early_stop.h"
+#include "logs/classify.h"
 #include "orchestrator/job_marks.h"
+#include "stopping/early_stop.h"
 #include "orchestrator/phases.h"
-#include "orchestrator/planner.h"
+#include "planner/planner.h"
 #include "orchestrator/poll_schedule.h"
 #include "orchestrator/query_budget.h"
 #include "orchestrator/report_data.h"
-#include "orchestrator/space.h"
+#include "study/space.h"
 #include "slurm/job_state.h"
 #include "slurm/sbatch_script.h"
 
@@ -604,41 +605,6 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
   return Status::OK();
 }
 
-namespace {
-
-// How much activation memory a recompute setting keeps: none > selective > full.
-int RecomputeRank(const std::string& v) { return v == "full" ? 0 : v == "selective" ? 1 : 2; }
-
-double AsNumber(const ParamValue& v) {
-  if (auto i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
-  if (auto d = std::get_if<double>(&v)) return *d;
-  return 0;
-}
-
-// Needs at least as much GPU memory as `oom` on every axis: the same everything else, a micro-batch
-// at least as large, tensor and pipeline parallelism no larger, and no more recomputation.
-bool NeedsAtLeastAsMuchMemory(const TrialSpec& candidate, const TrialSpec& oom) {
-  bool any_axis = false;
-  for (size_t i = 0; i < oom.params.size(); ++i) {
-    const auto& [name, ov] = oom.params[i];
-    const ParamValue& cv = candidate.params[i].second;
-    if (name == "mbs" || name == "micro_batch_size") {
-      any_axis = true;
-      if (AsNumber(cv) < AsNumber(ov)) return false;
-    } else if (name == "tp" || name == "pp" || name == "cp") {
-      any_axis = true;
-      if (AsNumber(cv) > AsNumber(ov)) return false;
-    } else if (name == "recompute") {
-      any_axis = true;
-      if (RecomputeRank(ParamToString(cv)) < RecomputeRank(ParamToString(ov))) return false;
-    } else if (cv != ov) {
-      return false;
-    }
-  }
-  return any_axis;
-}
-
-}  // namespace
 
 // Learning from a CUDA OOM: a configuration that needs at least as much memory on every axis
 // would fail the same way, so it never reaches the queue.
@@ -748,55 +714,23 @@ Result<std::string> Runner::LogTail(const store::TrialRecord& t) {
   return tail;
 }
 
-// Slurm says how a job ended; the log often says why. The classes decide the retry policy.
+// Slurm says how a job ended; the log often says why (logs/classify.h). The classes decide the
+// retry policy.
 Status Runner::Classify(const store::TrialRecord& t, std::string& state, std::string& reason) {
   if (state == "cancelled") {
-    if (t.stop_request.rfind("pruned", 0) == 0) state = std::string(kTrialPruned);
-    if (t.stop_request.rfind("skipped", 0) == 0) state = std::string(kTrialSkipped);
-    reason = t.stop_request.empty() ? "cancelled outside slurmsweep (" + t.slurm_state + ")" : t.stop_request;
+    ClassifyCancelled(t.stop_request, t.slurm_state, state, reason);
     return Status::OK();
   }
-  if (state != "failed" && state != "completed" && state != "out_of_memory") return Status::OK();
+  if (!EndReadsLog(state)) return Status::OK();
   auto tail = LogTail(t);
   if (!tail.ok()) return tail.status();
-  auto line_with = [&](std::initializer_list<std::string_view> needles) -> std::string {
-    for (std::string_view n : needles) {
-      size_t p = tail->rfind(n);
-      if (p == std::string::npos) continue;
-      size_t b = tail->rfind('\n', p);
-      b = b == std::string::npos ? 0 : b + 1;
-      size_t e = tail->find('\n', p);
-      std::string line = tail->substr(b, std::min<size_t>(e == std::string::npos ? tail->size() - b : e - b, 200));
-      return line;
-    }
-    return "";
-  };
-  if (auto l = line_with({"CUDA out of memory", "OutOfMemoryError", "CUBLAS_STATUS_ALLOC_FAILED"}); !l.empty()) {
-    state = std::string(kTrialCudaOom);
-    reason = "CUDA out of memory: " + l;
-  } else if (auto l2 = line_with({"exceeded memory limit", "oom-kill", "oom_kill", "Out Of Memory"});
-             !l2.empty() || state == "out_of_memory") {
-    state = "out_of_memory";
-    reason = "host out of memory" + (l2.empty() ? std::string() : ": " + l2);
-  } else if (state == "failed" || state == "completed") {
-    // A run that exits 0 with a NaN/Inf objective diverged all the same.
-    auto last = store_.LastMetric(t.id, study_.objective.metric);
-    if (!last.ok()) return last.status();
-    bool nan_loss = last->has_value() && !std::isfinite((*last)->value);
-    // What trainers print when they give up on a NaN, not the bare word: a usage text that
-    // documents a "diverged" exit code is no divergence.
-    if (auto l3 = line_with({"training diverged", "found NaN in local grad norm", "Loss is NaN", "loss is nan",
-                             "NaN or Inf found"});
-        nan_loss || !l3.empty()) {
-      state = std::string(kTrialDiverged);
-      reason = nan_loss ? fmt::format("{} is {} at step {}", study_.objective.metric, (*last)->value, (*last)->step)
-                        : l3;
-    } else if (auto l4 = state == "failed" ? line_with({"Traceback", "Error", "ERROR", "error:", "invalid"}) : "";
-               !l4.empty()) {
-      // The log's last error line says more than an exit code.
-      reason += (reason.empty() ? "" : ": ") + l4;
-    }
+  std::optional<ObjectiveAtEnd> last;
+  if (state == "failed" || state == "completed") {
+    auto row = store_.LastMetric(t.id, study_.objective.metric);
+    if (!row.ok()) return row.status();
+    if (row->has_value()) last = ObjectiveAtEnd{study_.objective.metric, (*row)->step, (*row)->value};
   }
+  ClassifyFromLog(*tail, last, state, reason);
   return Status::OK();
 }
 

@@ -14,7 +14,7 @@
 
 #include "orchestrator/phases.h"
 #include "orchestrator/run_lock.h"
-#include "orchestrator/study.h"
+#include "study/study.h"
 #include "store/store.h"
 #include "tests/test_util.h"
 

@@ -16,7 +16,7 @@
 #include "base/clock.h"
 #include "orchestrator/connect.h"
 #include "orchestrator/runner.h"
-#include "orchestrator/study.h"
+#include "study/study.h"
 #include "store/store.h"
 #include "tests/test_util.h"
 

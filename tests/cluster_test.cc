@@ -17,7 +17,7 @@
 #include "orchestrator/phases.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/runner.h"
-#include "orchestrator/study.h"
+#include "study/study.h"
 #include "reports/study_report.h"
 #include "store/store.h"
 #include "tests/cluster_harness.h"

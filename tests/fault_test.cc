@@ -16,11 +16,12 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "logs/metrics_parser.h"
 #include "orchestrator/job_marks.h"
-#include "orchestrator/metrics_parser.h"
-#include "orchestrator/planner.h"
+#include "orchestrator/phases.h"
+#include "planner/planner.h"
 #include "orchestrator/runner.h"
-#include "orchestrator/study.h"
+#include "study/study.h"
 #include "slurm/transport.h"
 #include "store/store.h"
 #include "tests/cluster_harness.h"

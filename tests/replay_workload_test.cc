@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/metrics_parser.h"
-#include "orchestrator/space.h"
-#include "orchestrator/study.h"
+#include "logs/metrics_parser.h"
+#include "study/space.h"
+#include "study/study.h"
 #include "slurm/sbatch_script.h"
 #include "slurm/transport.h"
 #include "tests/test_util.h"

@@ -12,7 +12,7 @@
 #include "base/clock.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/runner.h"
-#include "orchestrator/study.h"
+#include "study/study.h"
 #include "slurm/transport.h"
 #include "store/store.h"
 #include "tests/test_util.h"

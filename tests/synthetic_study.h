@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "orchestrator/study.h"
+#include "study/study.h"
 #include "store/store.h"
 
 namespace sweep::testing {

@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "orchestrator/expr.h"
+#include "study/expr.h"
 
 namespace {
 

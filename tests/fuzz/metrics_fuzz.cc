@@ -1,4 +1,4 @@
-// libFuzzer target for the training-log parser (orchestrator/metrics_parser.h). Besides "no
+// libFuzzer target for the training-log parser (logs/metrics_parser.h). Besides "no
 // crash", it checks the property the run loop relies on: reading a log in two chunks, the
 // second starting at the first's `consumed`, yields exactly what one read of the whole does.
 //
@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "orchestrator/metrics_parser.h"
+#include "logs/metrics_parser.h"
 
 namespace {
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <unistd.h>
 
-#include "orchestrator/expr.h"
-#include "orchestrator/study.h"
+#include "study/expr.h"
+#include "study/study.h"
 
 namespace {
 

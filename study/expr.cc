@@ -1,5 +1,5 @@
 // Parser and evaluator for constraint expressions; see expr.h for the grammar.
-#include "orchestrator/expr.h"
+#include "study/expr.h"
 
 #include <fmt/format.h>
 

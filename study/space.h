@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "orchestrator/study.h"
+#include "study/study.h"
 
 namespace sweep {
 

@@ -2,7 +2,7 @@
 // and the configurations of the 70B study that Megatron accepts.
 #include <catch2/catch.hpp>
 
-#include "orchestrator/parallelism.h"
+#include "planner/parallelism.h"
 
 using namespace sweep;
 

@@ -1,5 +1,5 @@
 // The built-in template and expression variables; see template_vars.h.
-#include "orchestrator/template_vars.h"
+#include "study/template_vars.h"
 
 #include <algorithm>
 

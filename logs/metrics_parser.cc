@@ -1,7 +1,7 @@
 // Metric extraction from training logs. The Megatron path is a hand-written scanner over
 // string_view (no regex, no per-field allocation besides point names) because the monitor
 // re-reads the logs of every running trial; JSON lines go through nlohmann::json.
-#include "orchestrator/metrics_parser.h"
+#include "logs/metrics_parser.h"
 
 #include <algorithm>
 #include <charconv>

@@ -1,7 +1,6 @@
 // Memory planner and model FLOPs (see planner.h for the formulas and their sources).
-#include "orchestrator/planner.h"
+#include "planner/planner.h"
 
-#include "orchestrator/phases.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -232,7 +231,7 @@ int Plan::Count(PlanRow::Verdict v) const {
   return int(std::count_if(rows.begin(), rows.end(), [v](const PlanRow& r) { return r.verdict == v; }));
 }
 
-Result<Plan> PlanStudy(const Study& study) {
+Result<Plan> PlanTrials(const Study& study, std::vector<TrialSpec> trials) {
   Plan plan;
   std::string presets = fmt::format("{}", fmt::join(ModelPresetNames(), ", "));
   auto model_name = study.job.vars.find("model");
@@ -244,8 +243,6 @@ Result<Plan> PlanStudy(const Study& study) {
         fmt::format("[job.vars] model \"{}\" is not a preset (one of: {})", model_name->second, presets));
   plan.model = *model;
   plan.world = study.job.nodes * std::max(study.job.gpus_per_node, 1);
-  auto trials = ExpandStudy(study);
-  if (!trials.ok()) return trials.status();
   TrialSpec none;
   Knobs study_knobs{study, none};
   auto gpu_mem = study_knobs.Number("gpu_mem_gib", std::nullopt);
@@ -258,7 +255,7 @@ Result<Plan> PlanStudy(const Study& study) {
   plan.gpu_mem_gib = *gpu_mem;
   plan.headroom_gib = *headroom;
 
-  for (auto& trial : *trials) {
+  for (auto& trial : trials) {
     PlanRow row;
     row.trial = std::move(trial);
     if (!row.trial.dropped_reason.empty()) {
@@ -325,6 +322,42 @@ std::string RenderPlan(const Plan& plan, const std::vector<std::string>& param_n
   }
   out += PlanSummary(plan) + "\n";
   return out;
+}
+
+// ---- learning from a CUDA OOM ----
+
+namespace {
+
+// How much activation memory a recompute setting keeps: none > selective > full.
+int RecomputeRank(const std::string& v) { return v == "full" ? 0 : v == "selective" ? 1 : 2; }
+
+double AsNumber(const ParamValue& v) {
+  if (auto i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  if (auto d = std::get_if<double>(&v)) return *d;
+  return 0;
+}
+
+}  // namespace
+
+bool NeedsAtLeastAsMuchMemory(const TrialSpec& candidate, const TrialSpec& oom) {
+  bool any_axis = false;
+  for (size_t i = 0; i < oom.params.size(); ++i) {
+    const auto& [name, ov] = oom.params[i];
+    const ParamValue& cv = candidate.params[i].second;
+    if (name == "mbs" || name == "micro_batch_size") {
+      any_axis = true;
+      if (AsNumber(cv) < AsNumber(ov)) return false;
+    } else if (name == "tp" || name == "pp" || name == "cp") {
+      any_axis = true;
+      if (AsNumber(cv) > AsNumber(ov)) return false;
+    } else if (name == "recompute") {
+      any_axis = true;
+      if (RecomputeRank(ParamToString(cv)) < RecomputeRank(ParamToString(ov))) return false;
+    } else if (cv != ov) {
+      return false;
+    }
+  }
+  return any_axis;
 }
 
 }  // namespace sweep

@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "orchestrator/parallelism.h"
-#include "orchestrator/space.h"
-#include "orchestrator/study.h"
+#include "planner/parallelism.h"
+#include "study/space.h"
+#include "study/study.h"
 
 namespace sweep {
 
@@ -93,9 +93,17 @@ struct Plan {
   int Count(PlanRow::Verdict v) const;
 };
 
-Result<Plan> PlanStudy(const Study& study);
+// The plan of `trials`, the study's expanded space (ExpandStudy in orchestrator/phases.h, which
+// also offers PlanStudy(study) doing both).
+Result<Plan> PlanTrials(const Study& study, std::vector<TrialSpec> trials);
 // The table (one line per configuration) and the summary line.
 std::string RenderPlan(const Plan& plan, const std::vector<std::string>& param_names);
 std::string PlanSummary(const Plan& plan);
+
+// Learning from a CUDA OOM: true when `candidate` needs at least as much GPU memory as `oom` on
+// every axis (the same everything else, a micro-batch ("mbs" or "micro_batch_size") at least as
+// large, tensor, pipeline and context parallelism no larger, no more recomputation), so it would
+// fail the same way. Both trials come from the same space (parameters in the same order).
+bool NeedsAtLeastAsMuchMemory(const TrialSpec& candidate, const TrialSpec& oom);
 
 }  // namespace sweep

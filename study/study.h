@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "orchestrator/early_stop.h"
-#include "orchestrator/metrics_parser.h"
+#include "stopping/early_stop.h"
+#include "logs/metrics_parser.h"
 
 namespace sweep {
 

@@ -1,6 +1,6 @@
 // Tests of the training-log parser: real Megatron-LM lines, JSON lines, and the chunk-boundary
 // rules the monitor relies on (a line cut by a read is parsed exactly once, when whole).
-#include "orchestrator/metrics_parser.h"
+#include "logs/metrics_parser.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

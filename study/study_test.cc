@@ -6,9 +6,9 @@
 
 #include <set>
 
-#include "orchestrator/expr.h"
-#include "orchestrator/space.h"
-#include "orchestrator/study.h"
+#include "study/expr.h"
+#include "study/space.h"
+#include "study/study.h"
 #include "tests/test_util.h"
 
 using namespace sweep;

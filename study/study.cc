@@ -1,6 +1,6 @@
 // Loading and checking a study file; see study.h. toml++ does the parsing; this file turns
 // its nodes into a Study and says exactly where anything is wrong.
-#include "orchestrator/study.h"
+#include "study/study.h"
 
 #include <fmt/format.h>
 
@@ -14,8 +14,10 @@
 #include <toml++/toml.h>
 
 #include "base/text.h"
-#include "orchestrator/expr.h"
-#include "orchestrator/template_vars.h"
+#include "study/expr.h"
+#include "study/stopping_config.h"
+#include "study/template_vars.h"
+#include "study/toml_table.h"
 #include "slurm/sbatch_script.h"
 
 namespace sweep {
@@ -77,19 +79,9 @@ class Loader {
     return Status::InvalidArgument(fmt::format("{}:{}: key '{}': {}", path_, line, key, what));
   }
 
-  // Unknown keys are errors, with the closest allowed key suggested.
+  // Unknown keys are errors, with the closest allowed key suggested (toml_table.h).
   Status CheckKeys(const toml::table& table, std::string_view prefix, std::initializer_list<std::string_view> allowed) {
-    for (const auto& [k, node] : table) {
-      std::string_view key = k.str();
-      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-      std::string_view best = ClosestWord(key, std::vector<std::string_view>(allowed));
-      std::string full = prefix.empty() ? std::string(key) : fmt::format("{}.{}", prefix, key);
-      std::string hint = !best.empty() ? fmt::format(" (did you mean '{}'?)", best)
-                         : allowed.size() <= 12 ? fmt::format(" (known keys: {})", fmt::join(allowed, ", "))
-                                                : "";
-      return Status::InvalidArgument(fmt::format("{}:{}: unknown key '{}'{}", path_, k.source().begin.line, full, hint));
-    }
-    return Status::OK();
+    return TableReader(table, std::string(prefix), path_).CheckKeys(std::vector<std::string_view>(allowed), /*list_known=*/true);
   }
 
   Result<const toml::table*> Table(const toml::table& parent, std::string_view key, bool required) {
@@ -115,22 +107,11 @@ class Loader {
   }
 
   Status Int(const toml::table& t, std::string_view prefix, std::string_view key, int* out, int lo, int hi) {
-    const toml::node* n = t.get(key);
-    if (!n) return Status::OK();
-    std::string full = fmt::format("{}.{}", prefix, key);
-    if (!n->is_integer()) return Error(n, full, "must be an integer");
-    int64_t v = n->as_integer()->get();
-    if (v < lo || v > hi) return Error(n, full, fmt::format("must be between {} and {}", lo, hi));
-    *out = static_cast<int>(v);
-    return Status::OK();
+    return TableReader(t, std::string(prefix), path_).Int(key, lo, hi, out);
   }
 
   Status Bool(const toml::table& t, std::string_view prefix, std::string_view key, bool* out) {
-    const toml::node* n = t.get(key);
-    if (!n) return Status::OK();
-    if (!n->is_boolean()) return Error(n, fmt::format("{}.{}", prefix, key), "must be true or false");
-    *out = n->as_boolean()->get();
-    return Status::OK();
+    return TableReader(t, std::string(prefix), path_).Bool(key, out);
   }
 
   Status Number(const toml::table& t, std::string_view prefix, std::string_view key, double* out, double lo) {

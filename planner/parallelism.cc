@@ -1,5 +1,5 @@
 // Model presets and Megatron-LM's parallelism rules (see parallelism.h).
-#include "orchestrator/parallelism.h"
+#include "planner/parallelism.h"
 
 #include <fmt/format.h>
 

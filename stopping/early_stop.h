@@ -57,8 +57,6 @@
 #include <utility>
 #include <vector>
 
-#include <toml++/toml.h>
-
 #include "base/status.h"
 
 namespace sweep {
@@ -139,29 +137,6 @@ struct StoppingConfig {
            throughput.enabled;
   }
 };
-
-// Reads the study file's [stopping] table (`table`, from `path`). Errors are
-// "PATH:LINE: key 'stopping.x.y': what"; unknown keys are refused with the closest known key
-// suggested. With `parameters` (the study's parameter names) non-empty, throughput.params must
-// name some of them.
-//
-// Keys (times are seconds on the chosen axis; a rule is on when its table is present):
-//   [stopping]             axis = "train_time" | "gpu_time" (train time x the trial's GPUs)
-//                          smoothing = "ema" (default) | "running_mean" | "none"
-//                          ema_alpha = 0.3 (weight of the newest point), window = 5 (points)
-//                          budget_s = training time at which trials are compared
-//                          target_loss = loss for the time-to-target objective
-//   [stopping.divergence]  nan = true, max_loss, spike_factor (e.g. 10), max_nan_iters, grace_s
-//   [stopping.race]        slack = 0, grace_s = 0 (needs target_loss)
-//   [stopping.halving]     eta = 3, min_time_s (required), max_time_s (default budget_s),
-//                          min_trials = 3
-//   [stopping.median]      grace_s = 0, min_trials = 3, quantile = 0.5
-//   [stopping.patience]    window_s (required), min_delta = 0, grace_s = 0
-//   [stopping.throughput]  params = ["tp", "pp", "mbs", ...] (required), grace_s = 0,
-//                          min_points = 2, rate_margin = 0.02, rival_speedup = 1.5 (0: off),
-//                          margin = 0.02, extrapolate = true
-Result<StoppingConfig> ParseStoppingConfig(const toml::table& table, const std::string& path,
-                                           const std::vector<std::string>& parameters = {});
 
 // One logged point of a metric. time_s is training time since the trial's first logged
 // iteration, as stored; the rules multiply it by the GPU count when axis = gpu_time.

@@ -1,5 +1,5 @@
 // Expanding a study's search space into trials; see space.h.
-#include "orchestrator/space.h"
+#include "study/space.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <random>
 #include <set>
 
-#include "orchestrator/expr.h"
+#include "study/expr.h"
 
 namespace sweep {
 namespace {

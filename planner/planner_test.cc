@@ -11,7 +11,8 @@
 #include <sstream>
 
 #include "base/clock.h"
-#include "orchestrator/planner.h"
+#include "planner/planner.h"
+#include "orchestrator/phases.h"
 #include "orchestrator/runner.h"
 #include "slurm/transport.h"
 #include "store/store.h"

@@ -1,0 +1,36 @@
+// Failure classification: how a trial's job ended, refined by what its log says (a CUDA OOM, a
+// host OOM kill, a diverged loss, the last error line). Pure functions of text and values; the
+// run loop reads the log tail and the objective's last point and decides retries from the class.
+// Uses base/ only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sweep {
+
+// The objective's last logged point, for telling a diverged run from another failure.
+struct ObjectiveAtEnd {
+  std::string metric;
+  int64_t step = 0;
+  double value = 0;
+};
+
+// A job Slurm reports "cancelled": pruned or skipped by slurmsweep (its stop request says
+// which), by `slurmsweep cancel`, or by someone else (then `slurm_state` is named).
+void ClassifyCancelled(std::string_view stop_request, std::string_view slurm_state, std::string& state,
+                       std::string& reason);
+
+// Whether ClassifyFromLog can refine `state`: "failed", "completed" and "out_of_memory" can.
+bool EndReadsLog(std::string_view state);
+
+// Refines `state` and `reason` from the last 64 KiB or so of the job's log: "cuda_oom",
+// "out_of_memory" (host), "diverged" (`last` non-finite, even at exit 0, or the trainer said so),
+// or a failure whose reason gains the log's last error line. `last` is only looked at for
+// "failed" and "completed".
+void ClassifyFromLog(std::string_view log_tail, const std::optional<ObjectiveAtEnd>& last, std::string& state,
+                     std::string& reason);
+
+}  // namespace sweep
