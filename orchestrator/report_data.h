@@ -1,5 +1,6 @@
 // Turning what the store holds into the plain data reports/ renders (trials.csv, metrics.csv,
-// the HTML report, `status`), and writing the report files. Reads only; safe while a run writes.
+// the HTML report, `status`), and writing the report files; and a study's trials (ExpandStudy,
+// phase 2's from phase 1's ranking). Reads only; safe while a run writes.
 #pragma once
 
 #include <optional>
@@ -12,6 +13,7 @@
 #include "reports/html_report.h"
 #include "reports/study_report.h"
 #include "store/store.h"
+#include "study/space.h"
 
 namespace sweep {
 
@@ -57,5 +59,21 @@ Result<reports::StudyReport> CollectReport(store::Store& store, const Study& stu
 // loop calls this every few minutes; it reads each trial's metrics once.
 Status WriteReports(store::Store& store, const Study& study, int64_t study_id, const std::string& html_path,
                     const std::string& csv_dir, double now, const ReportOptions& options = {});
+
+// Two-phase studies. Phase 1 screens the throughput knobs (micro-batch size, parallelism,
+// recompute, precision) with short runs; phase 2 is a study of its own whose [search] seed_from
+// names phase 1: its trials are phase 1's top configurations, each crossed with phase 2's
+// [space] (the convergence knobs: optimizer, learning rate), raced with early stopping on loss
+// versus time and ranked by time to target. Each phase is an ordinary study (its own database,
+// report and resume); the link is read once, when phase 2 expands its trials. Here, beside the
+// report's data, because phase 1's ranking is its report's, and a report lists only the trials
+// the study file (phase 2: over phase 1's seeds) still expands to.
+//
+// The seeds of `study`: phase 1's top configurations, best first, or one empty seed when the
+// study has no seed_from. Phase 1 must have run to the end (kFailedPrecondition otherwise).
+Result<std::vector<Params>> SeedConfigs(const Study& study);
+
+// ExpandSpace over SeedConfigs: every caller that turns a study file into trials uses this.
+Result<std::vector<TrialSpec>> ExpandStudy(const Study& study);
 
 }  // namespace sweep
