@@ -85,11 +85,6 @@ struct App {
     return Status::OK();
   }
 
-  // The end states `run --resubmit` accepts: those a trial can be run again from.
-  static constexpr std::string_view kResubmittable[] = {"cancelled", "failed",   "timeout", "out_of_memory",
-                                                          "cuda_oom",  "diverged", "node_fail", "preempted",
-                                                          "pruned",    "lost"};
-
   Result<std::set<std::string>> ResubmitStates() const {
     std::set<std::string> states;
     std::string_view rest = resubmit;
@@ -98,7 +93,7 @@ struct App {
       std::string_view word = rest.substr(0, comma);
       rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
       if (word.empty()) continue;
-      std::vector<std::string_view> known(std::begin(kResubmittable), std::end(kResubmittable));
+      std::vector<std::string_view> known = ResubmittableTrialStates();  // base/trial_state.h
       if (std::find(known.begin(), known.end(), word) == known.end()) {
         std::string_view close = ClosestWord(word, known);
         return Status::InvalidArgument(fmt::format("--resubmit: '{}' is not an end state a trial can start over from{}; "
@@ -436,7 +431,7 @@ int main(int argc, char** argv) {
       sub->add_option("--resubmit", app.resubmit,
                       fmt::format("Before running, start over the trials that ended in these states (comma-separated: "
                                   "{}): a fresh attempt, metrics dropped, earlier run time kept in the cost",
-                                  fmt::join(App::kResubmittable, ", ")))
+                                  fmt::join(ResubmittableTrialStates(), ", ")))
           ->type_name("STATES");
       sub->add_flag("--detach", app.detach,
                     "Run in the background: log to DATABASE.log, pid in DATABASE.pid; `status` works meanwhile");

@@ -4,7 +4,6 @@
 
 #include "planner/parallelism.h"
 #include "planner/planner.h"
-#include "orchestrator/runner.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -18,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "base/trial_state.h"
 #include "reports/lttb.h"
 
 namespace sweep {

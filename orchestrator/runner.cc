@@ -63,13 +63,6 @@ std::string DescribeExit(const std::string& exit_code) {
 
 }  // namespace
 
-bool IsFinalTrialState(std::string_view state) {
-  for (std::string_view s : {kTrialDropped, kTrialLost, kTrialPruned, kTrialCudaOom, kTrialDiverged, kTrialSkipped}) {
-    if (state == s) return true;
-  }
-  return slurm::IsTerminal(slurm::JobStateFromName(state));
-}
-
 Runner::Runner(const Study& study, store::Store& store, slurm::Transport& transport, Clock& clock, std::ostream& log)
     : study_(study), store_(store), transport_(transport), client_(transport_), clock_(clock), log_(log) {}
 

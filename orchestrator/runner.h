@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/trial_state.h"
 #include "base/status.h"
 #include "stopping/early_stop.h"
 #include "logs/metrics_parser.h"
@@ -25,19 +26,6 @@
 #include "store/store.h"
 
 namespace sweep {
-
-// Trial states kept in the store, beyond Slurm's (slurm::JobStateName).
-inline constexpr std::string_view kTrialNew = "new";
-inline constexpr std::string_view kTrialDropped = "dropped";        // a constraint ruled it out
-inline constexpr std::string_view kTrialSubmitting = "submitting";  // intent recorded, sbatch not confirmed
-inline constexpr std::string_view kTrialLost = "lost";              // left the queue, no record of its end
-inline constexpr std::string_view kTrialPruned = "pruned";          // stopped early by a stopping rule
-inline constexpr std::string_view kTrialCudaOom = "cuda_oom";       // the log says CUDA ran out of memory
-inline constexpr std::string_view kTrialDiverged = "diverged";      // loss became NaN/Inf, or the log says so
-inline constexpr std::string_view kTrialSkipped = "skipped";        // would need at least the memory of a CUDA OOM
-
-// Ended for good: the run loop neither submits nor watches it.
-bool IsFinalTrialState(std::string_view state);
 
 struct TickReport {
   int active = 0;        // trials with a job that had not ended before this tick

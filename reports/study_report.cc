@@ -34,23 +34,14 @@ double Median(std::vector<double> v) {
 }  // namespace
 
 Outcome OutcomeOf(const std::string& state) {
-  if (state == "completed") return Outcome::kCompleted;
-  if (state == "running") return Outcome::kRunning;
-  if (state == "new" || state == "submitting" || state == "pending") return Outcome::kQueued;
-  if (state == "cancelled" || state == "pruned") return Outcome::kCancelled;
-  if (state == "dropped") return Outcome::kDropped;
-  // failed, timeout, out_of_memory, cuda_oom, diverged, node_fail, preempted, lost, and any
-  // state this version does not know.
-  return Outcome::kFailed;
+  // A state this version does not know counts as failed.
+  const TrialStateInfo* s = FindTrialState(state);
+  return s ? s->outcome : Outcome::kFailed;
 }
 
 std::string StateLabel(const std::string& state) {
-  static const std::map<std::string, std::string> kLabels = {
-      {"out_of_memory", "OOM"},       {"cuda_oom", "CUDA OOM"}, {"node_fail", "node failure"},
-      {"new", "waiting"},             {"lost", "lost (no record)"},
-  };
-  auto it = kLabels.find(state);
-  return it == kLabels.end() ? state : it->second;
+  const TrialStateInfo* s = FindTrialState(state);
+  return s && !s->label.empty() ? std::string(s->label) : state;
 }
 
 size_t SmoothingWindow(size_t points) { return std::clamp<size_t>(points / 10, 1, 50); }

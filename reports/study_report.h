@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "base/trial_state.h"
+
 namespace sweep::reports {
 
 // A point of a (downsampled) objective curve.
@@ -74,7 +76,7 @@ struct StudyReport {
 };
 
 // Trial outcome classes used for colours, counts and costs.
-enum class Outcome { kCompleted, kRunning, kQueued, kCancelled, kFailed, kDropped };
+using Outcome = TrialOutcome;  // base/trial_state.h: each state's class
 Outcome OutcomeOf(const std::string& state);
 // Short label of a state for the table: "completed", "OOM", "timeout", "node failure", ...
 std::string StateLabel(const std::string& state);

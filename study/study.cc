@@ -14,6 +14,7 @@
 #include <toml++/toml.h>
 
 #include "base/text.h"
+#include "base/trial_state.h"
 #include "study/expr.h"
 #include "study/stopping_config.h"
 #include "study/template_vars.h"
@@ -33,6 +34,14 @@ std::string ParamToString(const ParamValue& v) {
         else return std::to_string(x);
       },
       v);
+}
+
+std::map<std::string, int> DefaultRetries() {
+  std::map<std::string, int> retry;
+  for (const TrialStateInfo& s : kTrialStates) {
+    if (s.default_retries) retry.emplace(s.name, *s.default_retries);
+  }
+  return retry;
 }
 
 namespace {
@@ -428,9 +437,7 @@ class Loader {
     auto rt = Table(root, "retry", false);
     if (!rt.ok()) return rt.status();
     if (!*rt) return Status::OK();
-    SWEEP_RETURN_IF_ERROR(CheckKeys(**rt, "retry",
-                                    {"failed", "timeout", "out_of_memory", "cuda_oom", "node_fail", "preempted", "lost",
-                                     "diverged"}));
+    SWEEP_RETURN_IF_ERROR(TableReader(**rt, "retry", path_).CheckKeys(RetryClasses(), /*list_known=*/true));
     for (auto& [cls, n] : s.retry) SWEEP_RETURN_IF_ERROR(Int(**rt, "retry", cls, &n, 0, 100));
     return Status::OK();
   }

@@ -85,6 +85,9 @@ struct Objective {
   bool rank_by_time_to_target = false;
 };
 
+// [retry]'s classes with their default counts (base/trial_state.h).
+std::map<std::string, int> DefaultRetries();
+
 struct Study {
   std::string path;       // the study file as given
   std::string dir;        // its directory, absolute
@@ -121,11 +124,9 @@ struct Study {
     std::optional<double> target;
   } report;
   StoppingConfig stopping;  // [stopping]: early-stopping rules (early_stop.h); none by default
-  // [retry]: how many times a trial that ended in a class is submitted again from scratch.
-  // Node failures, preemption and lost jobs are the cluster's fault; an OOM or a diverged run
-  // would only fail again with the same settings.
-  std::map<std::string, int> retry = {{"node_fail", 2}, {"preempted", 2}, {"lost", 1}, {"failed", 0},
-                                      {"timeout", 0}, {"out_of_memory", 0}, {"cuda_oom", 0}, {"diverged", 0}};
+  // [retry]: how many times a trial that ended in a class is submitted again from scratch; the
+  // classes and their defaults are base/trial_state.h's.
+  std::map<std::string, int> retry = DefaultRetries();
 };
 
 Result<Study> LoadStudy(const std::string& path);
