@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/metric_point.h"
+
 namespace sweep {
 
 enum class MetricFormat { kMegatron, kJsonLines };
@@ -16,12 +18,8 @@ enum class MetricFormat { kMegatron, kJsonLines };
 // "megatron" | "jsonl"; false if unknown.
 bool ParseMetricFormat(std::string_view text, MetricFormat* out);
 
-struct MetricPoint {
-  int64_t step = 0;
-  double time_s = 0;  // training time since the first logged iteration (see ParserState)
-  std::string name;
-  double value = 0;
-};
+// Points are base/metric_point.h's MetricPoint; time_s is training time since the first logged
+// iteration (see ParserState).
 
 // The running time axis. Megatron logs "elapsed time per iteration (ms)" averaged over the
 // log interval, so training time is the sum of (steps since last line) x (ms per step).

@@ -18,6 +18,7 @@
 #include <iostream>
 #include <set>
 
+#include "base/atomic_file.h"
 #include "base/clock.h"
 #include "base/text.h"
 #include "orchestrator/connect.h"
@@ -95,11 +96,9 @@ struct App {
       if (word.empty()) continue;
       std::vector<std::string_view> known = ResubmittableTrialStates();  // base/trial_state.h
       if (std::find(known.begin(), known.end(), word) == known.end()) {
-        std::string_view close = ClosestWord(word, known);
         return Status::InvalidArgument(fmt::format("--resubmit: '{}' is not an end state a trial can start over from{}; "
                                                    "use some of: {}",
-                                                   word, close.empty() ? "" : fmt::format(" (did you mean '{}'?)", close),
-                                                   fmt::join(known, ",")));
+                                                   word, DidYouMean(word, known), fmt::join(known, ",")));
       }
       states.emplace(word);
     }
@@ -252,10 +251,8 @@ struct App {
       std::set<std::string> logged;
       for (const auto& m : *metrics) logged.insert(m.name);
       std::vector<std::string_view> known(logged.begin(), logged.end());
-      std::string_view close = ClosestWord(objective, known);
       std::cout << fmt::format("warning: no trial has logged the objective metric '{}'{}; the logs have: {}\n",
-                               objective, close.empty() ? "" : fmt::format(" (did you mean '{}'?)", close),
-                               fmt::join(logged, ", "));
+                               objective, DidYouMean(objective, known), fmt::join(logged, ", "));
     }
     return Status::OK();
   }
@@ -350,13 +347,7 @@ struct App {
       if (!rows.ok()) return rows.status();
       std::string csv = reports::RenderTrialsCsv(ParamNames(study), *rows);
       // Written beside, then renamed, so a reader never sees half a report.
-      std::string tmp = csv_path + ".tmp";
-      {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out << csv;
-        if (!out.flush()) return Status::IOError("cannot write " + tmp);
-      }
-      if (std::rename(tmp.c_str(), csv_path.c_str()) != 0) return Status::IOError("cannot rename " + tmp + " to " + csv_path);
+      SWEEP_RETURN_IF_ERROR(WriteFileAtomically(csv_path, csv));
       std::cout << fmt::format("wrote {} ({} trials)\n", csv_path, rows->size());
     }
     std::string csv_dir = csv_file ? "" : csv_path;
@@ -410,9 +401,8 @@ int main(int argc, char** argv) {
     std::vector<std::string_view> names;
     for (const Command& c : kCommands) names.push_back(c.name);
     if (std::find(names.begin(), names.end(), word) == names.end()) {
-      std::string_view close = ClosestWord(word, names);
       std::cerr << fmt::format("slurmsweep: unknown command '{}'{}; commands: {} (see --help)\n", word,
-                               close.empty() ? "" : fmt::format(" (did you mean '{}'?)", close), fmt::join(names, ", "));
+                               DidYouMean(word, names), fmt::join(names, ", "));
       return 2;
     }
   }

@@ -16,6 +16,7 @@
 #include <set>
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_file.h"
 #include "base/clock.h"
 #include "base/trial_state.h"
 #include "reports/lttb.h"
@@ -193,8 +194,8 @@ reports::TrialSummary Summarize(const store::TrialRecord& t, const nlohmann::jso
       auto reached = reports::FirstReach(Smooth(points, ctx.crossing), *ctx.target, ctx.minimize);
       if (reached) s.steps_to_target = objective.steps[*reached];
     }
-    // The charts draw the smoothed curve, the one the target is judged on: downsampling raw noisy
-    // points would draw the noise's envelope. Finite points only; a diverged tail ends the line.
+    // The charts draw the trailing-mean curve (not the crossing's smoothing above): downsampling
+    // raw noisy points would draw the noise's envelope. Finite points only; a diverged tail ends the line.
     std::vector<double> x, y;
     std::vector<size_t> finite;
     for (size_t i = 0; i < smoothed.size(); ++i) {
@@ -380,40 +381,6 @@ Result<Collected> Collect(store::Store& store, const Study& study, int64_t study
   }
   return c;
 }
-
-// A file written under a temporary name beside its final one and renamed into place by
-// Commit(), so readers see the old file or the new one, never a part. Removed if not committed.
-class AtomicFile {
- public:
-  explicit AtomicFile(std::string path)
-      : path_(std::move(path)), tmp_(path_ + ".tmp-" + std::to_string(::getpid())),
-        out_(tmp_, std::ios::binary | std::ios::trunc) {}
-  ~AtomicFile() {
-    if (!committed_) {
-      out_.close();
-      std::error_code ec;
-      fs::remove(tmp_, ec);
-    }
-  }
-  bool ok() const { return out_.good(); }
-  void Append(std::string_view text) { out_.write(text.data(), static_cast<std::streamsize>(text.size())); }
-  Status Commit() {
-    out_.close();
-    if (out_.fail()) return Status::IOError("cannot write " + tmp_);
-    std::error_code ec;
-    fs::permissions(tmp_, fs::perms(0644), fs::perm_options::replace, ec);
-    if (ec) return Status::IOError(fmt::format("cannot chmod {}: {}", tmp_, ec.message()));
-    fs::rename(tmp_, path_, ec);
-    if (ec) return Status::IOError(fmt::format("cannot rename {} to {}: {}", tmp_, path_, ec.message()));
-    committed_ = true;
-    return Status::OK();
-  }
-
- private:
-  std::string path_, tmp_;
-  std::ofstream out_;
-  bool committed_ = false;
-};
 
 }  // namespace
 

@@ -6,7 +6,10 @@
 // Definitions (stated in the report too):
 //   throughput       = iterations per second, 1000 / median iter_time_ms of the trial
 //   smoothed value   = trailing mean of the objective over the last SmoothingWindow(n) logged points
-//   steps to target  = first logged step at which the smoothed objective reaches the target
+//                      (the final value, the charts)
+//   steps to target  = first logged step at which the objective, smoothed as the study's [stopping]
+//                      says (EMA by default, the same for every trial whatever its length; filled
+//                      in by report_data.cc), reaches the target
 //   time to target   = steps to target / throughput (steady-state; start-up time is not counted)
 //   throughput factor  = recommended iter/s / baseline iter/s
 //   convergence factor = baseline steps to target / recommended steps to target
@@ -19,16 +22,13 @@
 #include <string>
 #include <vector>
 
+#include "base/metric_point.h"
 #include "base/trial_state.h"
 
 namespace sweep::reports {
 
 // A point of a (downsampled) objective curve.
-struct CurvePoint {
-  int64_t step = 0;
-  double time_s = 0;  // training time axis
-  double value = 0;
-};
+using CurvePoint = sweep::CurvePoint;  // base/metric_point.h
 
 // One trial, its metrics already summarised (see the definitions above).
 struct TrialSummary {

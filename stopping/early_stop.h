@@ -57,6 +57,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/metric_point.h"
 #include "base/status.h"
 
 namespace sweep {
@@ -138,14 +139,8 @@ struct StoppingConfig {
   }
 };
 
-// One logged point of a metric. time_s is training time since the trial's first logged
-// iteration, as stored; the rules multiply it by the GPU count when axis = gpu_time.
-struct CurvePoint {
-  int64_t step = 0;
-  double time_s = 0;
-  double value = 0;
-};
-
+// The rules' points (base/metric_point.h): time_s is training time since the trial's first
+// logged iteration, as stored; the rules multiply it by the GPU count when axis = gpu_time.
 enum class TrialPhase {
   kRunning,    // may be stopped
   kCompleted,  // ran to its end: a reference, and a live competitor at the budget

@@ -154,15 +154,16 @@ constexpr const char* kSqlInsertTrial =
     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
     "ON CONFLICT (study_id, trial_key) DO NOTHING";
 constexpr const char* kSqlTrialIdByKey = "SELECT id FROM trials WHERE study_id = ?1 AND trial_key = ?2";
-// Column order is what ReadTrial expects.
+// A trial's columns in the order ReadTrial expects, written once for every query that reads a
+// trial (a macro only so that the literals concatenate).
+#define SWEEP_TRIAL_COLUMNS                                                                             \
+  "id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code, "               \
+  "attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request, array_name, array_index, " \
+  "prior_run_s, job_restarts"
 constexpr const char* kSqlListTrials =
-    "SELECT id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code, "
-    "attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request, array_name, array_index, "
-    "prior_run_s, job_restarts FROM trials WHERE study_id = ?1 ORDER BY id";
-constexpr const char* kSqlGetTrial =
-    "SELECT id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code, "
-    "attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request, array_name, array_index, "
-    "prior_run_s, job_restarts FROM trials WHERE id = ?1";
+    "SELECT " SWEEP_TRIAL_COLUMNS " FROM trials WHERE study_id = ?1 ORDER BY id";
+constexpr const char* kSqlGetTrial = "SELECT " SWEEP_TRIAL_COLUMNS " FROM trials WHERE id = ?1";
+#undef SWEEP_TRIAL_COLUMNS
 // log_offset is absent on purpose: only AppendMetrics moves it, together with the rows.
 constexpr const char* kSqlUpdateTrial =
     "UPDATE trials SET state = ?2, reason = ?3, job_id = ?4, slurm_state = ?5, exit_code = ?6, "

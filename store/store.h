@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "base/metric_point.h"
 #include "base/status.h"
 
 namespace sweep::store {
@@ -62,12 +63,7 @@ struct TrialRecord {
   int job_restarts = 0;
 };
 
-struct MetricRow {
-  int64_t step = 0;
-  double time_s = 0;  // training time since the trial's first logged iteration
-  std::string name;   // "lm_loss", "iter_time_ms", ...
-  double value = 0;
-};
+using MetricRow = MetricPoint;  // base/metric_point.h
 
 struct EventRecord {
   int64_t id = 0;
@@ -112,10 +108,11 @@ class Store {
   // Atomically: insert `rows` for the trial (rows already present are ignored) and set the
   // trial's log_offset to `new_offset`.
   virtual Status AppendMetrics(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset) = 0;
-  // Ordered by (name, step). A NaN value or time_s is stored (as NULL) and read back as NaN.
   // Atomically: delete every metric row of the trial and set its log_offset to 0. For a retry
   // that starts from scratch: the failed attempt's curve would otherwise shadow the new one.
   virtual Status ResetMetrics(int64_t trial_id) = 0;
+  // Every row of the trial, ordered by (name, step). A NaN value or time_s is stored (as NULL)
+  // and read back as NaN.
   virtual Result<std::vector<MetricRow>> Metrics(int64_t trial_id) = 0;
   // One metric of one trial in step order. The key is (trial, step, metric), so this scans the
   // trial's rows (Megatron logs ~10 metrics a line): fine for what calls it, once per trial.
