@@ -1,4 +1,5 @@
 // Clock: the one source of time, injected so tests can drive the run loop without sleeping.
+// Module base/: the vocabulary every module shares; uses the standard library only.
 #pragma once
 
 #include <chrono>

@@ -1,4 +1,5 @@
 // Small text helpers shared by the parsers of user input: suggesting the key the user meant.
+// Module base/: the vocabulary every module shares; uses the standard library only.
 #pragma once
 
 #include <string>

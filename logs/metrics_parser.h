@@ -1,6 +1,7 @@
 // Parsing of training logs into metric points: Megatron-LM iteration lines and JSON lines.
 // Works on raw chunks read from a byte offset; only complete lines are consumed, so a line
 // cut by a read boundary (or still being written) is parsed once it is whole.
+// Module logs/: reading training logs; uses base/ only.
 #pragma once
 
 #include <cstdint>

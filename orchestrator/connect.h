@@ -1,4 +1,5 @@
 // Opening the transport a study's [cluster] asks for.
+// Module orchestrator/: the application; may use every module.
 #pragma once
 
 #include <memory>

@@ -1,5 +1,6 @@
 // Planning a study file: its trials (ExpandStudy, report_data.h: phase 2's come from phase 1's
 // report) through the memory planner (planner/).
+// Module orchestrator/: the application; may use every module.
 #pragma once
 
 #include <vector>

@@ -2,6 +2,7 @@
 // that poll slurmctld hard, so the wait starts short after something changed, grows while
 // nothing does, backs off further while the cluster is unreachable, and is jittered so that
 // many orchestrators started together do not poll in lock-step.
+// Module orchestrator/: the application; may use every module.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 // studies would still poll ten times as often. Before a tick, a run loop reserves the next free
 // slot in a small file shared through flock; slots are `gap_s` apart, so however many studies
 // run, together they start at most one tick per gap.
+// Module orchestrator/: the application; may use every module.
 #pragma once
 
 #include <string>

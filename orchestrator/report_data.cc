@@ -535,6 +535,8 @@ Result<std::vector<Params>> SeedConfigs(const Study& study) {
 
   Study ranked = *phase1;
   ranked.objective.rank_by_time_to_target = seed.by == "time_to_target";
+  // `now` only fills running trials' wall time, and phase 1 has none left: the ranking does not
+  // depend on it, so no clock is injected this deep.
   auto report = CollectReport(**db, ranked, rec->id, ReportOptionsFor(ranked), SystemClock().Now());
   if (!report.ok()) return report.status();
   reports::Analysis a = reports::Analyze(*report);

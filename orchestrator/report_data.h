@@ -1,6 +1,7 @@
 // Turning what the store holds into the plain data reports/ renders (trials.csv, metrics.csv,
 // the HTML report, `status`), and writing the report files; and a study's trials (ExpandStudy,
 // phase 2's from phase 1's ranking). Reads only; safe while a run writes.
+// Module orchestrator/: the application; may use every module.
 #pragma once
 
 #include <optional>

@@ -1,6 +1,7 @@
 // RunLock: one orchestrator per study. A second `run` of the same study (same database) is
 // refused while the first lives; the lock dies with its process, so a kill -9 leaves nothing
 // stale to clean up.
+// Module orchestrator/: the application; may use every module.
 #pragma once
 
 #include <optional>

@@ -998,6 +998,8 @@ Status Runner::Run(int max_ticks) {
   auto budget = QueryBudget::Open(QueryBudget::DefaultPath(transport_.Describe()), study_.cluster.query_gap_s);
   if (!budget.ok()) return budget.status();
   for (int i = 0; max_ticks == 0 || i < max_ticks; ++i) {
+    // The wall clock, not clock_: the pace file's slots are shared with other processes, and a
+    // test clock that fast-forwards would book slots in their future.
     auto wait = budget->Reserve(SystemClock().Now());
     if (!wait.ok()) return wait.status();
     if (*wait > 0) clock_.SleepFor(*wait);

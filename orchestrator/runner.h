@@ -2,6 +2,7 @@
 // ingests new log bytes of running and just-ended trials, then submits new trials up to the
 // concurrency limit. All state lives in the store, so a killed orchestrator resumes where
 // it stopped: a trial that has a job is never submitted again.
+// Module orchestrator/: the application; may use every module.
 #pragma once
 
 #include <map>

@@ -1,6 +1,7 @@
 // Model presets and the parallelism rules of Megatron-LM: the configurations that Megatron
 // would refuse at start-up (or silently misrun) are named and dropped before they reach the queue.
 // The rules mirror Megatron's own argument checks, so a dropped trial says which one failed.
+// Module planner/: the LLM planner; uses base/ and study/.
 #pragma once
 
 #include <optional>

@@ -19,6 +19,7 @@
 // linear-layer parameter; activations are counted at bf16 (an upper bound: TE keeps some GEMM
 // inputs in fp8).
 // Headroom (CUDA context, NCCL buffers, allocator fragmentation) is a number the study gives.
+// Module planner/: the LLM planner; uses base/ and study/.
 #pragma once
 
 #include <optional>

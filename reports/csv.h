@@ -1,6 +1,7 @@
 // trials.csv (one row per trial) and metrics.csv (one row per logged metric point) of a study, for
 // spreadsheets and pandas. The columns are versioned formats (kTrialsCsvVersion,
 // kMetricsCsvVersion); reports only render plain data handed to them.
+// Module reports/: rendering plain data into reports; uses base/ only.
 #pragma once
 
 #include <cstdint>

@@ -3,6 +3,7 @@
 // of each parameter, cost and study metadata. No script, no fonts, nothing fetched: inline CSS
 // and SVG, and a Content-Security-Policy that forbids any request, so it opens from an email
 // offline and prints well. Every text from the study, its parameters or its logs is escaped.
+// Module reports/: rendering plain data into reports; uses base/ only.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,6 @@
 // Text for the HTML report: escaping of everything that comes from a study, its parameters or
 // its logs, and the few number and duration formats the report shows.
+// Module reports/: rendering plain data into reports; uses base/ only.
 #pragma once
 
 #include <optional>

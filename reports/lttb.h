@@ -1,6 +1,7 @@
 // Largest-Triangle-Three-Buckets downsampling (Steinarsson, 2013) of a curve for the report's
 // charts: keeps the first and last point and, in each bucket between, the point that spans the
 // largest triangle with its neighbours, so peaks and the overall shape survive at ~500 points.
+// Module reports/: rendering plain data into reports; uses base/ only.
 #pragma once
 
 #include <cstddef>

@@ -15,6 +15,7 @@
 //   convergence factor = baseline steps to target / recommended steps to target
 //   time-to-target factor = baseline time to target / recommended time to target
 //                         = throughput factor × convergence factor (exactly, by these definitions)
+// Module reports/: rendering plain data into reports; uses base/ only.
 #pragma once
 
 #include <cstdint>

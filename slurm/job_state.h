@@ -1,4 +1,5 @@
 // Job states: Slurm's many state names mapped to the few a sweep acts on.
+// Module slurm/: reaching the cluster and speaking Slurm; uses base/ only.
 #pragma once
 
 #include <string>

@@ -7,6 +7,7 @@
 // templates that need it (e.g. a flag list built by the study) — the study author takes
 // responsibility. A placeholder that names no known variable, or an unbalanced `{{`, is an
 // error naming the template and line, reported before anything is submitted.
+// Module slurm/: reaching the cluster and speaking Slurm; uses base/ only.
 #pragma once
 
 #include <map>

@@ -1,6 +1,7 @@
 // SlurmClient: submit, query and cancel jobs through a Transport, and parse what the Slurm
 // commands print. The scheduler is shared: Query asks about ALL of a study's jobs with one
 // squeue call, and falls back to one sacct call for the jobs squeue no longer knows.
+// Module slurm/: reaching the cluster and speaking Slurm; uses base/ only.
 #pragma once
 
 #include <map>

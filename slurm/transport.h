@@ -1,6 +1,7 @@
 // Transport: the one way slurmsweep reaches the cluster. Run a command, write a file,
 // read a file from a byte offset. Local (Boost.Process) for login nodes, SSH (libssh)
 // from a workstation. Nothing is installed on the cluster side.
+// Module slurm/: reaching the cluster and speaking Slurm; uses base/ only.
 #pragma once
 
 #include <cstdint>

@@ -49,6 +49,7 @@
 // only a bound, and only once the curve has bent.
 //
 // Lower is better everywhere (a loss). Not thread-safe; no shared state, so one per thread is fine.
+// Module stopping/: early-stopping rules; uses base/ only.
 #pragma once
 
 #include <cstdint>

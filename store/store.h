@@ -20,6 +20,7 @@
 // reads well in the sqlite3 shell.
 //
 // Thread-safety: none; one Store per thread. sqlite3.h is included only by store.cc.
+// Module store/: the study database; uses base/ and SQLite only.
 #pragma once
 
 #include <cstdint>

@@ -5,6 +5,7 @@
 // cmp := sum (('=='|'!='|'<'|'<='|'>'|'>=') sum)?; sum := prod (('+'|'-') prod)*;
 // prod := unary (('*'|'/'|'%') unary)*; unary := '-' unary | atom;
 // atom := number | "string" | 'string' | true | false | name | '(' or ')'.
+// Module study/: the study file; uses base/, logs/, stopping/ (and slurm/'s template renderer).
 #pragma once
 
 #include <map>

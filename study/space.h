@@ -1,6 +1,7 @@
 // Search space expansion: the study's parameters become trials, each with a stable key
 // derived from its values (so a rerun maps to the same trials), and constraints drop
 // configurations before they cost queue time, recording which constraint dropped them.
+// Module study/: the study file; uses base/, logs/, stopping/ (and slurm/'s template renderer).
 #pragma once
 
 #include <map>

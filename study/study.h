@@ -2,6 +2,7 @@
 // cluster. Every error names the file, line and key. The file format is versioned by what
 // this loader accepts; unknown keys are errors (with the closest known key suggested), so a
 // typo never silently becomes a default.
+// Module study/: the study file; uses base/, logs/, stopping/ (and slurm/'s template renderer).
 #pragma once
 
 #include <map>

@@ -1,5 +1,6 @@
 // The built-in template variables (version 1 of the template contract: names are only ever
 // added). Parameters and [job.vars] may not reuse these names.
+// Module study/: the study file; uses base/, logs/, stopping/ (and slurm/'s template renderer).
 #pragma once
 
 #include <string>
