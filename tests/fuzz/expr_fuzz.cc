@@ -1,4 +1,4 @@
-// libFuzzer target for constraint expressions (orchestrator/expr.h): a constraint comes
+// libFuzzer target for constraint expressions (study/expr.h): a constraint comes
 // straight from a study file, so parsing and evaluating any text must end in a value or an
 // InvalidArgument, never a crash.
 #include <cstddef>
