@@ -20,6 +20,7 @@
 #include "orchestrator/query_budget.h"
 #include "orchestrator/report_data.h"
 #include "study/space.h"
+#include "slurm/array_script.h"
 #include "slurm/job_state.h"
 #include "slurm/sbatch_script.h"
 
@@ -837,7 +838,7 @@ Status Runner::SubmitBatch(std::vector<store::TrialRecord*>& batch, int throttle
   bool array = batch.size() > 1;
   std::string array_name =
       array ? fmt::format("ss-{}-arr{}-{}", study_.name, batch.front()->id, batch.front()->attempt + 1) : "";
-  std::string dispatch;  // the array's case statement: task index -> that trial's script
+  std::vector<slurm::ArrayTask> tasks;  // the array's dispatch: task index -> that trial's script
   std::vector<std::string> directives;
   for (size_t i = 0; i < batch.size(); ++i) {
     store::TrialRecord& t = *batch[i];
@@ -856,21 +857,13 @@ Status Runner::SubmitBatch(std::vector<store::TrialRecord*>& batch, int throttle
       if (!body.ok()) return body.status();
       directives = slurm::SbatchDirectives(*body);
     }
-    // The trial's usual log name points at the task's log, for people browsing logs/.
-    dispatch += fmt::format("  {}) ln -sfn {} {}; exec {} ;;\n", i, slurm::ShellQuote(BaseName(t.log_path)),
-                            slurm::ShellQuote(own_log), slurm::ShellQuote(script_path));
+    tasks.push_back({t.log_path, own_log, script_path});
   }
   std::string submit_path =
       array ? fmt::format("{}/scripts/{}.sbatch", w, array_name)
             : fmt::format("{}/scripts/{}.{}.sbatch", w, batch.front()->trial_key, batch.front()->attempt);
   if (array) {
-    std::string body = "#!/bin/bash\n";
-    for (const auto& d : directives) body += d + "\n";
-    body += fmt::format(
-        "# slurmsweep job array of study {}: each task execs its trial's own script.\n"
-        "case \"${{SLURM_ARRAY_TASK_ID:-}}\" in\n{}"
-        "  *) echo \"slurmsweep: array task ${{SLURM_ARRAY_TASK_ID:-?}} has no trial\" >&2; exit 2 ;;\nesac\n",
-        study_.name, dispatch);
+    std::string body = slurm::ArrayDispatchBody(study_.name, directives, tasks);
     slurm::SbatchHeader h = Header();
     h.job_name = array_name;
     h.output = fmt::format("{}/logs/{}_%a.out", w, array_name);
