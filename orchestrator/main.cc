@@ -68,6 +68,8 @@ struct App {
     if (!s.ok()) return s.status();
     study = std::move(*s);
     for (const auto& w : study.warnings) std::cerr << "warning: " << w << "\n";
+    // Phase 2: phase 1's ranking is read once, here; every later expansion takes it as data.
+    SWEEP_RETURN_IF_ERROR(ResolveSeeds(study));
     return Status::OK();
   }
   Status OpenStore(bool read_only) {

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <set>
 
 #include "store/store.h"
@@ -153,4 +154,35 @@ TEST_CASE("phase 2 refuses to start before phase 1 has ended, and names what is 
   auto bad = ParseStudy(Phase2(R"({ study = "screen.toml", by = "speed" })"), p.dir.file("race.toml"));
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("race.toml:") && Catch::Contains("search.seed_from.by"));
+}
+
+TEST_CASE("phase 2's seeds, resolved once, are data: expansion no longer reads phase 1", "[phases]") {
+  Phase1 p;
+  p.Record({{{1, 1}, {400, 2.0, "completed"}}, {{1, 2}, {300, 2.1, "completed"}},
+            {{2, 1}, {250, 2.2, "completed"}}, {{2, 2}, {150, 2.3, "completed"}},
+            {{4, 1}, {50, 9.9, "cuda_oom"}}, {{4, 2}, {100, 2.4, "completed"}}});
+  testing::WriteAll(p.dir.file("race.toml"), Phase2(R"({ study = "screen.toml", top = 2 })"));
+  auto race = LoadStudy(p.dir.file("race.toml"));
+  REQUIRE(race.ok());
+  auto read = ExpandStudy(*race);
+  REQUIRE(read.ok());
+  REQUIRE(ResolveSeeds(*race).ok());
+  REQUIRE(race->seeds);
+  CHECK(race->seeds->param_names == std::vector<std::string>{"mbs", "tp"});
+  CHECK(ParamNames(*race) == std::vector<std::string>{"mbs", "tp", "lr"});
+  // Phase 1's files gone: the resolved study expands as before.
+  std::filesystem::remove(p.dir.file("screen.toml"));
+  auto resolved = ExpandStudy(*race);
+  REQUIRE(resolved.ok());
+  CHECK(ParamsOf(*resolved) == ParamsOf(*read));
+
+  // Why phase 1 cannot seed is kept, and returned by the expansion.
+  Phase1 never_ran;
+  testing::WriteAll(never_ran.dir.file("race.toml"), Phase2(R"({ study = "screen.toml" })"));
+  auto early = LoadStudy(never_ran.dir.file("race.toml"));
+  REQUIRE(early.ok());
+  REQUIRE(ResolveSeeds(*early).ok());
+  auto none = ExpandStudy(*early);
+  REQUIRE_FALSE(none.ok());
+  CHECK_THAT(none.status().message(), Catch::Contains("run it first"));
 }

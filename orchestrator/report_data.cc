@@ -386,8 +386,10 @@ Result<Collected> Collect(store::Store& store, const Study& study, int64_t study
 
 std::vector<std::string> ParamNames(const Study& study) {
   std::vector<std::string> names;
-  // Phase 2 of a two-phase study: phase 1's winners come first in every trial (phases.h).
-  if (study.seed_from) {
+  // Phase 2 of a two-phase study: phase 1's winners come first in every trial (SeedConfigs).
+  if (study.seeds) {
+    names = study.seeds->param_names;
+  } else if (study.seed_from) {
     auto phase1 = LoadStudy(study.seed_from->study_path);
     if (phase1.ok()) {
       for (const auto& p : phase1->space) names.push_back(p.name);
@@ -499,8 +501,25 @@ ParamValue FromJson(const nlohmann::json& v) {
 
 }  // namespace
 
+Status ResolveSeeds(Study& study) {
+  if (!study.seed_from) return Status::OK();
+  study.seeds.reset();
+  Study::Seeds seeds;
+  auto configs = SeedConfigs(study);
+  if (configs.ok()) seeds.configs = std::move(*configs);
+  else seeds.status = configs.status();
+  seeds.param_names = ParamNames(study);
+  seeds.param_names.resize(seeds.param_names.size() - study.space.size());
+  study.seeds = std::move(seeds);
+  return Status::OK();
+}
+
 Result<std::vector<Params>> SeedConfigs(const Study& study) {
   if (!study.seed_from) return std::vector<Params>{Params{}};
+  if (study.seeds) {
+    if (!study.seeds->status.ok()) return study.seeds->status;
+    return study.seeds->configs;
+  }
   const Study::SeedFrom& seed = *study.seed_from;
   std::string where = fmt::format("{}:{}: search.seed_from", study.path, seed.line);
   auto phase1 = LoadStudy(seed.study_path);

@@ -74,6 +74,12 @@ Status WriteReports(store::Store& store, const Study& study, int64_t study_id, c
 // study has no seed_from. Phase 1 must have run to the end (kFailedPrecondition otherwise).
 Result<std::vector<Params>> SeedConfigs(const Study& study);
 
+// Reads phase 2's seeds (SeedConfigs) and phase 1's parameter names once, into study.seeds, so
+// that SeedConfigs, ExpandStudy, ParamNames and the report's trial list no longer read phase 1's
+// files. Why phase 1 cannot seed yet is kept there, not returned: commands that need the trials
+// fail with it, the others (status, cancel) go on. The application calls this after LoadStudy.
+Status ResolveSeeds(Study& study);
+
 // ExpandSpace over SeedConfigs: every caller that turns a study file into trials uses this.
 Result<std::vector<TrialSpec>> ExpandStudy(const Study& study);
 

@@ -116,6 +116,15 @@ struct Study {
     int line = 0;
   };
   std::optional<SeedFrom> seed_from;
+  // Phase 2's seeds, resolved once by the application (ResolveSeeds, orchestrator/report_data.h)
+  // so that expansion and the report's trial list then take data, not phase 1's files. Unset
+  // (tests, tools): read from phase 1 whenever they are needed.
+  struct Seeds {
+    Status status;  // not OK: why phase 1 cannot seed (yet); what expanding the study returns
+    std::vector<std::vector<std::pair<std::string, ParamValue>>> configs;  // best first
+    std::vector<std::string> param_names;  // phase 1's parameters, in its file's order
+  };
+  std::optional<Seeds> seeds;
   // [report]: what the run loop keeps on disk while it works, and what the report compares with.
   struct Report {
     std::string html;            // default: DATABASE without .db + "-report.html"
