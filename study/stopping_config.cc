@@ -14,15 +14,6 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-Result<const toml::table*> SubTable(const toml::table& stopping, std::string_view name, const std::string& path) {
-  const toml::node* n = stopping.get(name);
-  if (!n) return static_cast<const toml::table*>(nullptr);
-  if (!n->is_table()) {
-    return Status::InvalidArgument(fmt::format("{}:{}: key 'stopping.{}': must be a table", path, LineOf(*n), name));
-  }
-  return n->as_table();
-}
-
 Status ParseDivergence(const TableReader& r, DivergenceRuleConfig& c) {
   SWEEP_RETURN_IF_ERROR(r.CheckKeys({"nan", "max_loss", "spike_factor", "max_nan_iters", "grace_s"}));
   SWEEP_RETURN_IF_ERROR(r.Bool("nan", &c.nan));
@@ -148,7 +139,7 @@ Result<StoppingConfig> ParseStoppingConfig(const toml::table& table, const std::
        [&](const TableReader& r) { return ParseThroughput(r, c.throughput, parameters); }},
   };
   for (const Rule& rule : rules) {
-    auto sub = SubTable(table, rule.name, path);
+    auto sub = top.Table(rule.name, /*required=*/false);
     if (!sub.ok()) return sub.status();
     if (!*sub) continue;
     *rule.enabled = true;

@@ -93,26 +93,13 @@ class Loader {
     return TableReader(table, std::string(prefix), path_).CheckKeys(std::vector<std::string_view>(allowed), /*list_known=*/true);
   }
 
+  // The typed reads are the shared reader's (toml_table.h), for the table `t` named `prefix`.
   Result<const toml::table*> Table(const toml::table& parent, std::string_view key, bool required) {
-    const toml::node* n = parent.get(key);
-    if (!n) {
-      if (required) return Status::InvalidArgument(fmt::format("{}: missing table [{}]", path_, key));
-      return static_cast<const toml::table*>(nullptr);
-    }
-    if (!n->is_table()) return Error(n, key, "must be a table");
-    return n->as_table();
+    return TableReader(parent, "", path_).Table(key, required);
   }
 
   Status String(const toml::table& t, std::string_view prefix, std::string_view key, std::string* out, bool required) {
-    const toml::node* n = t.get(key);
-    std::string full = fmt::format("{}.{}", prefix, key);
-    if (!n) {
-      return required ? Status::InvalidArgument(fmt::format("{}: missing key '{}'", path_, full)) : Status::OK();
-    }
-    auto v = n->value<std::string>();
-    if (!n->is_string() || !v) return Error(n, full, "must be a string");
-    *out = *v;
-    return Status::OK();
+    return TableReader(t, std::string(prefix), path_).String(key, out, required);
   }
 
   Status Int(const toml::table& t, std::string_view prefix, std::string_view key, int* out, int lo, int hi) {
@@ -124,14 +111,7 @@ class Loader {
   }
 
   Status Number(const toml::table& t, std::string_view prefix, std::string_view key, double* out, double lo) {
-    const toml::node* n = t.get(key);
-    if (!n) return Status::OK();
-    std::string full = fmt::format("{}.{}", prefix, key);
-    if (!n->is_number()) return Error(n, full, "must be a number");
-    double v = n->value<double>().value_or(0);
-    if (v < lo) return Error(n, full, fmt::format("must be at least {}", lo));
-    *out = v;
-    return Status::OK();
+    return TableReader(t, std::string(prefix), path_).NumberAtLeast(key, lo, out);
   }
 
   // Local paths in a study are relative to the study file's directory; "~/" is the home dir.

@@ -99,6 +99,37 @@ class TableReader {
     *out = static_cast<int>(v);
     return Status::OK();
   }
+  // A sub-table: nullptr when absent and not `required` ("PATH: missing table [a.b]" if it is).
+  Result<const toml::table*> Table(std::string_view key, bool required) const {
+    const toml::node* n = Get(key);
+    if (!n) {
+      if (required) return Status::InvalidArgument(fmt::format("{}: missing table [{}]", path_, Full(key)));
+      return static_cast<const toml::table*>(nullptr);
+    }
+    if (!n->is_table()) return Error(*n, key, "must be a table");
+    return n->as_table();
+  }
+  Status String(std::string_view key, std::string* out, bool required = false) const {
+    const toml::node* n = Get(key);
+    if (!n) {
+      return required ? Status::InvalidArgument(fmt::format("{}: missing key '{}'", path_, Full(key))) : Status::OK();
+    }
+    auto v = n->value<std::string>();
+    if (!n->is_string() || !v) return Error(*n, key, "must be a string");
+    *out = *v;
+    return Status::OK();
+  }
+  // The study file's numbers: a lower bound only, and (unlike Number) a NaN passes, as the
+  // loader has always let it.
+  Status NumberAtLeast(std::string_view key, double lo, double* out) const {
+    const toml::node* n = Get(key);
+    if (!n) return Status::OK();
+    if (!n->is_number()) return Error(*n, key, "must be a number");
+    double v = n->value<double>().value_or(0);
+    if (v < lo) return Error(*n, key, fmt::format("must be at least {}", lo));
+    *out = v;
+    return Status::OK();
+  }
   Status Bool(std::string_view key, bool* out) const {
     const toml::node* n = Get(key);
     if (!n) return Status::OK();
