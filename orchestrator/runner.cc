@@ -191,14 +191,12 @@ slurm::SbatchHeader Runner::Header() const {
   return h;
 }
 
-Result<std::string> Runner::RenderScript(const store::TrialRecord& t) {
-  auto body = RenderBody(t);
-  if (!body.ok()) return body.status();
+Result<std::string> Runner::RenderScript(const store::TrialRecord& t, std::string_view body) {
   slurm::SbatchHeader h = Header();
   h.job_name = JobName(t.trial_key);
   h.output = t.log_path;
   h.comment = CommentTag(t);
-  auto script = slurm::AddSbatchHeader(*body, h);
+  auto script = slurm::AddSbatchHeader(body, h);
   if (!script.ok()) return script.status();
   // Each run of the job leaves a start mark beside its log: it finds a job Slurm has purged
   // (Reconcile) and tells one run from the next when Slurm requeues it (HandleRestarts).
@@ -847,16 +845,15 @@ Status Runner::SubmitBatch(std::vector<store::TrialRecord*>& batch, int throttle
     t.array_index = array ? static_cast<int>(i) : -1;
     std::string own_log = fmt::format("{}/logs/{}.{}.out", w, t.trial_key, t.attempt);
     t.log_path = array ? fmt::format("{}/logs/{}_{}.out", w, array_name, i) : own_log;
-    auto script = RenderScript(t);
+    // Rendered once for this attempt: the script and the array's shared directives come from it.
+    auto body = RenderBody(t);
+    if (!body.ok()) return body.status();
+    auto script = RenderScript(t, *body);
     if (!script.ok()) return script.status();
     std::string script_path = fmt::format("{}/scripts/{}.{}.sbatch", w, t.trial_key, t.attempt);
     SWEEP_RETURN_IF_ERROR(transport_.WriteFile(script_path, *script, 0755));
     if (!array) continue;
-    if (i == 0) {
-      auto body = RenderBody(t);
-      if (!body.ok()) return body.status();
-      directives = slurm::SbatchDirectives(*body);
-    }
+    if (i == 0) directives = slurm::SbatchDirectives(*body);
     tasks.push_back({t.log_path, own_log, script_path});
   }
   std::string submit_path =

@@ -121,9 +121,10 @@ class Runner {
   };
   Result<TrialCurve*> Curve(int64_t trial_id);
   void RefreshReports(bool final);
-  // The template rendered with the trial's values; RenderScript adds slurmsweep's #SBATCH header.
+  // The template rendered with the trial's values; RenderScript adds slurmsweep's #SBATCH header
+  // (and the start mark) to that body.
   Result<std::string> RenderBody(const store::TrialRecord& trial);
-  Result<std::string> RenderScript(const store::TrialRecord& trial);
+  Result<std::string> RenderScript(const store::TrialRecord& trial, std::string_view body);
   // The #SBATCH header's study-wide part: work dir, partition/account/qos and [job] resources.
   slurm::SbatchHeader Header() const;
   std::string JobName(const std::string& trial_key) const;
