@@ -3,6 +3,7 @@
 // cluster). They outlive Slurm's memory of the job: a job purged from squeue (MinJobAge) on a
 // cluster without accounting is still found by its mark, and a job that Slurm ran again under the
 // same id (requeue after a node failure or preemption, `scontrol requeue`) leaves one line per run.
+// Module orchestrator/: the application; may use every module.
 #pragma once
 
 #include <optional>
