@@ -20,6 +20,7 @@
 
 #include "base/atomic_file.h"
 #include "base/clock.h"
+#include "base/terminal.h"
 #include "base/text.h"
 #include "orchestrator/connect.h"
 #include "orchestrator/phases.h"
@@ -27,6 +28,7 @@
 #include "orchestrator/report_data.h"
 #include "orchestrator/run_lock.h"
 #include "orchestrator/runner.h"
+#include "orchestrator/trial_script.h"
 #include "study/study.h"
 #include "reports/csv.h"
 #include "store/store.h"
@@ -232,12 +234,14 @@ struct App {
       any_objective = any_objective || r.objective_value.has_value();
       if (r.steps > 0 && !logging) logging = &r;
       std::string params;
-      for (size_t i = 0; i < names.size(); ++i) params += fmt::format("{}{}={}", i ? " " : "", names[i], r.param_values[i]);
+      for (size_t i = 0; i < names.size(); ++i) {
+        params += fmt::format("{}{}={}", i ? " " : "", names[i], TerminalSafe(r.param_values[i]));
+      }
       std::cout << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>{}} {:>8}  {}{}\n", r.trial_key, r.state,
                                r.job_id.empty() ? "-" : r.job_id, r.steps,
                                r.objective_value ? fmt::format("{:.5g}", *r.objective_value) : "-", ow,
                                r.iters_per_s ? fmt::format("{:.3g}", *r.iters_per_s) : "-", params,
-                               r.reason.empty() ? "" : "  [" + r.reason + "]");
+                               r.reason.empty() ? "" : "  [" + TerminalSafe(r.reason) + "]");
     }
     std::string summary;
     for (const auto& [state, n] : by_state) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, state);
@@ -262,6 +266,21 @@ struct App {
   // Offline: needs neither the cluster nor the database, so a study can be planned anywhere.
   Status CmdPlan() {
     SWEEP_RETURN_IF_ERROR(LoadStudyFile());
+    SWEEP_RETURN_IF_ERROR(PlanTrials());
+    // What `run` would refuse before submitting anything: trials whose values their template
+    // cannot carry.
+    auto specs = ExpandStudy(study);
+    if (!specs.ok()) return specs.status();
+    auto refused = RenderRefusals(study, *specs);
+    for (const auto& [key, why] : refused) std::cout << fmt::format("refused  {}: {}\n", key, TerminalSafe(why));
+    if (!refused.empty()) {
+      return Status::InvalidArgument(fmt::format("{} trial(s) cannot be rendered; `run` would submit nothing",
+                                                 refused.size()));
+    }
+    return Status::OK();
+  }
+
+  Status PlanTrials() {
     // Without a model there is no memory to predict: the dry run is the trials, and which the
     // constraints drop (a constraint that cannot be evaluated fails here, not at `run`).
     if (!study.job.vars.count("model")) {
@@ -280,14 +299,16 @@ struct App {
       std::map<std::string, int> already;
       for (const TrialSpec& t : *specs) {
         std::string params;
-        for (const auto& [name, value] : t.params) params += fmt::format("{}{}={}", params.empty() ? "" : " ", name, ParamToString(value));
+        for (const auto& [name, value] : t.params) {
+          params += fmt::format("{}{}={}", params.empty() ? "" : " ", name, TerminalSafe(ParamToString(value)));
+        }
         auto it = stored.find(t.key);
         std::string label = !t.dropped_reason.empty() ? "dropped" : it == stored.end() || it->second == kTrialNew ? "run" : it->second;
         if (!t.dropped_reason.empty()) ++dropped;
         else if (label == "run") ++to_run;
         else ++already[label];
         std::cout << fmt::format("{:<16} {:<9} {}{}\n", t.key, label, params,
-                                 t.dropped_reason.empty() ? "" : "  [" + t.dropped_reason + "]");
+                                 t.dropped_reason.empty() ? "" : "  [" + TerminalSafe(t.dropped_reason) + "]");
       }
       std::string done;
       for (const auto& [state, n] : already) done += fmt::format("{}{} {}", done.empty() ? "" : ", ", n, state);
@@ -390,6 +411,8 @@ constexpr Command kCommands[] = {
 
 int main(int argc, char** argv) {
   using namespace sweep;
+  // No escape sequence in a study value or a log line reaches the terminal.
+  TerminalGuard guard_out(std::cout), guard_err(std::cerr);
   App app;
   CLI::App cli{"slurmsweep: performance and hyperparameter sweeps of training jobs on Slurm clusters"};
   cli.set_version_flag("--version", std::string("slurmsweep ") + SLURMSWEEP_VERSION);

@@ -21,6 +21,7 @@
 #include "orchestrator/report_data.h"
 #include "study/space.h"
 #include "slurm/array_script.h"
+#include "orchestrator/trial_script.h"
 #include "slurm/job_state.h"
 #include "slurm/sbatch_script.h"
 
@@ -132,6 +133,15 @@ Status Runner::Prepare() {
     r.reason = spec.dropped_reason;
     records.push_back(std::move(r));
   }
+  std::vector<TrialSpec> checked;
+  for (const auto& [key, spec] : specs_) checked.push_back(spec);
+  // Every trial's script renders before anything is stored or submitted: a value its template
+  // cannot carry stops the run here, not when that trial comes up after others were submitted.
+  if (auto refused = RenderRefusals(study_, checked); !refused.empty()) {
+    return Status::InvalidArgument(fmt::format("{} trial(s) cannot be rendered, nothing was submitted; first, trial "
+                                               "{}: {}",
+                                               refused.size(), refused.begin()->first, refused.begin()->second));
+  }
   SWEEP_RETURN_IF_ERROR(store_.InsertTrialsIfAbsent(study_id_, records));
 
   const std::string& w = study_.cluster.workdir;
@@ -161,20 +171,8 @@ Status Runner::Prepare() {
 Result<std::string> Runner::RenderBody(const store::TrialRecord& t) {
   auto spec = specs_.find(t.trial_key);
   if (spec == specs_.end()) return Status::Internal("trial " + t.trial_key + " is not in this study file");
-  const std::string& w = study_.cluster.workdir;
-  std::map<std::string, std::string> vars = study_.job.vars;
-  for (const auto& [name, v] : spec->second.params) vars[name] = ParamToString(v);
-  vars["study"] = study_.name;
-  vars["trial"] = t.trial_key;
-  vars["attempt"] = std::to_string(t.attempt);
-  vars["workdir"] = w;
-  vars["trial_dir"] = w + "/trials/" + t.trial_key;
-  vars["log"] = t.log_path;
-  vars["nodes"] = std::to_string(study_.job.nodes);
-  vars["gpus_per_node"] = std::to_string(study_.job.gpus_per_node);
-  vars["gpus"] = std::to_string(study_.job.nodes * study_.job.gpus_per_node);
-  vars["cpus_per_task"] = std::to_string(study_.job.cpus_per_task);
-  return slurm::RenderTemplate(study_.job.template_text, study_.job.template_path, vars);
+  return slurm::RenderTemplate(study_.job.template_text, study_.job.template_path,
+                               TrialTemplateVars(study_, spec->second, t.attempt, t.log_path));
 }
 
 slurm::SbatchHeader Runner::Header() const {

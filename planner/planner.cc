@@ -1,6 +1,7 @@
 // Memory planner and model FLOPs (see planner.h for the formulas and their sources).
 #include "planner/planner.h"
 
+#include "base/terminal.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -307,7 +308,7 @@ std::string RenderPlan(const Plan& plan, const std::vector<std::string>& param_n
     for (const auto& n : param_names) {
       std::string v = "-";
       for (const auto& [k, x] : r.trial.params)
-        if (k == n) v = ParamToString(x);
+        if (k == n) v = TerminalSafe(ParamToString(x));
       values += fmt::format("{:<10} ", v);
     }
     if (r.memory) {

@@ -214,5 +214,24 @@ TEST_CASE("Line charts skip NaN points and clip the first points of a loss", "[r
   REQUIRE(svg.find(">1000<") == std::string::npos);  // the y axis does not reach up to the spike
 }
 
+TEST_CASE("Tick labels of huge values stay short", "[report]") {
+  LineChart chart;
+  chart.id = "huge";
+  chart.clip_y = LineChart::Clip::kNone;
+  LineSeries s;
+  s.x = {1, 2, 3};
+  s.y = {-1e300, 0, 5e299};
+  chart.series.push_back(s);
+  std::string svg = RenderLineChart(chart);
+  // No label of 300 digits: every run of digits in the chart is short.
+  size_t longest = 0, run = 0;
+  for (char c : svg) {
+    run = std::isdigit(static_cast<unsigned char>(c)) ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  CHECK(longest < 12);
+  CHECK_THAT(svg, Catch::Contains("e+299") || Catch::Contains("e+300"));
+}
+
 }  // namespace
 }  // namespace sweep::reports

@@ -81,7 +81,11 @@ std::string TickLabel(double v, const Ticks& ticks, bool log) {
   const char* suffix = unit == 1e6 ? "M" : unit == 1e3 ? "k" : "";
   double step = ticks.step / unit;
   if (unit == 1 && v != 0 && top < 1e-3) return FormatSig(v, 2);
+  // Beyond millions (a diverged loss of -1e300), or steps finer than 6 decimals: 3 significant
+  // digits in scientific notation, never hundreds of digits.
+  if (top >= 1e10 && v != 0) return FormatSig(v, 3);
   int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+  if (decimals > 6) return FormatSig(v, 3);
   std::string s = fmt::format("{:.{}f}", v / unit, decimals);
   if (s.starts_with("-") && s.find_first_not_of("-0.") == std::string::npos) s.erase(0, 1);
   return s == "0" ? s : s + suffix;

@@ -1,6 +1,8 @@
 // Template rendering and the #SBATCH header; see sbatch_script.h for the syntax.
 #include "slurm/sbatch_script.h"
 
+#include "slurm/shell_context.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -61,147 +63,8 @@ Result<std::vector<Placeholder>> Scan(std::string_view tmpl, std::string_view te
   return out;
 }
 
-// Where a placeholder stands, as the shell will read the rendered script.
-enum class Context {
-  kWord,           // unquoted: the value becomes one single-quoted word
-  kSingle,         // inside '...': single quotes in the value are closed, escaped and reopened
-  kDouble,         // inside "...": \ $ ` " are backslash-escaped
-  kHeredoc,        // in an unquoted here-document body: \ $ ` are backslash-escaped
-  kQuotedHeredoc,  // in a here-document whose delimiter is quoted: nothing is expanded
-  kComment,        // after #: not run by the shell (#SBATCH lines: sbatch reads the quoted word)
-  kAnsi,           // inside $'...': refused, its escapes would change the value
-};
-
-// The shell context of each placeholder in `tmpl`, in order. A small reader of POSIX shell
-// quoting: quotes, backslashes, comments, $( ) nesting (inside double quotes too) and
-// here-documents (<< and <<-, quoted or not). Backquote substitution is not followed.
-std::vector<Context> Contexts(std::string_view tmpl, const std::vector<Placeholder>& holders) {
-  enum Mode { kNone, kSq, kDq, kAnsiQ };
-  struct Frame {
-    Mode mode;
-    int parens;  // kNone frames opened by $(: ( ) depth inside
-  };
-  struct Pending {
-    std::string delimiter;
-    bool quoted, strip_tabs;
-  };
-  std::vector<Frame> stack = {{kNone, 0}};
-  std::vector<Pending> heredocs;
-  std::vector<Context> out;
-  size_t next = 0;  // next placeholder
-  auto at_word_start = [&](size_t i) {
-    if (i == 0) return true;
-    char p = tmpl[i - 1];
-    return p == ' ' || p == '\t' || p == '\n' || p == ';' || p == '&' || p == '|' || p == '(' || p == ')';
-  };
-  size_t i = 0;
-  while (i < tmpl.size()) {
-    if (next < holders.size() && i == holders[next].begin) {
-      Mode m = stack.back().mode;
-      out.push_back(m == kSq ? Context::kSingle : m == kDq ? Context::kDouble : m == kAnsiQ ? Context::kAnsi : Context::kWord);
-      i = holders[next++].end;
-      continue;
-    }
-    char c = tmpl[i];
-    Frame& f = stack.back();
-    if (f.mode == kSq) {
-      if (c == '\'') stack.pop_back();
-      ++i;
-      continue;
-    }
-    if (f.mode == kAnsiQ) {
-      if (c == '\\') ++i;
-      else if (c == '\'') stack.pop_back();
-      ++i;
-      continue;
-    }
-    if (c == '\\') {
-      i += 2;
-      continue;
-    }
-    if (f.mode == kDq) {
-      if (c == '"') stack.pop_back();
-      else if (c == '$' && i + 1 < tmpl.size() && tmpl[i + 1] == '(') stack.push_back({kNone, 0}), ++i;
-      ++i;
-      continue;
-    }
-    // Unquoted.
-    if (c == '\'') {
-      stack.push_back({kSq, 0});
-    } else if (c == '"') {
-      stack.push_back({kDq, 0});
-    } else if (c == '$' && i + 1 < tmpl.size() && tmpl[i + 1] == '\'') {
-      stack.push_back({kAnsiQ, 0});
-      ++i;
-    } else if (c == '$' && i + 1 < tmpl.size() && tmpl[i + 1] == '(') {
-      stack.push_back({kNone, 0});
-      ++i;
-    } else if (c == '(') {
-      ++f.parens;
-    } else if (c == ')') {
-      if (f.parens > 0) --f.parens;
-      else if (stack.size() > 1) stack.pop_back();
-    } else if (c == '#' && at_word_start(i)) {
-      size_t end = tmpl.find('\n', i);
-      if (end == std::string_view::npos) end = tmpl.size();
-      for (; next < holders.size() && holders[next].begin < end; ++next) out.push_back(Context::kComment);
-      i = end;
-      continue;
-    } else if (c == '<' && tmpl.substr(i, 2) == "<<" && tmpl.substr(i, 3) != "<<<") {
-      size_t j = i + 2;
-      bool strip = j < tmpl.size() && tmpl[j] == '-';
-      if (strip) ++j;
-      while (j < tmpl.size() && (tmpl[j] == ' ' || tmpl[j] == '\t')) ++j;
-      std::string word;
-      bool quoted = false;
-      while (j < tmpl.size() && std::string_view(" \t\n;&|<>()").find(tmpl[j]) == std::string_view::npos) {
-        char d = tmpl[j];
-        if (d == '\'' || d == '"') {
-          quoted = true;
-          size_t close = tmpl.find(d, j + 1);
-          if (close == std::string_view::npos || tmpl.substr(j, close - j).find('\n') != std::string_view::npos) break;
-          word.append(tmpl.substr(j + 1, close - j - 1));
-          j = close + 1;
-        } else if (d == '\\' && j + 1 < tmpl.size()) {
-          quoted = true;
-          word.push_back(tmpl[j + 1]);
-          j += 2;
-        } else {
-          word.push_back(d);
-          ++j;
-        }
-      }
-      if (!word.empty()) heredocs.push_back({word, quoted, strip});
-      i = j;
-      continue;
-    } else if (c == '\n' && !heredocs.empty()) {
-      // Here-document bodies start on the next line, one after the other.
-      ++i;
-      for (const Pending& h : heredocs) {
-        while (i < tmpl.size()) {
-          size_t end = tmpl.find('\n', i);
-          if (end == std::string_view::npos) end = tmpl.size();
-          std::string_view line = tmpl.substr(i, end - i);
-          if (h.strip_tabs) line.remove_prefix(std::min(line.find_first_not_of('\t'), line.size()));
-          bool last = line == h.delimiter;
-          for (; next < holders.size() && holders[next].begin < end; ++next) {
-            out.push_back(h.quoted ? Context::kQuotedHeredoc : Context::kHeredoc);
-          }
-          i = std::min(end + 1, tmpl.size());
-          if (last) break;
-        }
-      }
-      heredocs.clear();
-      continue;
-    }
-    ++i;
-  }
-  while (out.size() < holders.size()) out.push_back(Context::kWord);
-  return out;
-}
-
-// `value` written so that the shell reads it back literally in `context`.
-Result<std::string> QuoteFor(Context context, const std::string& value) {
+// `value` written so that the shell reads it back literally at `site`, or why it cannot be.
+Result<std::string> QuoteFor(const PlaceholderSite& site, const std::string& value) {
   std::string out;
   auto escape = [&](std::string_view specials) {
     for (char c : value) {
@@ -210,28 +73,32 @@ Result<std::string> QuoteFor(Context context, const std::string& value) {
     }
     return out;
   };
-  switch (context) {
-    case Context::kWord:
-    case Context::kComment:
+  switch (site.context) {
+    case ShellContext::kWord:
       return ShellQuote(value);
-    case Context::kSingle:
+    case ShellContext::kComment:
+      if (value.find_first_of("\n\r") != std::string::npos) {
+        return Status::InvalidArgument("its value has a line break, which would end the comment and run the rest");
+      }
+      return ShellQuote(value);
+    case ShellContext::kSingle:
       for (char c : value) {
         if (c == '\'') out += "'\\''";
         else out.push_back(c);
       }
       return out;
-    case Context::kDouble:
+    case ShellContext::kDouble:
       return escape("\\$`\"");
-    case Context::kHeredoc:
-    case Context::kQuotedHeredoc:
+    case ShellContext::kHeredoc:
+    case ShellContext::kQuotedHeredoc:
       if (value.find('\n') != std::string::npos) {
         return Status::InvalidArgument("its value has a line break, which could end the here-document early");
       }
-      return context == Context::kHeredoc ? escape("\\$`") : value;
-    case Context::kAnsi:
-      return Status::InvalidArgument("it stands inside $'...', whose escapes would change the value; put it outside");
+      return site.context == ShellContext::kHeredoc ? escape("\\$`") : value;
+    case ShellContext::kRefused:
+      break;
   }
-  return value;
+  return Status::InvalidArgument(site.refusal);
 }
 
 bool IsDirectiveSafe(std::string_view v) {
@@ -267,17 +134,53 @@ Result<std::vector<std::string>> TemplatePlaceholders(std::string_view tmpl, std
   return names;
 }
 
+namespace {
+
+std::vector<PlaceholderSite> Sites(std::string_view tmpl, const std::vector<Placeholder>& holders) {
+  std::vector<std::pair<size_t, size_t>> ranges;
+  for (const auto& p : holders) ranges.emplace_back(p.begin, p.end);
+  return AnalyzeShell(tmpl, ranges);
+}
+
+std::string RefusalMessage(std::string_view tmpl, std::string_view template_name, const Placeholder& p,
+                           const std::string& why) {
+  std::string var;
+  for (char c : p.name) var.push_back(c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  return fmt::format(
+      "{}:{}: placeholder '{{{{{}}}}}' stands {}; only a word, '...', \"...\", a here-document line or a comment "
+      "are accepted. Assign it once at the top, {}={{{{{}}}}}, then use \"${}\" there",
+      template_name, LineOf(tmpl, p.begin), p.name, why, var, p.name, var);
+}
+
+}  // namespace
+
+Status CheckTemplateContexts(std::string_view tmpl, std::string_view template_name) {
+  auto scanned = Scan(tmpl, template_name);
+  if (!scanned.ok()) return scanned.status();
+  std::vector<PlaceholderSite> sites = Sites(tmpl, *scanned);
+  for (size_t k = 0; k < scanned->size(); ++k) {
+    const Placeholder& p = (*scanned)[k];
+    if (!p.raw && sites[k].context == ShellContext::kRefused) {
+      return Status::InvalidArgument(RefusalMessage(tmpl, template_name, p, sites[k].refusal));
+    }
+  }
+  return Status::OK();
+}
+
 Result<std::string> RenderTemplate(std::string_view tmpl, std::string_view template_name,
                                    const std::map<std::string, std::string>& vars) {
   auto scanned = Scan(tmpl, template_name);
   if (!scanned.ok()) return scanned.status();
-  std::vector<Context> contexts = Contexts(tmpl, *scanned);
+  std::vector<PlaceholderSite> sites = Sites(tmpl, *scanned);
   std::string out;
   out.reserve(tmpl.size() + 256);
   size_t pos = 0;
+  size_t line_out = 0;  // where the current line of `out` begins
   for (size_t k = 0; k < scanned->size(); ++k) {
     const Placeholder& p = (*scanned)[k];
-    out.append(tmpl.substr(pos, p.begin - pos));
+    std::string_view between = tmpl.substr(pos, p.begin - pos);
+    if (size_t nl = between.rfind('\n'); nl != std::string_view::npos) line_out = out.size() + nl + 1;
+    out.append(between);
     auto it = vars.find(p.name);
     if (it == vars.end()) {
       std::string known;
@@ -292,15 +195,44 @@ Result<std::string> RenderTemplate(std::string_view tmpl, std::string_view templ
     }
     if (p.raw) {
       out += it->second;
+      if (size_t nl = it->second.rfind('\n'); nl != std::string::npos) line_out = out.size() - it->second.size() + nl + 1;
     } else {
-      auto quoted = QuoteFor(contexts[k], it->second);
+      const PlaceholderSite& site = sites[k];
+      if (site.context == ShellContext::kRefused) {
+        return Status::InvalidArgument(RefusalMessage(tmpl, template_name, p, site.refusal));
+      }
+      bool doc_line_start = out.find_first_not_of('\t', line_out) == std::string::npos;
+      if (site.strip_tabs && doc_line_start && !it->second.empty() && it->second.front() == '\t') {
+        return Status::InvalidArgument(fmt::format(
+            "{}:{}: placeholder '{{{{{}}}}}' in a <<- here-document: its value starts with a tab, which <<- strips",
+            template_name, LineOf(tmpl, p.begin), p.name));
+      }
+      auto quoted = QuoteFor(site, it->second);
       if (!quoted.ok()) {
-        return Status::InvalidArgument(fmt::format("{}:{}: placeholder '{{{{{}}}}}': {}", template_name,
-                                                   LineOf(tmpl, p.begin), p.name, quoted.status().message()));
+        return Status::InvalidArgument(fmt::format("{}:{}: placeholder '{{{{{}}}}}' in {}: {}", template_name,
+                                                   LineOf(tmpl, p.begin), p.name, ShellContextName(site.context),
+                                                   quoted.status().message()));
       }
       out += *quoted;
     }
     pos = p.end;
+    // A here-document line must not become its delimiter: render the rest of the line and compare.
+    const PlaceholderSite& site = sites[k];
+    bool doc = site.context == ShellContext::kHeredoc || site.context == ShellContext::kQuotedHeredoc;
+    bool last_on_line = k + 1 == scanned->size() || tmpl.substr(pos, (*scanned)[k + 1].begin - pos).find('\n') !=
+                                                       std::string_view::npos;
+    if (doc && last_on_line) {
+      size_t eol = tmpl.find('\n', pos);
+      std::string line = out.substr(line_out) + std::string(tmpl.substr(pos, eol == std::string_view::npos ? eol : eol - pos));
+      std::string_view body = line;
+      if (site.strip_tabs) body.remove_prefix(std::min(body.find_first_not_of('\t'), body.size()));
+      if (body == site.delimiter) {
+        return Status::InvalidArgument(fmt::format(
+            "{}:{}: placeholder '{{{{{}}}}}' in a here-document: with its value '{}' the line reads as the delimiter "
+            "and would end the here-document early",
+            template_name, LineOf(tmpl, p.begin), p.name, it->second));
+      }
+    }
   }
   out.append(tmpl.substr(pos));
   return out;

@@ -27,6 +27,10 @@ std::string ShellQuote(std::string_view value);
 // or an error for unbalanced braces or an empty name.
 Result<std::vector<std::string>> TemplatePlaceholders(std::string_view tmpl, std::string_view template_name);
 
+// Refuses a template with a placeholder in a place RenderTemplate cannot quote for, whatever the
+// values (see shell_context.h): the error names the file, line, the place and the safe rewrite.
+Status CheckTemplateContexts(std::string_view tmpl, std::string_view template_name);
+
 Result<std::string> RenderTemplate(std::string_view tmpl, std::string_view template_name,
                                    const std::map<std::string, std::string>& vars);
 

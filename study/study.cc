@@ -514,6 +514,10 @@ class Loader {
       if (!phase1.ok()) return phase1.status().WithContext(fmt::format("{}:{}: search.seed_from", path_, s.seed_from->line));
       for (const auto& p : phase1->space) known[p.name] = "";
     }
+    // Placeholders where no quoting can be proven safe are refused whatever the values.
+    if (Status st = slurm::CheckTemplateContexts(job.template_text, job.template_path); !st.ok()) {
+      return st.WithContext(path_ + ": job.template");
+    }
     auto rendered = slurm::RenderTemplate(job.template_text, job.template_path, known);
     if (!rendered.ok()) return rendered.status().WithContext(path_ + ": job.template");
     // A parameter the template never names makes trials that differ only in it the same job.

@@ -139,12 +139,14 @@ void CheckTemplate(std::string_view tmpl) {
   } else if (!vars.empty() && value.find('\0') != std::string::npos) {
     if (rendered.ok()) Die("RenderTemplate accepted a value with NUL");
   } else if (!rendered.ok()) {
-    // The only refusals of bound values: where quoting cannot keep a value literal (a line break
-    // in a here-document, anything inside $'...').
+    // The only refusals of bound values: a place the renderer cannot prove safe (refused by the
+    // value-free check too), or a value its place cannot carry (a line break in a comment or a
+    // here-document, a here-document line turned into its delimiter, a tab <<- would strip).
     const std::string& m = rendered.status().message();
-    bool context = (value.find('\n') != std::string::npos && m.find("here-document") != std::string::npos) ||
-                   m.find("inside $'...'") != std::string::npos;
-    if (!context) Die("RenderTemplate failed with every placeholder bound: " + rendered.status().ToString());
+    bool place = !slurm::CheckTemplateContexts(tmpl, kTemplateName).ok();
+    bool value_refused = m.find("line break") != std::string::npos || m.find("delimiter") != std::string::npos ||
+                         m.find("starts with a tab") != std::string::npos;
+    if (!place && !value_refused) Die("RenderTemplate failed with every placeholder bound: " + rendered.status().ToString());
   }
   for (const auto& st : {names.status(), rendered.status()}) {
     if (!st.ok() && (st.code() != Status::Code::kInvalidArgument || st.message().rfind(kTemplateName, 0) != 0)) {

@@ -1,0 +1,45 @@
+// Where a template placeholder stands in the shell grammar, as bash will read the rendered
+// script. Used by RenderTemplate (sbatch_script.h) to quote each value for its place, and to
+// refuse every place it cannot prove safe: this reader fails closed. It accepts a placeholder
+// only as (part of) an unquoted word that is an argument, inside '...', inside "..." (also
+// within $( )), in a here-document body outside any expansion, or in a comment; it refuses the
+// rest (backquotes, arithmetic, ${...}, $'...', array subscripts, a command's name, a
+// here-document's delimiter, arguments that become code: eval, trap, let, `sh -c`, ssh, ...)
+// and everything after a construct it cannot follow.
+//
+// Depends on nothing but the standard library; no I/O.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace sweep::slurm {
+
+enum class ShellContext {
+  kWord,           // unquoted: the value becomes one single-quoted word
+  kSingle,         // inside '...': single quotes in the value are closed, escaped and reopened
+  kDouble,         // inside "...": \ $ ` " are backslash-escaped
+  kHeredoc,        // in an unquoted here-document body: \ $ ` are backslash-escaped
+  kQuotedHeredoc,  // in a here-document whose delimiter is quoted: nothing is expanded
+  kComment,        // after #: not run (#SBATCH lines: sbatch reads the single-quoted word)
+  kRefused,        // none of the above: `refusal` says where it stands
+};
+
+struct PlaceholderSite {
+  ShellContext context = ShellContext::kRefused;
+  std::string refusal;  // kRefused: the place, e.g. "inside backquote command substitution"
+  // kHeredoc / kQuotedHeredoc: the body's delimiter word and whether <<- strips leading tabs.
+  std::string delimiter;
+  bool strip_tabs = false;
+};
+
+// One site per placeholder; `holders` are the byte ranges [begin, end) of the placeholders in
+// `tmpl`, in order and not overlapping.
+std::vector<PlaceholderSite> AnalyzeShell(std::string_view tmpl, const std::vector<std::pair<size_t, size_t>>& holders);
+
+// A short name of a context for messages ("an unquoted word", "a here-document", ...).
+std::string_view ShellContextName(ShellContext context);
+
+}  // namespace sweep::slurm

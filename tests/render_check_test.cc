@@ -1,0 +1,74 @@
+// Templates and values checked before anything is submitted, and values printed safely: through
+// the built binary, with the local transport and no cluster (nothing gets as far as sbatch).
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "tests/test_util.h"
+
+using namespace sweep;
+
+namespace {
+
+const std::string kBinary = std::string(SLURMSWEEP_BINARY_DIR) + "/bin/slurmsweep";
+
+std::pair<int, std::string> Shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  int rc = pclose(p);
+  return {WEXITSTATUS(rc), out};
+}
+
+TEST_CASE("a value its template cannot carry stops run before anything is stored or submitted", "[cli]") {
+  testing::TempDir dir;
+  // The second trial's value has a line break; in a comment, its second line would run.
+  std::string study = testing::WriteLocalStudyFile(
+      dir, "carry", "# tag: {{tag}}\nprintf '%s\\n' {{tag}}",
+      "[space]\ntag = [\"fine\", \"x\\ntouch PWNED\"]\n");
+  auto [plan_rc, plan_out] = Shell(kBinary + " plan " + study);
+  INFO(plan_out);
+  CHECK(plan_rc == 2);
+  CHECK_THAT(plan_out, Catch::Contains("refused") && Catch::Contains("job.sbatch:2") &&
+                           Catch::Contains("line break") && Catch::Contains("1 trial(s) cannot be rendered"));
+  auto [run_rc, run_out] = Shell(kBinary + " run " + study);
+  INFO(run_out);
+  CHECK(run_rc == 2);
+  CHECK_THAT(run_out, Catch::Contains("nothing was submitted") && Catch::Contains("job.sbatch:2"));
+  // Nothing reached the work directory: no script written, no job.
+  CHECK_FALSE(std::filesystem::exists(dir.file("work/scripts")));
+  auto [status_rc, status_out] = Shell(kBinary + " status " + study);
+  INFO(status_out);
+  CHECK_THAT(status_out, !Catch::Contains("submitting") && !Catch::Contains("pending"));
+}
+
+TEST_CASE("a placeholder in a place no quoting makes safe is refused when the study loads", "[cli]") {
+  testing::TempDir dir;
+  std::string study = testing::WriteLocalStudyFile(dir, "place", "X=`echo {{lr}}`\necho \"$X\"", "[space]\nlr = [0.1]\n");
+  auto [rc, out] = Shell(kBinary + " plan " + study);
+  INFO(out);
+  CHECK(rc == 2);
+  CHECK_THAT(out, Catch::Contains("job.sbatch:2: placeholder '{{lr}}'") && Catch::Contains("backquote") &&
+                      Catch::Contains("LR={{lr}}"));
+}
+
+TEST_CASE("values reach the terminal with their control characters written visibly", "[cli]") {
+  testing::TempDir dir;
+  std::string study = testing::WriteLocalStudyFile(dir, "esc", "printf '%s\\n' {{tag}}",
+                                                   "[space]\ntag = [\"\\u001b[31mred\", \"two\\nlines\"]\n");
+  auto [rc, out] = Shell(kBinary + " plan " + study);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK(out.find('\x1b') == std::string::npos);
+  CHECK_THAT(out, Catch::Contains("tag=\\e[31mred") && Catch::Contains("tag=two\\nlines"));
+}
+
+}  // namespace
