@@ -266,7 +266,7 @@ struct App {
   // Offline: needs neither the cluster nor the database, so a study can be planned anywhere.
   Status CmdPlan() {
     SWEEP_RETURN_IF_ERROR(LoadStudyFile());
-    SWEEP_RETURN_IF_ERROR(PlanTrials());
+    SWEEP_RETURN_IF_ERROR(PrintTrialPlan());
     // What `run` would refuse before submitting anything: trials whose values their template
     // cannot carry.
     auto specs = ExpandStudy(study);
@@ -280,7 +280,7 @@ struct App {
     return Status::OK();
   }
 
-  Status PlanTrials() {
+  Status PrintTrialPlan() {
     // Without a model there is no memory to predict: the dry run is the trials, and which the
     // constraints drop (a constraint that cannot be evaluated fails here, not at `run`).
     if (!study.job.vars.count("model")) {
