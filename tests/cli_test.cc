@@ -23,15 +23,7 @@ using namespace sweep;
 namespace {
 
 // Runs `cmd` through the shell; its exit status and everything it printed.
-std::pair<int, std::string> Shell(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  int rc = pclose(p);
-  return {WEXITSTATUS(rc), out};
-}
+std::pair<int, std::string> Shell(const std::string& cmd) { return testing::RunShell(cmd + " 2>&1"); }
 
 // A study file whose objective is `metric`, and a database in which two trials logged lm_loss.
 std::string StudyWithLoggedLoss(const testing::TempDir& dir, const std::string& metric) {

@@ -31,15 +31,6 @@ inline std::string ClusterVar(const std::string& key) {
 }
 
 // Runs a shell command locally: its exit status and stdout.
-inline std::pair<int, std::string> RunShell(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 inline std::string Capture(const std::string& cmd) { return RunShell(cmd).second; }
 
 // Everything a test needs to drive the real run loop in-process.

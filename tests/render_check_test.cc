@@ -18,15 +18,8 @@ namespace {
 
 const std::string kBinary = std::string(SLURMSWEEP_BINARY_DIR) + "/bin/slurmsweep";
 
-std::pair<int, std::string> Shell(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  int rc = pclose(p);
-  return {WEXITSTATUS(rc), out};
-}
+// Runs `cmd` through the shell; its exit status and everything it printed.
+std::pair<int, std::string> Shell(const std::string& cmd) { return testing::RunShell(cmd + " 2>&1"); }
 
 TEST_CASE("a value its template cannot carry stops run before anything is stored or submitted", "[cli]") {
   testing::TempDir dir;

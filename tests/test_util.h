@@ -1,6 +1,9 @@
 // Helpers shared by tests: temp dirs, and the test cluster's environment file.
 #pragma once
 
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +31,17 @@ class TempDir {
  private:
   std::filesystem::path path_;
 };
+
+// Runs `cmd` through the shell: its exit status (-1 if killed by a signal) and its standard output.
+inline std::pair<int, std::string> RunShell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, out};
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
 
 inline std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
