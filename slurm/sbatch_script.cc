@@ -238,6 +238,32 @@ Result<std::string> RenderTemplate(std::string_view tmpl, std::string_view templ
   return out;
 }
 
+Status CheckOwnDirectives(std::string_view tmpl, std::string_view template_name) {
+  static constexpr std::string_view kOwned[] = {"output", "open-mode", "job-name", "comment", "array", "chdir"};
+  static constexpr std::string_view kOwnedShort = "oJaD";
+  for (const std::string& d : SbatchDirectives(tmpl)) {
+    std::string_view rest = std::string_view(d).substr(7);
+    rest.remove_prefix(std::min(rest.find_first_not_of(" \t"), rest.size()));
+    std::string_view owned;
+    if (rest.substr(0, 2) == "--") {
+      std::string_view name = rest.substr(2, rest.find_first_of("= \t") - 2);
+      // sbatch takes any unambiguous prefix of a long option.
+      for (std::string_view o : kOwned) {
+        if (name.size() >= 3 && o.substr(0, name.size()) == name) owned = o;
+      }
+    } else if (rest.size() >= 2 && rest[0] == '-' && kOwnedShort.find(rest[1]) != std::string_view::npos) {
+      owned = rest.substr(0, 2);
+    }
+    if (owned.empty()) continue;
+    size_t at = tmpl.find(d);
+    return Status::InvalidArgument(fmt::format(
+        "{}:{}: '{}' sets {}, which slurmsweep sets itself (it tracks each trial by its job name, comment and "
+        "log, and starts the log afresh on each run); remove the line",
+        template_name, LineOf(tmpl, at == std::string_view::npos ? 0 : at), d, owned));
+  }
+  return Status::OK();
+}
+
 std::vector<std::string> SbatchDirectives(std::string_view script) {
   std::vector<std::string> out;
   bool first = true;
@@ -267,6 +293,9 @@ Result<std::string> AddSbatchHeader(std::string_view script, const SbatchHeader&
   };
   SWEEP_RETURN_IF_ERROR(add("job-name", h.job_name));
   SWEEP_RETURN_IF_ERROR(add("output", h.output));
+  // A site's JobFileAppend=1 would keep a requeued run's lines after the previous run's, and the
+  // two could not be told apart in the log: each run starts its log afresh.
+  if (!h.output.empty()) SWEEP_RETURN_IF_ERROR(add("open-mode", "truncate"));
   SWEEP_RETURN_IF_ERROR(add("comment", h.comment));
   SWEEP_RETURN_IF_ERROR(add("chdir", h.workdir));
   SWEEP_RETURN_IF_ERROR(add("partition", h.partition));

@@ -39,7 +39,8 @@ Result<std::string> RenderTemplate(std::string_view tmpl, std::string_view templ
 // lines are not shell-parsed and cannot be quoted.
 struct SbatchHeader {
   std::string job_name;
-  std::string output;     // per-trial log file, absolute path on the cluster ("%a": array task index)
+  std::string output;     // per-trial log file, absolute path on the cluster ("%a": array task index);
+                          // with it, --open-mode=truncate
   std::string comment;    // "slurmsweep:study=NAME:trial=KEY:attempt=N"
   std::string workdir;    // --chdir
   std::string partition, account, qos;
@@ -54,6 +55,10 @@ struct SbatchHeader {
 // The #SBATCH lines a script carries before its first command (sbatch reads no further), in
 // order. Two trials whose rendered scripts carry the same directives can share a job array.
 std::vector<std::string> SbatchDirectives(std::string_view script);
+
+// Refuses a template whose own #SBATCH lines set what the header owns: --output, --open-mode,
+// --job-name, --comment, --array, --chdir (or their short forms or prefixes), naming file and line.
+Status CheckOwnDirectives(std::string_view tmpl, std::string_view template_name);
 
 // Inserts the header after the template's first line if it is a shebang, else prepends
 // "#!/bin/bash" and the header.

@@ -267,6 +267,25 @@ TEST_CASE("the #SBATCH header goes after the shebang and refuses unsafe values",
   CHECK_FALSE(AddSbatchHeader("echo\n", h).ok());
 }
 
+TEST_CASE("each run starts its log afresh, and a template cannot set what the header owns", "[slurm]") {
+  SbatchHeader h;
+  h.output = "/w/logs/t-abc.1.out";
+  auto s = AddSbatchHeader("#!/bin/bash\necho hi\n", h);
+  REQUIRE(s.ok());
+  // Whatever the site's JobFileAppend, a requeued run does not append to the previous run's log.
+  CHECK_THAT(*s, Catch::Contains("#SBATCH --output=/w/logs/t-abc.1.out\n#SBATCH --open-mode=truncate\n"));
+  for (std::string line : {"#SBATCH --open-mode=append", "#SBATCH --open=append", "#SBATCH -o /tmp/x.out",
+                           "#SBATCH --output /tmp/x.out", "#SBATCH -J other", "#SBATCH --job-name=x",
+                           "#SBATCH --comment=x", "#SBATCH --array=0-3", "#SBATCH -D /tmp"}) {
+    Status st = CheckOwnDirectives("#!/bin/bash\n#SBATCH --time=5\n" + line + "\necho\n", "t.sbatch");
+    INFO(line);
+    CHECK_THAT(st.message(), Catch::StartsWith("t.sbatch:3: '" + line + "'") && Catch::Contains("remove the line"));
+  }
+  CHECK(CheckOwnDirectives("#!/bin/bash\n#SBATCH --time=5\n#SBATCH --account=a -c 4\n#SBATCH --constraint=x\n", "t").ok());
+  // Past the first command sbatch reads no directive: nothing to refuse there.
+  CHECK(CheckOwnDirectives("#!/bin/bash\necho\n#SBATCH --open-mode=append\n", "t").ok());
+}
+
 namespace {
 
 // Answers each command by the first rule whose needle it contains; records what was run.

@@ -518,6 +518,9 @@ class Loader {
     if (Status st = slurm::CheckTemplateContexts(job.template_text, job.template_path); !st.ok()) {
       return st.WithContext(path_ + ": job.template");
     }
+    if (Status st = slurm::CheckOwnDirectives(job.template_text, job.template_path); !st.ok()) {
+      return st.WithContext(path_ + ": job.template");
+    }
     auto rendered = slurm::RenderTemplate(job.template_text, job.template_path, known);
     if (!rendered.ok()) return rendered.status().WithContext(path_ + ": job.template");
     // A parameter the template never names makes trials that differ only in it the same job.

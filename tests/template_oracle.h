@@ -73,7 +73,7 @@ inline std::vector<Construct> OracleConstructs() {
       ok("here-document with $HOME before", "cat <<EOF\n${HOME:+h} $(echo x) <<{{v}}>>\nEOF", "<<", ">>"),
       ok("here-string", "printf '<<'; cat <<< {{v}}; printf '>>\\n'", "<<", "\n>>"),
       fixed("comment", "# note: {{v}}\nprintf '<<ok>>\\n'"),
-      fixed("#SBATCH comment", "#SBATCH --comment={{v}}\nprintf '<<ok>>\\n'"),
+      fixed("#SBATCH comment", "#SBATCH --constraint={{v}}\nprintf '<<ok>>\\n'"),
       fixed("comment with quotes", "# it's a \"comment\" with {{v}} and `x`\nprintf '<<ok>>\\n'"),
       ok("trailing comment", "printf '<<%s>>\\n' {{v}} # {{v}}"),
       ok("# inside a word", "printf '<<%s>>\\n' a#b {{v}}"),
