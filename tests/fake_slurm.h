@@ -1,0 +1,328 @@
+// FakeSlurm: an in-memory Slurm cluster behind the Transport interface, for driving the run loop
+// (tests/runner_test.cc) through every decision in milliseconds. It answers the exact command lines
+// SlurmClient and Runner issue (sbatch, squeue, sacct, scontrol, scancel, mkdir) from a table of
+// jobs, keeps files (scripts, logs, start marks) as strings, and nothing runs on its own: the test
+// starts, logs to, ends, requeues and purges jobs, and sets knobs that inject faults.
+//
+// Deliberately not a Slurm simulator: no scheduling, no throttling of arrays, no time passing. A
+// job does what the test says, so each test states its scenario in the order it happens. Command
+// lines it does not understand exit 127 and stay in commands(), so a new one fails loudly.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ctime>
+#include <stdexcept>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/clock.h"
+#include "orchestrator/job_marks.h"
+#include "slurm/transport.h"
+
+namespace sweep::testing {
+
+// Time that moves only when told: SleepFor advances it at once.
+class FakeClock final : public Clock {
+ public:
+  explicit FakeClock(double start = 1'800'000'000) : now_(start) {}
+  double Now() const override { return now_; }
+  void SleepFor(double seconds) override { now_ += seconds; }
+  void Advance(double seconds) { now_ += seconds; }
+
+ private:
+  double now_;
+};
+
+class FakeSlurm final : public slurm::Transport {
+ public:
+  struct Job {
+    std::string id;  // "100", or "100_3" for task 3 of array 100
+    std::string name, comment, log;
+    std::string state = "PENDING";
+    std::string reason = "Priority";
+    int exit_code = 0, signal = 0;
+    int restarts = 0;
+    std::string node;
+    double start = 0, end = 0;
+    bool purged = false;  // gone from squeue (MinJobAge); accounting, if on, still has it
+  };
+
+  explicit FakeSlurm(const Clock& clock) : clock_(clock) {}
+
+  // --- knobs ---------------------------------------------------------------------------------
+  int refuse_sbatch_quota = 0;  // the next N sbatch calls are refused: submit quota full
+  int lose_sbatch_answers = 0;  // the next N sbatch calls submit, then the link drops before the answer
+  int time_out_calls = 0;       // the next N Slurm commands fail as when slurmctld does not answer
+  bool accounting = true;       // false: sacct says accounting storage is disabled
+
+  // --- what a test does to jobs ----------------------------------------------------------------
+  // The job starts on `host`: running, its log truncated (a new run rewrites it) and a start mark
+  // appended beside it, as the mark line slurmsweep puts in the script would.
+  void Start(const std::string& id, const std::string& host = "n1") {
+    Job& j = job(id);
+    j.state = "RUNNING";
+    j.reason = "None";
+    j.node = host;
+    j.start = clock_.Now();
+    j.end = 0;
+    files_[j.log] = "";
+    files_[MarksPath(j.log)] +=
+        fmt::format("start job={} restart={} host={} time={:.0f}\n", j.id, j.restarts, host, clock_.Now());
+  }
+  void AppendLog(const std::string& id, std::string_view text) { files_[job(id).log] += text; }
+  // Ends the job: "COMPLETED", "FAILED" (exit_code 1 unless given), "TIMEOUT", "OUT_OF_MEMORY", ...
+  void End(const std::string& id, const std::string& state, int exit_code = -1) {
+    Job& j = job(id);
+    j.state = state;
+    j.exit_code = exit_code >= 0 ? exit_code : state == "COMPLETED" ? 0 : 1;
+    j.reason = state == "FAILED" ? "NonZeroExitCode" : "None";
+    if (j.start == 0) j.start = clock_.Now();
+    j.end = clock_.Now();
+  }
+  // Slurm runs the job again under the same id (JobRequeue=1): pending, restart count + 1.
+  void Requeue(const std::string& id) {
+    Job& j = job(id);
+    j.state = "PENDING";
+    j.reason = "BeginTime";
+    j.restarts += 1;
+    j.end = 0;
+  }
+  // The node goes down and Slurm requeues every job that ran on it.
+  void FailNode(const std::string& host) {
+    nodes_[host] = "DOWN*";
+    for (auto& [id, j] : jobs_) {
+      if (j.node == host && j.state == "RUNNING") Requeue(id);
+    }
+  }
+  // MinJobAge has passed: ended jobs leave squeue.
+  void PurgeEnded() {
+    for (auto& [id, j] : jobs_) {
+      if (j.state != "PENDING" && j.state != "RUNNING") j.purged = true;
+    }
+  }
+
+  // --- what a test inspects --------------------------------------------------------------------
+  Job& job(const std::string& id) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) throw std::out_of_range("FakeSlurm: no job " + id);
+    return it->second;
+  }
+  std::vector<std::string> job_ids() const {
+    std::vector<std::string> ids;
+    for (const auto& [id, j] : jobs_) ids.push_back(id);
+    return ids;
+  }
+  const std::vector<std::string>& commands() const { return commands_; }
+  // The commands run with `tool` ("sbatch", "squeue", "scancel", ...).
+  std::vector<std::string> issued(std::string_view tool) const {
+    std::vector<std::string> out;
+    for (const auto& c : commands_) {
+      if (Tool(c) == tool) out.push_back(c);
+    }
+    return out;
+  }
+  std::optional<std::string> file(const std::string& path) const {
+    auto it = files_.find(path);
+    if (it == files_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  // --- Transport -------------------------------------------------------------------------------
+  Result<slurm::CommandOutput> Run(const std::string& command) override {
+    commands_.push_back(command);
+    std::string_view tool = Tool(command);
+    if (tool == "mkdir") return slurm::CommandOutput{};
+    bool slurm_tool = tool == "sbatch" || tool == "squeue" || tool == "sacct" || tool == "scontrol" || tool == "scancel";
+    if (slurm_tool && time_out_calls > 0) {
+      --time_out_calls;
+      return slurm::CommandOutput{1, "", fmt::format("{}: error: Socket timed out on send/recv operation\n", tool)};
+    }
+    if (tool == "sbatch") return Sbatch(command);
+    if (tool == "squeue") return Squeue(command);
+    if (tool == "sacct") return Sacct(command);
+    if (tool == "scontrol") return Scontrol(command);
+    if (tool == "scancel") return Scancel(command);
+    return slurm::CommandOutput{127, "", "FakeSlurm: unknown command\n"};
+  }
+  Status WriteFile(const std::string& path, std::string_view content, int) override {
+    files_[path] = std::string(content);
+    return Status::OK();
+  }
+  Result<std::string> ReadFrom(const std::string& path, uint64_t offset, size_t max_bytes) override {
+    auto it = files_.find(path);
+    if (it == files_.end()) return Status::NotFound("no such file: " + path);
+    if (offset >= it->second.size()) return std::string();
+    return it->second.substr(offset, max_bytes);
+  }
+  std::string Describe() const override { return "fake slurm"; }
+
+ private:
+  // "timeout 60 sbatch --parsable X" -> "sbatch"; "squeue -h ..." -> "squeue".
+  static std::string_view Tool(std::string_view c) {
+    if (c.rfind("timeout ", 0) == 0) {
+      c.remove_prefix(8);
+      c.remove_prefix(std::min(c.size(), c.find(' ') + 1));
+    }
+    return c.substr(0, c.find(' '));
+  }
+  // The value after `flag` up to the next space, without single quotes ("-j 1,2" or "--name='a,b'").
+  static std::vector<std::string> ListAfter(std::string_view c, std::string_view flag) {
+    size_t p = c.find(flag);
+    if (p == std::string_view::npos) return {};
+    std::string_view v = c.substr(p + flag.size());
+    if (!v.empty() && v.front() == '\'') v = v.substr(1, v.find('\'', 1) - 1);
+    else v = v.substr(0, v.find(' '));
+    std::vector<std::string> out;
+    while (!v.empty()) {
+      size_t comma = v.find(',');
+      out.emplace_back(v.substr(0, comma));
+      if (comma == std::string_view::npos) break;
+      v.remove_prefix(comma + 1);
+    }
+    return out;
+  }
+  static std::string Directive(const std::string& script, const std::string& option) {
+    std::string key = "#SBATCH --" + option + "=";
+    size_t p = script.find(key);
+    if (p == std::string::npos) return "";
+    p += key.size();
+    return script.substr(p, script.find('\n', p) - p);
+  }
+  static std::string Base(const std::string& id) { return id.substr(0, id.find('_')); }
+  static std::string Time(double t, const char* none) {
+    if (t == 0) return none;
+    std::time_t s = static_cast<std::time_t>(t);
+    std::tm tm{};
+    localtime_r(&s, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    return buf;
+  }
+
+  Result<slurm::CommandOutput> Sbatch(const std::string& command) {
+    std::string path = command.substr(command.find("--parsable ") + 11);
+    if (!path.empty() && path.front() == '\'') path = path.substr(1, path.size() - 2);
+    if (refuse_sbatch_quota > 0) {
+      --refuse_sbatch_quota;
+      return slurm::CommandOutput{1, "",
+                                  "sbatch: error: QOSMaxSubmitJobPerUserLimit\n"
+                                  "sbatch: error: Batch job submission failed: Job violates accounting/QOS policy "
+                                  "(job submit limit, user's size and/or time limits)\n"};
+    }
+    auto script = file(path);
+    if (!script) return slurm::CommandOutput{1, "", "sbatch: error: Unable to open file " + path + "\n"};
+    std::string id = std::to_string(next_id_++);
+    std::string output = Directive(*script, "output");
+    Job proto;
+    proto.name = Directive(*script, "job-name");
+    proto.comment = Directive(*script, "comment");
+    if (std::string array = Directive(*script, "array"); !array.empty()) {
+      // "0-N%M": tasks 0..N, each logging to the output path with %a replaced by its index.
+      int last = std::stoi(array.substr(array.find('-') + 1));
+      for (int i = 0; i <= last; ++i) {
+        Job j = proto;
+        j.id = fmt::format("{}_{}", id, i);
+        j.log = output;
+        if (size_t a = j.log.find("%a"); a != std::string::npos) j.log.replace(a, 2, std::to_string(i));
+        jobs_[j.id] = j;
+      }
+    } else {
+      proto.id = id;
+      proto.log = output;
+      jobs_[id] = proto;
+    }
+    if (lose_sbatch_answers > 0) {
+      --lose_sbatch_answers;
+      return Status::Unavailable("connection lost (injected) after sbatch ran");
+    }
+    return slurm::CommandOutput{0, id + "\n", ""};
+  }
+
+  std::string SqueueLine(const Job& j) const {
+    return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}\n", j.id, j.state, j.reason, (j.exit_code << 8) | j.signal, j.name,
+                       Time(j.start, "N/A"), Time(j.end, "N/A"), j.comment.empty() ? "(null)" : j.comment, j.restarts);
+  }
+  std::string SacctLine(const Job& j) const {
+    return fmt::format("{}|{}|{}:{}|{}|{}|{}|{}|{}\n", j.id, j.state, j.exit_code, j.signal, j.reason, j.name,
+                       Time(j.start, "Unknown"), Time(j.end, "Unknown"), j.comment);
+  }
+
+  Result<slurm::CommandOutput> Squeue(const std::string& command) {
+    slurm::CommandOutput out;
+    auto ids = ListAfter(command, " -j ");
+    auto names = ListAfter(command, "--name=");
+    for (const auto& [id, j] : jobs_) {
+      if (j.purged) continue;
+      bool match = ids.empty() ? std::find(names.begin(), names.end(), j.name) != names.end()
+                               : std::find(ids.begin(), ids.end(), Base(id)) != ids.end();
+      if (match) out.out += SqueueLine(j);
+    }
+    if (!ids.empty() && out.out.empty()) {
+      out.exit_code = 1;
+      out.err = "slurm_load_jobs error: Invalid job id specified\n";
+    }
+    return out;
+  }
+
+  Result<slurm::CommandOutput> Sacct(const std::string& command) {
+    if (!accounting) return slurm::CommandOutput{1, "", "sacct: error: Slurm accounting storage is disabled\n"};
+    slurm::CommandOutput out;
+    auto ids = ListAfter(command, " -j ");
+    auto names = ListAfter(command, "--name=");
+    for (const auto& [id, j] : jobs_) {
+      bool match = ids.empty() ? std::find(names.begin(), names.end(), j.name) != names.end()
+                               : std::find(ids.begin(), ids.end(), id) != ids.end() ||
+                                     std::find(ids.begin(), ids.end(), Base(id)) != ids.end();
+      if (match) out.out += SacctLine(j);
+    }
+    return out;
+  }
+
+  Result<slurm::CommandOutput> Scontrol(const std::string& command) {
+    std::string node = command.substr(command.rfind(' ') + 1);
+    auto it = nodes_.find(node);
+    std::string state = it == nodes_.end() ? "IDLE" : it->second;
+    return slurm::CommandOutput{0, fmt::format("NodeName={} Arch=x86_64 State={} CPUTot=4\n", node, state), ""};
+  }
+
+  // "scancel 100_2 101": a task, a plain job, or an array by its id (every task of it).
+  Result<slurm::CommandOutput> Scancel(const std::string& command) {
+    std::string_view rest = std::string_view(command).substr(8);
+    while (!rest.empty()) {
+      std::string id(rest.substr(0, rest.find(' ')));
+      rest.remove_prefix(std::min(rest.size(), id.size() + 1));
+      for (auto& [jid, j] : jobs_) {
+        if ((jid == id || Base(jid) == id) && (j.state == "PENDING" || j.state == "RUNNING")) {
+          j.state = "CANCELLED";
+          j.reason = "None";
+          j.exit_code = 0;
+          j.signal = j.start > 0 ? 15 : 0;
+          if (j.start == 0) j.start = clock_.Now();
+          j.end = clock_.Now();
+        }
+      }
+    }
+    return slurm::CommandOutput{};
+  }
+
+  const Clock& clock_;
+  int next_id_ = 100;
+  std::map<std::string, Job> jobs_;
+  std::map<std::string, std::string> files_;
+  std::map<std::string, std::string> nodes_;  // node -> scontrol State; absent: IDLE
+  std::vector<std::string> commands_;
+};
+
+// One Megatron training log line (the format logs/metrics_parser.h reads), 1 s per iteration.
+inline std::string MegatronLine(int iteration, int total, double loss) {
+  return fmt::format(" [2026-12-03 10:00:00] iteration {:>8}/{:>8} | consumed samples: {:>8} | elapsed time per "
+                     "iteration (ms): 1000.0 | lm loss: {:.6E} | number of nan iterations:   0 |\n",
+                     iteration, total, iteration * 8, loss);
+}
+
+}  // namespace sweep::testing

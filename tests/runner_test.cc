@@ -1,0 +1,368 @@
+// The run loop against a fake Slurm (tests/fake_slurm.h): one test per decision the loop takes,
+// each in milliseconds and asserting what a user would see (trial states, stored metrics, events)
+// and the Slurm commands it cost. The [cluster] and [fault] tests run the same decisions for real.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <sstream>
+
+#include "orchestrator/runner.h"
+#include "store/store.h"
+#include "study/study.h"
+#include "tests/fake_slurm.h"
+#include "tests/test_util.h"
+
+using namespace sweep;
+using testing::FakeClock;
+using testing::FakeSlurm;
+using testing::MegatronLine;
+
+namespace {
+
+// A study in a temp dir, its store, and a Runner whose cluster is a FakeSlurm and whose clock is fake.
+// `tables` goes after [job]'s template line: further [job] keys, then any tables.
+class Sweep {
+ public:
+  Sweep(const std::string& tables, int max_concurrent, const std::string& cluster_extra = "",
+        const std::string& command = "echo {{lr}}") {
+    testing::WriteAll(dir_.file("job.sbatch"), "#!/bin/bash\n" + command + "\n");
+    std::string text = fmt::format(
+        "[study]\nname = \"fk\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"/fake/work\"\nmax_concurrent = {}\n{}\n\n"
+        "[job]\ntemplate = \"job.sbatch\"\n{}\n",
+        max_concurrent, cluster_extra, tables);
+    auto study = ParseStudy(text, dir_.file("study.toml"));
+    INFO(study.status().ToString());
+    REQUIRE(study.ok());
+    study_ = std::move(*study);
+    auto db = store::Store::Open(dir_.file("fk.db"));
+    REQUIRE(db.ok());
+    db_ = std::move(*db);
+    runner_ = std::make_unique<Runner>(study_, *db_, slurm, clock, log_);
+  }
+
+  TickReport Tick() {
+    auto r = runner_->Tick();
+    INFO(log_.str());
+    REQUIRE(r.ok());
+    return *r;
+  }
+  std::vector<store::TrialRecord> Trials() {
+    auto t = db_->ListTrials(runner_->study_id());
+    REQUIRE(t.ok());
+    return *t;
+  }
+  // The trial whose parameters contain `param` ("\"lr\":0.2").
+  store::TrialRecord Trial(const std::string& param) {
+    for (auto& t : Trials()) {
+      if (t.params_json.find(param) != std::string::npos) return t;
+    }
+    FAIL("no trial with " << param);
+    return {};
+  }
+  std::vector<double> Loss(const store::TrialRecord& t) {
+    auto rows = db_->MetricSeries(t.id, "lm_loss");
+    REQUIRE(rows.ok());
+    std::vector<double> out;
+    for (const auto& r : *rows) out.push_back(r.value);
+    return out;
+  }
+  int Events(const std::string& kind, std::optional<int64_t> trial = std::nullopt) {
+    auto ev = db_->Events(runner_->study_id());
+    REQUIRE(ev.ok());
+    return static_cast<int>(std::count_if(ev->begin(), ev->end(), [&](const store::EventRecord& e) {
+      return e.kind == kind && (!trial || e.trial_id == trial);
+    }));
+  }
+  std::string log() const { return log_.str(); }
+
+  FakeClock clock;
+  FakeSlurm slurm{clock};
+
+ private:
+  testing::TempDir dir_;
+  Study study_;
+  std::unique_ptr<store::Store> db_;
+  std::ostringstream log_;
+  std::unique_ptr<Runner> runner_;
+};
+
+}  // namespace
+
+TEST_CASE("submit: trials that share #SBATCH lines go as one job array, throttled to max_concurrent",
+          "[runner]") {
+  Sweep s("[space]\nlr = [0.1, 0.2, 0.3]\n", 2);
+  TickReport first = s.Tick();
+  CHECK(first.submitted == 3);
+  REQUIRE(s.slurm.issued("sbatch").size() == 1);
+  auto script = s.slurm.file("/fake/work/scripts/ss-fk-arr1-1.sbatch");
+  REQUIRE(script);
+  CHECK_THAT(*script, Catch::Contains("#SBATCH --array=0-2%2"));
+  for (const auto& t : s.Trials()) {
+    CHECK(t.state == "pending");
+    CHECK(t.attempt == 1);
+    CHECK(t.job_id == fmt::format("100_{}", t.array_index));
+  }
+
+  // The jobs run and end; each tick asks Slurm once, however many trials.
+  for (int i = 0; i < 3; ++i) {
+    std::string id = fmt::format("100_{}", i);
+    s.slurm.Start(id);
+    s.slurm.AppendLog(id, MegatronLine(10, 20, 3.0 - i) + MegatronLine(20, 20, 2.0 - i));
+    s.slurm.End(id, "COMPLETED");
+  }
+  TickReport second = s.Tick();
+  CHECK(second.slurm_queries == 1);
+  CHECK(second.done);
+  CHECK(s.slurm.issued("sbatch").size() == 1);
+  for (const auto& t : s.Trials()) {
+    CHECK(t.state == "completed");
+    CHECK(s.Loss(t).size() == 2);  // each line stored once
+  }
+  // A tick after the end reads nothing again.
+  s.Tick();
+  for (const auto& t : s.Trials()) CHECK(s.Loss(t).size() == 2);
+}
+
+TEST_CASE("timeout: while slurmctld does not answer nothing is marked and nothing submitted", "[runner]") {
+  Sweep s("[space]\nlr = [0.1, 0.2]\n", 2);
+  s.Tick();
+  s.slurm.time_out_calls = 1;  // the next squeue times out
+  TickReport r = s.Tick();
+  CHECK(r.unavailable);
+  CHECK_FALSE(r.done);
+  for (const auto& t : s.Trials()) CHECK(t.state == "pending");
+  CHECK(s.slurm.issued("sbatch").size() == 1);
+  s.slurm.Start("100_0");
+  CHECK(s.Tick().running == 1);  // carries on
+}
+
+TEST_CASE("adopt: a submission whose sbatch answer was lost is found by name, never submitted twice", "[runner]") {
+  Sweep s("[space]\nlr = [0.1, 0.2]\n", 2);
+  s.slurm.lose_sbatch_answers = 1;
+  TickReport lost = s.Tick();
+  CHECK(lost.unavailable);
+  for (const auto& t : s.Trials()) CHECK(t.state == "submitting");
+
+  s.Tick();
+  CHECK(s.slurm.issued("sbatch").size() == 1);
+  for (const auto& t : s.Trials()) {
+    CHECK(t.state == "pending");
+    CHECK(t.attempt == 1);
+    CHECK(t.job_id == fmt::format("100_{}", t.array_index));
+    CHECK(s.Events("adopt", t.id) == 1);
+  }
+}
+
+TEST_CASE("purge: a lost answer whose job ran and was purged, without accounting, is adopted from its start mark",
+          "[runner]") {
+  Sweep s("[space]\nlr = [0.1]\n\n[retry]\nlost = 0\n", 1);
+  s.slurm.accounting = false;
+  s.slurm.lose_sbatch_answers = 1;
+  s.Tick();
+  REQUIRE(s.Trials()[0].state == "submitting");
+  // While the orchestrator was away the job ran, logged and ended, and MinJobAge passed.
+  s.slurm.Start("100");
+  s.slurm.AppendLog("100", MegatronLine(10, 10, 1.5));
+  s.slurm.End("100", "COMPLETED");
+  s.slurm.PurgeEnded();
+
+  s.Tick();
+  auto t = s.Trials()[0];
+  INFO(s.log());
+  CHECK(s.slurm.issued("sbatch").size() == 1);
+  CHECK(t.job_id == "100");
+  CHECK_THAT(s.log(), Catch::Contains("found by its start mark"));
+  // No record of how it ended: lost, with its log's metrics.
+  CHECK(t.state == "lost");
+  CHECK(s.Loss(t) == std::vector<double>{1.5});
+}
+
+TEST_CASE("retry: a failed attempt starts over from scratch while [retry] allows, then the trial ends failed",
+          "[runner]") {
+  Sweep s("[space]\nlr = [0.1]\n\n[retry]\nfailed = 1\n", 1);
+  s.Tick();
+  s.slurm.Start("100");
+  s.slurm.AppendLog("100", MegatronLine(10, 100, 2.0) + "RuntimeError: boom\n");
+  s.slurm.End("100", "FAILED");
+  s.Tick();
+  auto t = s.Trials()[0];
+  INFO(s.log());
+  CHECK(s.Events("retry", t.id) == 1);
+  CHECK(s.slurm.issued("sbatch").size() == 2);  // resubmitted in the same tick
+  CHECK(t.attempt == 2);
+  CHECK(t.job_id == "101");
+  CHECK(t.state == "pending");
+  CHECK(s.Loss(t).empty());  // the failed attempt's points are dropped
+
+  s.slurm.Start("101");
+  s.slurm.End("101", "FAILED");
+  s.Tick();
+  t = s.Trials()[0];
+  CHECK(t.state == "failed");
+  CHECK_THAT(t.reason, Catch::Contains("exit code 1"));
+  CHECK(s.slurm.issued("sbatch").size() == 2);  // no retry left
+}
+
+TEST_CASE("chain: a job stopped at its time limit with a checkpoint continues in a new job, one curve",
+          "[runner]") {
+  Sweep s("max_chain = 3\n\n[space]\nlr = [0.1]\n", 1);
+  s.Tick();
+  s.slurm.Start("100");
+  s.slurm.AppendLog("100", MegatronLine(10, 40, 3.0) + MegatronLine(20, 40, 2.5) + "saved checkpoint at iteration 20\n");
+  s.slurm.End("100", "TIMEOUT");
+  s.Tick();
+  auto t = s.Trials()[0];
+  INFO(s.log());
+  CHECK(s.Events("chain", t.id) == 1);
+  CHECK(s.slurm.issued("sbatch").size() == 2);
+  CHECK(t.attempt == 2);
+  CHECK(t.state == "pending");
+  CHECK(s.Loss(t).size() == 2);  // kept, unlike a retry
+
+  s.slurm.Start("101");
+  s.slurm.AppendLog("101", MegatronLine(30, 40, 2.0) + MegatronLine(40, 40, 1.5));
+  s.slurm.End("101", "COMPLETED");
+  CHECK(s.Tick().done);
+  t = s.Trials()[0];
+  CHECK(t.state == "completed");
+  CHECK(s.Loss(t) == std::vector<double>{3.0, 2.5, 2.0, 1.5});
+}
+
+TEST_CASE("prune: a stopping rule cancels a clearly worse running trial with one scancel", "[runner]") {
+  Sweep s("[space]\nlr = [0.1, 0.2, 0.3]\n\n[stopping.median]\ngrace_s = 0\nmin_trials = 2\n", 3);
+  s.Tick();
+  for (int i = 0; i < 3; ++i) s.slurm.Start(fmt::format("100_{}", i));
+  for (int step = 1; step <= 5; ++step) {
+    s.slurm.AppendLog("100_0", MegatronLine(step, 100, 3.0 - 0.3 * step));
+    s.slurm.AppendLog("100_1", MegatronLine(step, 100, 3.0 - 0.25 * step));
+    s.slurm.AppendLog("100_2", MegatronLine(step, 100, 9.0));  // not learning
+  }
+  s.Tick();
+  INFO(s.log());
+  auto scancel = s.slurm.issued("scancel");
+  REQUIRE(scancel.size() == 1);
+  CHECK(scancel[0] == "scancel 100_2");
+  CHECK(s.Trial("0.3").stop_request.rfind("pruned by the median rule", 0) == 0);
+
+  s.Tick();  // Slurm has cancelled it
+  auto bad = s.Trial("0.3");
+  CHECK(bad.state == "pruned");
+  CHECK(s.Loss(bad).size() == 5);  // its points are kept
+  CHECK(s.Trial("0.1").state == "running");
+  CHECK(s.Trial("0.2").state == "running");
+}
+
+TEST_CASE("OOM skip: a CUDA OOM cancels queued configs that need at least as much memory, stored skipped",
+          "[runner]") {
+  Sweep s("[space]\nmbs = [4, 8, 2]\ntp = [1, 2]\n", 1, "", "echo {{mbs}} {{tp}}");
+  s.Tick();  // one array of 6, one task at a time
+  REQUIRE(s.slurm.issued("sbatch").size() == 1);
+  auto oom = s.Trial(R"({"mbs":4,"tp":1})");
+  s.slurm.Start(oom.job_id);
+  s.slurm.AppendLog(oom.job_id, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB\n");
+  s.slurm.End(oom.job_id, "FAILED");
+  s.Tick();
+  INFO(s.log());
+  CHECK(s.Trial(R"({"mbs":4,"tp":1})").state == "cuda_oom");
+  std::string dominated = s.Trial(R"({"mbs":8,"tp":1})").job_id;
+  auto scancel = s.slurm.issued("scancel");
+  REQUIRE(scancel.size() == 1);
+  CHECK(scancel[0] == "scancel " + dominated);
+
+  s.Tick();
+  auto skipped = s.Trial(R"({"mbs":8,"tp":1})");
+  CHECK(skipped.state == "skipped");
+  CHECK_THAT(skipped.reason, Catch::Contains("dominated by the CUDA OOM"));
+  for (const char* p : {R"({"mbs":4,"tp":2})", R"({"mbs":8,"tp":2})", R"({"mbs":2,"tp":1})", R"({"mbs":2,"tp":2})"}) {
+    INFO(p);
+    CHECK(s.Trial(p).state == "pending");
+  }
+}
+
+TEST_CASE("OOM skip: with queue_ahead = 0 a dominated config never reaches sbatch", "[runner]") {
+  Sweep s("[space]\nmbs = [4, 8]\ntp = [1]\n", 1, "queue_ahead = 0", "echo {{mbs}} {{tp}}");
+  s.Tick();
+  REQUIRE(s.slurm.issued("sbatch").size() == 1);
+  s.slurm.Start("100");
+  s.slurm.AppendLog("100", "torch.OutOfMemoryError: CUDA out of memory.\n");
+  s.slurm.End("100", "FAILED");
+  CHECK(s.Tick().done);
+  auto skipped = s.Trial(R"({"mbs":8,"tp":1})");
+  CHECK(skipped.state == "skipped");
+  CHECK(skipped.attempt == 0);
+  CHECK(skipped.job_id.empty());
+  CHECK(s.slurm.issued("sbatch").size() == 1);
+}
+
+TEST_CASE("quota pause: a full submit quota pauses submission, then smaller arrays go in; no trial fails",
+          "[runner]") {
+  Sweep s("[space]\nlr = [0.1, 0.2, 0.3, 0.4]\n", 4);
+  s.slurm.refuse_sbatch_quota = 1;
+  s.Tick();
+  INFO(s.log());
+  CHECK_THAT(s.log(), Catch::Contains("then go in arrays of at most 2"));
+  s.Tick();  // the refused submission is reconciled (no job found); the pause holds
+  CHECK(s.slurm.issued("sbatch").size() == 1);
+  for (const auto& t : s.Trials()) {
+    CHECK(t.state == "new");
+    CHECK(t.attempt == 0);  // a refused submission is no attempt
+  }
+  s.clock.Advance(59);
+  s.Tick();
+  CHECK(s.slurm.issued("sbatch").size() == 1);
+  s.clock.Advance(2);
+  s.Tick();
+  CHECK(s.slurm.issued("sbatch").size() == 3);  // two arrays of 2
+  for (const auto& t : s.Trials()) {
+    CHECK(t.state == "pending");
+    CHECK(t.attempt == 1);
+  }
+}
+
+TEST_CASE("requeue: a job Slurm runs again under the same id is a new attempt; its curve is the new run's",
+          "[runner]") {
+  Sweep s("[space]\nlr = [0.1]\n", 1);
+  s.Tick();
+  s.slurm.Start("100", "n1");
+  s.slurm.AppendLog("100", MegatronLine(10, 100, 3.0) + MegatronLine(20, 100, 2.8));
+  s.Tick();
+  REQUIRE(s.Loss(s.Trials()[0]).size() == 2);
+
+  s.slurm.Requeue("100");  // preempted
+  s.clock.Advance(30);
+  s.Tick();
+  auto t = s.Trials()[0];
+  INFO(s.log());
+  CHECK(s.Events("requeue", t.id) == 1);
+  CHECK(t.attempt == 2);
+  CHECK_THAT(s.log(), Catch::Contains("(retry 1 of 2 for preempted)"));  // n1 is up: not a node failure
+  CHECK(s.Loss(t).empty());
+  CHECK(s.slurm.issued("sbatch").size() == 1);  // Slurm reruns it; nothing submitted
+
+  s.slurm.Start("100", "n2");
+  s.slurm.AppendLog("100", MegatronLine(10, 100, 2.9));
+  s.Tick();
+  CHECK(s.Loss(s.Trials()[0]) == std::vector<double>{2.9});
+}
+
+TEST_CASE("requeue: after a node failure with no node_fail retry left the trial ends and the rerun is cancelled",
+          "[runner]") {
+  Sweep s("[space]\nlr = [0.1]\n\n[retry]\nnode_fail = 0\n", 1);
+  s.Tick();
+  s.slurm.Start("100", "n1");
+  s.slurm.AppendLog("100", MegatronLine(10, 100, 3.0));
+  s.Tick();
+  s.slurm.FailNode("n1");
+  s.Tick();
+  auto t = s.Trials()[0];
+  INFO(s.log());
+  CHECK(t.state == "node_fail");
+  CHECK_THAT(t.reason, Catch::Contains("its node n1 failed"));
+  auto scancel = s.slurm.issued("scancel");
+  REQUIRE(scancel.size() == 1);
+  CHECK(scancel[0] == "scancel 100");
+  CHECK(s.slurm.issued("sbatch").size() == 1);
+}
