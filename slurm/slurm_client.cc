@@ -17,6 +17,7 @@ namespace {
 constexpr std::string_view kSqueueFormat =
     "JobArrayID:|,State:|,Reason:|,exit_code:|,Name:|,StartTime:|,EndTime:|,Comment:|,restartcnt:";
 constexpr int kSbatchTimeoutS = 60;
+constexpr int kTimeoutExit = 124;  // timeout(1)'s exit status when it killed the command
 constexpr std::string_view kSacctFields = "JobID,State,ExitCode,Reason,JobName,Start,End,Comment";
 
 std::vector<std::string_view> Split(std::string_view line, char sep, size_t max_fields) {
@@ -248,6 +249,11 @@ Result<std::string> SlurmClient::Submit(const std::string& script_path) {
   if (r->exit_code != 0) {
     std::string msg = fmt::format("sbatch refused {} (exit {}): {}", script_path, r->exit_code, Trim(r->err));
     if (IsSubmitLimit(r->err)) return Status::ResourceExhausted(msg);
+    // `timeout` killed a silent sbatch: slurmctld may have taken the job without telling us, so
+    // the submission is in doubt (the run loop looks for the job by name), not refused.
+    if (r->exit_code == kTimeoutExit) {
+      return Status::Unavailable(fmt::format("sbatch {} gave no answer within {} s", script_path, kSbatchTimeoutS));
+    }
     return Status::InvalidArgument(msg);
   }
   return ParseSbatchParsable(r->out);

@@ -62,7 +62,8 @@ class SlurmClient {
   explicit SlurmClient(Transport& transport) : transport_(transport) {}
 
   // sbatch --parsable SCRIPT; the job id (of an array: the array's id). kUnavailable when the
-  // controller cannot be reached (the caller retries), kResourceExhausted when a submit quota is
+  // controller cannot be reached or sbatch gave no answer in time (the caller looks for the job
+  // before submitting again), kResourceExhausted when a submit quota is
   // full (the caller waits), kInvalidArgument when sbatch rejects the script.
   Result<std::string> Submit(const std::string& script_path);
 

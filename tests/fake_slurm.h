@@ -58,6 +58,7 @@ class FakeSlurm final : public slurm::Transport {
   int refuse_sbatch_quota = 0;  // the next N sbatch calls are refused: submit quota full
   int lose_sbatch_answers = 0;  // the next N sbatch calls submit, then the link drops before the answer
   int time_out_calls = 0;       // the next N Slurm commands fail as when slurmctld does not answer
+  int sbatch_hangs = 0;         // the next N sbatch calls submit, then are killed by `timeout` (exit 124, silent)
   bool accounting = true;       // false: sacct says accounting storage is disabled
 
   // --- what a test does to jobs ----------------------------------------------------------------
@@ -235,6 +236,10 @@ class FakeSlurm final : public slurm::Transport {
       proto.id = id;
       proto.log = output;
       jobs_[id] = proto;
+    }
+    if (sbatch_hangs > 0) {
+      --sbatch_hangs;
+      return slurm::CommandOutput{124, "", ""};
     }
     if (lose_sbatch_answers > 0) {
       --lose_sbatch_answers;

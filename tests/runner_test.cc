@@ -139,6 +139,21 @@ TEST_CASE("timeout: while slurmctld does not answer nothing is marked and nothin
   CHECK(s.Tick().running == 1);  // carries on
 }
 
+TEST_CASE("timeout: an sbatch killed by its timeout is in doubt: its job is found and adopted, not failed",
+          "[runner]") {
+  Sweep s("[space]\nlr = [0.1]\n", 1);
+  s.slurm.sbatch_hangs = 1;
+  s.Tick();
+  INFO(s.log());
+  CHECK(s.Trials()[0].state == "submitting");
+  s.Tick();
+  auto t = s.Trials()[0];
+  CHECK(t.state == "pending");
+  CHECK(t.job_id == "100");
+  CHECK(t.attempt == 1);
+  CHECK(s.slurm.issued("sbatch").size() == 1);
+}
+
 TEST_CASE("adopt: a submission whose sbatch answer was lost is found by name, never submitted twice", "[runner]") {
   Sweep s("[space]\nlr = [0.1, 0.2]\n", 2);
   s.slurm.lose_sbatch_answers = 1;
@@ -178,6 +193,26 @@ TEST_CASE("purge: a lost answer whose job ran and was purged, without accounting
   // No record of how it ended: lost, with its log's metrics.
   CHECK(t.state == "lost");
   CHECK(s.Loss(t) == std::vector<double>{1.5});
+}
+
+TEST_CASE("purge: with accounting, a purged job of a lost sbatch answer is adopted from sacct and its end read there",
+          "[runner]") {
+  Sweep s("[space]\nlr = [0.1]\n", 1);
+  s.slurm.lose_sbatch_answers = 1;
+  s.Tick();
+  s.slurm.Start("100");
+  s.slurm.AppendLog("100", MegatronLine(10, 10, 1.5));
+  s.slurm.End("100", "COMPLETED");
+  s.slurm.PurgeEnded();
+  s.Tick();
+  auto t = s.Trials()[0];
+  INFO(s.log());
+  CHECK(s.Events("adopt", t.id) == 1);
+  CHECK(t.job_id == "100");
+  CHECK(t.state == "completed");
+  CHECK(s.Loss(t) == std::vector<double>{1.5});
+  CHECK(s.slurm.issued("sbatch").size() == 1);
+  CHECK(s.slurm.issued("sacct").size() == 2);  // by name (adopt), by id (its end)
 }
 
 TEST_CASE("retry: a failed attempt starts over from scratch while [retry] allows, then the trial ends failed",
