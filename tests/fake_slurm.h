@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/clock.h"
@@ -58,6 +59,7 @@ class FakeSlurm final : public slurm::Transport {
   int refuse_sbatch_quota = 0;  // the next N sbatch calls are refused: submit quota full
   int lose_sbatch_answers = 0;  // the next N sbatch calls submit, then the link drops before the answer
   int time_out_calls = 0;       // the next N Slurm commands fail as when slurmctld does not answer
+  std::string refuse_sbatch_with;  // non-empty: the next sbatch exits 1 with this on stderr
   int sbatch_hangs = 0;         // the next N sbatch calls submit, then are killed by `timeout` (exit 124, silent)
   bool accounting = true;       // false: sacct says accounting storage is disabled
 
@@ -214,6 +216,9 @@ class FakeSlurm final : public slurm::Transport {
                                   "sbatch: error: QOSMaxSubmitJobPerUserLimit\n"
                                   "sbatch: error: Batch job submission failed: Job violates accounting/QOS policy "
                                   "(job submit limit, user's size and/or time limits)\n"};
+    }
+    if (!refuse_sbatch_with.empty()) {
+      return slurm::CommandOutput{1, "", std::exchange(refuse_sbatch_with, "")};
     }
     auto script = file(path);
     if (!script) return slurm::CommandOutput{1, "", "sbatch: error: Unable to open file " + path + "\n"};

@@ -77,6 +77,7 @@ class Sweep {
     }));
   }
   std::string log() const { return log_.str(); }
+  Runner& runner() { return *runner_; }
 
   FakeClock clock;
   FakeSlurm slurm{clock};
@@ -399,5 +400,69 @@ TEST_CASE("requeue: after a node failure with no node_fail retry left the trial 
   auto scancel = s.slurm.issued("scancel");
   REQUIRE(scancel.size() == 1);
   CHECK(scancel[0] == "scancel 100");
+  CHECK(s.slurm.issued("sbatch").size() == 1);
+}
+
+TEST_CASE("refused: sbatch refusing a study-wide setting stops the run with trials new; another refusal fails them",
+          "[runner]") {
+  Sweep s("[space]\nlr = [0.1, 0.2]\n", 2);
+  s.slurm.refuse_sbatch_with = "sbatch: error: invalid partition specified: gpu\n";
+  auto r = s.runner().Tick();
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == Status::Code::kInvalidArgument);
+  CHECK_THAT(r.status().message(), Catch::Contains("partition"));
+  for (const auto& t : s.Trials()) CHECK(t.state == "new");
+
+  s.slurm.refuse_sbatch_with = "sbatch: error: Batch job submission failed: Requested node configuration is not "
+                               "available\n";
+  s.Tick();
+  for (const auto& t : s.Trials()) {
+    CHECK(t.state == "failed");
+    CHECK_THAT(t.reason, Catch::StartsWith("sbatch refused the job"));
+    CHECK(t.job_id.empty());
+  }
+  CHECK(s.Tick().done);  // nothing retried: [retry] failed = 0
+  CHECK(s.slurm.issued("sbatch").size() == 2);
+}
+
+TEST_CASE("lost: a tracked job that leaves squeue on a cluster without accounting is lost, then retried",
+          "[runner]") {
+  Sweep s("[space]\nlr = [0.1]\n", 1);  // [retry] lost = 1 by default
+  s.slurm.accounting = false;
+  s.Tick();
+  s.slurm.Start("100");
+  s.slurm.AppendLog("100", MegatronLine(10, 10, 1.5));
+  s.Tick();
+  s.slurm.End("100", "COMPLETED");
+  s.slurm.PurgeEnded();  // between two ticks: its end was never seen
+  s.Tick();
+  auto t = s.Trials()[0];
+  INFO(s.log());
+  CHECK(s.Events("retry", t.id) == 1);
+  CHECK_THAT(s.log(), Catch::Contains("ended lost"));
+  CHECK(t.attempt == 2);
+  CHECK(t.job_id == "101");
+  CHECK(s.slurm.issued("sacct").size() == 1);  // learned once that there is no accounting
+}
+
+TEST_CASE("cancel: one scancel by the array's id; unsubmitted trials are cancelled; ends are read", "[runner]") {
+  Sweep s("[space]\nlr = [0.1, 0.2, 0.3]\n", 2, "queue_ahead = 0");
+  s.Tick();  // an array of 2; the third waits
+  s.slurm.Start("100_0");
+  s.slurm.AppendLog("100_0", MegatronLine(10, 100, 2.0));
+  auto n = s.runner().CancelAll();
+  REQUIRE(n.ok());
+  CHECK(*n == 3);
+  auto scancel = s.slurm.issued("scancel");
+  REQUIRE(scancel.size() == 1);
+  CHECK(scancel[0] == "scancel 100");
+  auto open = s.runner().AwaitEnds(10);
+  REQUIRE(open.ok());
+  CHECK(*open == 0);
+  for (const auto& t : s.Trials()) {
+    INFO(t.params_json);
+    CHECK(t.state == "cancelled");
+  }
+  CHECK(s.Loss(s.Trial("0.1")) == std::vector<double>{2.0});  // the last lines are recorded now
   CHECK(s.slurm.issued("sbatch").size() == 1);
 }
