@@ -73,6 +73,16 @@ Result<std::string> QuoteFor(const PlaceholderSite& site, const std::string& val
     }
     return out;
   };
+  // In GBK, Big5 or Shift-JIS locales a byte >= 0x80 and the next one are one character, and '\\'
+  // or '`' can be that second byte: the backslash put before it would be swallowed.
+  bool backslashes = site.context == ShellContext::kDouble || site.context == ShellContext::kHeredoc;
+  for (size_t i = 0; backslashes && i + 1 < value.size(); ++i) {
+    if (static_cast<unsigned char>(value[i]) >= 0x80 && (value[i + 1] == '\\' || value[i + 1] == '`')) {
+      return Status::InvalidArgument(
+          "its value has a non-ASCII character right before a backslash or backquote, whose escape a GBK, Big5 or "
+          "Shift-JIS locale would swallow; put the placeholder in '...' or in a word of its own");
+    }
+  }
   switch (site.context) {
     case ShellContext::kWord:
       return ShellQuote(value);

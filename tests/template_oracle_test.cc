@@ -70,6 +70,11 @@ TEST_CASE("a value its place cannot carry is refused, naming the place", "[slurm
   // <<- strips leading tabs: a value starting with one would lose it.
   CHECK_FALSE(render("cat <<-EOF\n{{v}}\nEOF\n", "\tx").ok());
   CHECK(render("cat <<-EOF\nv={{v}}\nEOF\n", "\tx").ok());
+  // Where a backslash escapes, a multibyte locale could read it as the second byte of a character.
+  auto gbk = render("echo \"{{v}}\"\n", "\xc3\xa9\\x");
+  REQUIRE_FALSE(gbk.ok());
+  CHECK_THAT(gbk.status().message(), Catch::Contains("GBK"));
+  CHECK(render("echo '{{v}}' {{v}}\n", "\xc3\xa9\\x").ok());
 }
 
 TEST_CASE("a refused place names the file, line, place and the safe rewrite", "[slurm][oracle]") {

@@ -62,6 +62,8 @@ std::string Mutate(std::mt19937& rng, const std::vector<std::string>& corpus) {
   for (int k = 0; k < edits; ++k) {
     const char* t = kTokens[rng() % (sizeof(kTokens) / sizeof(*kTokens))];
     size_t at = v.empty() ? 0 : rng() % (v.size() + 1);
+    // Study values come from TOML, which is valid UTF-8: never split a character.
+    while (at < v.size() && (static_cast<unsigned char>(v[at]) & 0xC0) == 0x80) ++at;
     v.insert(at, t);
   }
   return v;
