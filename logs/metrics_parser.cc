@@ -188,6 +188,7 @@ class MegatronLineParser {
       time_s += static_cast<double>(steps) * iter_time_ms / 1000.0;
       state_.last_step = step;
       state_.time_s = time_s;
+      out_.time_key = "elapsed time per iteration (ms)";
     }
     // Without an iteration time last_step stays put, so the next timed line covers the gap.
     for (size_t i = first; i < out_.points.size(); ++i) out_.points[i].time_s = time_s;
@@ -464,6 +465,7 @@ void ParseJsonLine(std::string_view line, ParseOutput& out, ParserState& state) 
     auto it = obj.find(k);
     if (it != obj.end() && JsonNumber(*it, &time_s) && std::isfinite(time_s)) {
       have_time = true;
+      out.time_key = k;
       break;
     }
     time_s = state.time_s;
@@ -474,12 +476,16 @@ void ParseJsonLine(std::string_view line, ParseOutput& out, ParserState& state) 
     double v = 0;
     auto ms = obj.find("iter_time_ms");
     auto sec = obj.find("iteration_time");
+    std::string_view key;
     if (ms != obj.end() && JsonNumber(*ms, &v)) {
       per_step_s = v / 1000.0;
+      key = "iter_time_ms";
     } else if (sec != obj.end() && JsonNumber(*sec, &v)) {
       per_step_s = v;
+      key = "iteration_time";
     }
     if (std::isfinite(per_step_s) && per_step_s >= 0) {
+      out.time_key = key;
       int64_t steps = step > state.last_step ? step - state.last_step : 0;
       time_s = state.time_s + static_cast<double>(steps) * per_step_s;
       have_time = true;

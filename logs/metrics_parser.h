@@ -44,6 +44,9 @@ struct ParseOutput {
   size_t consumed = 0;   // bytes of the chunk up to and including the last complete line
   size_t lines = 0;      // complete lines seen
   size_t malformed = 0;  // lines that looked like metric lines but could not be parsed
+  // The key that gave the time axis in the last line that had one ("elapsed time per iteration
+  // (ms)", jsonl's "time", "iter_time_ms", ...); empty if no line of the chunk had one.
+  std::string_view time_key;
 };
 
 // Parses the complete lines of `chunk`. Lines that are not metric lines (start-up banners,

@@ -1,7 +1,8 @@
 // slurmsweep: the command line. Subcommands are one table; this is the only place that
 // prints errors and maps them to exit codes (documented in the README):
 //   0 success, 1 failure while running, 2 bad input (study file, template, flags),
-//   3 cluster unreachable (SSH or slurmctld), 4 refused for safety (unknown host key, newer db).
+//   3 cluster unreachable (SSH or slurmctld), 4 refused for safety (unknown host key, newer db),
+//   5 the objective is missing (`metrics`: not in the log).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,6 +17,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <iterator>
 #include <set>
 
 #include "base/atomic_file.h"
@@ -23,6 +25,7 @@
 #include "base/terminal.h"
 #include "base/text.h"
 #include "orchestrator/connect.h"
+#include "orchestrator/metrics_check.h"
 #include "orchestrator/phases.h"
 #include "planner/planner.h"
 #include "orchestrator/report_data.h"
@@ -35,6 +38,9 @@
 
 namespace sweep {
 namespace {
+
+// Codes a command ends with when it did its work but the answer is "no" (README, --help footer).
+constexpr int kExitNoResult = 5;
 
 int ExitCode(const Status& s) {
   switch (s.code()) {
@@ -59,6 +65,11 @@ struct App {
   std::string resubmit;  // run --resubmit: end states whose trials start over
   bool submit_predicted_oom = false;
   std::string accept_host_key;
+  std::string log_path;     // metrics LOGFILE
+  std::string format_name;  // metrics --format
+  bool json = false;
+  // Set by a command that succeeded but whose answer scripts must see (kExitNoResult, ...).
+  int exit_code = 0;
 
   SystemClock clock;
   Study study;
@@ -356,6 +367,36 @@ struct App {
     return Status::OK();
   }
 
+  // Offline: the log is read locally; a study file only supplies metric_format and the objective.
+  Status CmdMetrics() {
+    MetricsCheck check;
+    check.path = log_path;
+    check.objective = "lm_loss";
+    MetricFormat format = MetricFormat::kMegatron;
+    if (!study_path.empty()) {
+      SWEEP_RETURN_IF_ERROR(LoadStudyFile());
+      format = study.metric_format;
+      check.objective = study.objective.metric;
+    }
+    if (!format_name.empty() && !ParseMetricFormat(format_name, &format)) {
+      return Status::InvalidArgument(fmt::format("--format: '{}' is not a log format{}; use megatron or jsonl",
+                                                 format_name, DidYouMean(format_name, {"megatron", "jsonl"})));
+    }
+    check.format = format == MetricFormat::kJsonLines ? "jsonl" : "megatron";
+    std::ifstream in(log_path, std::ios::binary);
+    if (!in) return Status::NotFound(log_path + ": " + std::strerror(errno));
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    check.summary = SummarizeLog(text, format);
+    std::cout << (json ? RenderMetricsCheckJson(check) : RenderMetricsCheckText(check));
+    if (!check.objective_present()) {
+      std::cerr << fmt::format("slurmsweep metrics: the objective '{}' is not in {}{}: a sweep would rank nothing "
+                               "(set [objective] metric, or pass --study)\n",
+                               TerminalSafe(check.objective), TerminalSafe(log_path), check.did_you_mean());
+      exit_code = kExitNoResult;
+    }
+    return Status::OK();
+  }
+
   Status CmdReport() {
     SWEEP_RETURN_IF_ERROR(LoadStudyFile());
     // Neither given: both, where the run loop writes them ([report] html and csv_dir).
@@ -404,6 +445,9 @@ constexpr Command kCommands[] = {
     {"report", "Write the HTML report (recommendation, speedup over the baseline, ranking, charts, cost) and/or "
                "trials.csv and metrics.csv; with neither option, both, to the study's [report] html and csv_dir.",
      &App::CmdReport},
+    {"metrics", "Check a training log before a sweep: the metrics slurmsweep would store (points, steps), the time "
+                "axis and the key that gives it, malformed lines, and whether the objective is there (exit 5 if not).",
+     &App::CmdMetrics},
 };
 
 }  // namespace
@@ -420,7 +464,8 @@ int main(int argc, char** argv) {
   cli.footer(
       "Exit codes: 0 success; 1 failure while running; 2 bad input (study file, template, flags, a setting the cluster "
       "refuses); 3 cluster unreachable (SSH or slurmctld); 4 refused for safety or not now (unknown or changed host "
-      "key, newer database, another run of the study going on, phase 1 not ended).");
+      "key, newer database, another run of the study going on, phase 1 not ended); 5 the objective is missing (metrics: "
+      "not in the log).");
   if (argc > 1 && argv[1][0] != '-') {
     std::string_view word = argv[1];
     std::vector<std::string_view> names;
@@ -434,7 +479,17 @@ int main(int argc, char** argv) {
   const Command* chosen = nullptr;
   for (const Command& c : kCommands) {
     CLI::App* sub = cli.add_subcommand(c.name, c.help);
-    sub->add_option("study", app.study_path, "Study file (TOML)")->required()->check(CLI::ExistingFile);
+    if (std::string_view(c.name) == "metrics") {
+      sub->add_option("logfile", app.log_path, "Training log")->required()->check(CLI::ExistingFile);
+      sub->add_option("--study", app.study_path, "Take metric_format and the objective from this study file")
+          ->type_name("STUDY.toml")
+          ->check(CLI::ExistingFile);
+      sub->add_option("--format", app.format_name, "Log format: megatron (default) or jsonl; overrides --study's")
+          ->type_name("FORMAT");
+      sub->add_flag("--json", app.json, "Print JSON (schema version 1, see README)");
+    } else {
+      sub->add_option("study", app.study_path, "Study file (TOML)")->required()->check(CLI::ExistingFile);
+    }
     if (std::string_view(c.name) == "run") {
       sub->add_option("--max-ticks", app.max_ticks, "Stop after N polling rounds (0: until every trial ends)")
           ->check(CLI::NonNegativeNumber);
@@ -476,5 +531,5 @@ int main(int argc, char** argv) {
     std::cerr << "slurmsweep " << chosen->name << ": " << st.ToString() << "\n";
     return ExitCode(st);
   }
-  return 0;
+  return app.exit_code;
 }

@@ -1,0 +1,36 @@
+// What slurmsweep would store from a whole log, for `slurmsweep metrics`: a user checks their
+// trainer's output before a sweep. Runs the run loop's parser (metrics_parser.h) line by line, so
+// the answer is the run loop's, with line numbers for the lines it would count malformed.
+// Module logs/: reading training logs; uses base/ only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "logs/metrics_parser.h"
+
+namespace sweep {
+
+struct LogSummary {
+  struct Metric {
+    std::string name;
+    int64_t count = 0;  // points stored
+    int64_t first_step = 0, last_step = 0;
+  };
+  std::vector<Metric> metrics;  // by name; train_iters included when the log gives it
+  int64_t lines = 0;            // complete lines
+  int64_t points = 0;
+  std::optional<int64_t> first_step, last_step;  // over all points
+  std::string time_key;  // the key that gave the time axis (the last one seen); empty: no time axis
+  double last_time_s = 0;                // training time at the last timed step
+  std::vector<int64_t> malformed_lines;  // 1-based
+  // A last line without a line break: still being written, so the run loop does not read it yet.
+  bool partial_last_line = false;
+};
+
+LogSummary SummarizeLog(std::string_view text, MetricFormat format);
+
+}  // namespace sweep

@@ -1,0 +1,27 @@
+// `slurmsweep metrics LOGFILE`: what the run loop would store from a log (logs/log_summary.h),
+// as text or as JSON (schema version 1, documented in the README), and whether the objective is in it.
+// Module orchestrator/: the application; may use every module.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "logs/log_summary.h"
+
+namespace sweep {
+
+struct MetricsCheck {
+  std::string path;
+  std::string format;     // "megatron" | "jsonl"
+  std::string objective;  // the metric the study ranks by
+  LogSummary summary;
+
+  bool objective_present() const;
+  // " (did you mean 'x'?)" over the log's metric names, or "".
+  std::string did_you_mean() const;
+};
+
+std::string RenderMetricsCheckText(const MetricsCheck& check);
+std::string RenderMetricsCheckJson(const MetricsCheck& check);
+
+}  // namespace sweep

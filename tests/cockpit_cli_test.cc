@@ -1,0 +1,78 @@
+// The user's cockpit through the built binary (issue 16): `metrics` on recorded logs, exit codes a
+// script can trust, `logs`. No cluster: the local transport where a study runs at all. Tagged [cli].
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include "tests/test_util.h"
+
+using namespace sweep;
+
+namespace {
+
+const std::string kBinary = std::string(SLURMSWEEP_BINARY_DIR) + "/bin/slurmsweep";
+const std::string kData = std::string(SLURMSWEEP_SOURCE_DIR) + "/tests/data/";
+
+// Runs `cmd` through the shell; its exit status and everything it printed.
+std::pair<int, std::string> Shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  int rc = pclose(p);
+  return {WEXITSTATUS(rc), out};
+}
+
+}  // namespace
+
+// megatron_train.log: Megatron-LM's real iteration line (also in logs/metrics_parser_test.cc), the
+// same line at iteration 40, a validation line, start-up banners, and one line with a broken number.
+TEST_CASE("metrics shows what a Megatron log would store: names, steps, time axis, malformed lines", "[cli]") {
+  auto [rc, out] = Shell(kBinary + " metrics " + kData + "megatron_train.log");
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("8 line(s) read as megatron"));
+  CHECK_THAT(out, Catch::Contains("steps: 20 to 40"));
+  CHECK_THAT(out, Catch::Contains("time axis: from 'elapsed time per iteration (ms)' (484.782 s"));
+  CHECK_THAT(out, Catch::Contains("malformed: 1 line(s)") && Catch::Contains("line 6"));
+  CHECK_THAT(out, Catch::Contains("objective 'lm_loss': present"));
+  CHECK_THAT(out, Catch::Matches("(.|\n)*\nlm_loss +2 +20 +40\n(.|\n)*"));
+}
+
+TEST_CASE("metrics of a JSON-lines log, as JSON; a missing objective exits 5 with did-you-mean", "[cli]") {
+  testing::TempDir dir;
+  SECTION("--format jsonl --json") {
+    auto [rc, out] = Shell(kBinary + " metrics --format jsonl --json " + kData + "trainer.jsonl 2>/dev/null");
+    INFO(out);
+    CHECK(rc == 5);  // the default objective, lm_loss, is not what this trainer logs
+    CHECK_THAT(out, Catch::Contains("\"version\": 1"));
+    CHECK_THAT(out, Catch::Contains("\"key\": \"iter_time_ms\""));
+    CHECK_THAT(out, Catch::Contains("\"malformed_lines\": [\n    4\n  ]"));
+    CHECK_THAT(out, Catch::Contains("\"name\": \"eval.loss\""));
+    CHECK_THAT(out, Catch::Contains("\"present\": false"));
+  }
+  SECTION("the study's format and a misspelt objective") {
+    std::string study = testing::WriteLocalStudyFile(dir, "j", "train",
+                                                     "[objective]\nmetric = \"los\"\n\n[space]\nlr = [0.1]\n");
+    std::string text = testing::ReadAll(study);
+    text.insert(text.find('\n', text.find("name =")) + 1, "metric_format = \"jsonl\"\n");
+    testing::WriteAll(study, text);
+    auto [rc, out] = Shell(kBinary + " metrics --study " + study + " " + kData + "trainer.jsonl");
+    INFO(out);
+    CHECK(rc == 5);
+    CHECK_THAT(out, Catch::Contains("read as jsonl"));
+    CHECK_THAT(out, Catch::Contains("objective 'los': MISSING (did you mean 'loss'?)"));
+    CHECK_THAT(out, Catch::Contains("malformed: 1 line(s)") && Catch::Contains("line 4"));
+  }
+  SECTION("an unknown format is bad input") {
+    auto [rc, out] = Shell(kBinary + " metrics --format jsnl " + kData + "trainer.jsonl");
+    CHECK(rc == 2);
+    CHECK_THAT(out, Catch::Contains("did you mean 'jsonl'"));
+  }
+}
