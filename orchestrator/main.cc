@@ -2,7 +2,8 @@
 // prints errors and maps them to exit codes (documented in the README):
 //   0 success, 1 failure while running, 2 bad input (study file, template, flags),
 //   3 cluster unreachable (SSH or slurmctld), 4 refused for safety (unknown host key, newer db),
-//   5 the objective is missing (`metrics`: not in the log).
+//   5 no result (`run`: no completed trial or no objective value; `metrics`: the objective is not
+//   in the log), 130/143 `run` stopped by SIGINT/SIGTERM (the jobs go on).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -30,6 +32,7 @@
 #include "planner/planner.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/run_lock.h"
+#include "orchestrator/run_outcome.h"
 #include "orchestrator/runner.h"
 #include "orchestrator/trial_script.h"
 #include "study/study.h"
@@ -128,10 +131,15 @@ struct App {
     if (!lock.ok()) return lock.status();
     if (detach) SWEEP_RETURN_IF_ERROR(Detach(*lock));
     // Opened after the fork: neither a libssh session nor an SQLite handle survives one.
+    // Ctrl-C or a SIGTERM (a detached run's kill) ends the tick in progress, then `run` says what
+    // goes on without it: nothing is cancelled.
+    InterruptSignal interrupt;
+    InterruptibleClock interruptible(clock, interrupt);
     SWEEP_RETURN_IF_ERROR(OpenStore(false));
     SWEEP_RETURN_IF_ERROR(Connect());
-    Runner runner(study, *store, *transport, clock, std::cout);
+    Runner runner(study, *store, *transport, interruptible, std::cout);
     runner.set_submit_predicted_oom(submit_predicted_oom);
+    runner.set_interrupted([&interrupt] { return interrupt.received() != 0; });
     // A detached run's pid file goes with it, however it ends.
     struct RemovePidFile {
       std::string path;
@@ -144,7 +152,9 @@ struct App {
       if (!n.ok()) return n.status();
       std::cout << fmt::format("{} trial(s) that ended {} start over\n", *n, resubmit);
     }
-    SWEEP_RETURN_IF_ERROR(runner.Run(max_ticks));
+    Status run_status = runner.Run(max_ticks);
+    if (int sig = interrupt.received()) return Interrupted(runner.study_id(), sig);
+    SWEEP_RETURN_IF_ERROR(run_status);
     const auto& s = runner.slurm_stats();
     const auto& c = runner.cluster_calls();
     std::cout << fmt::format(
@@ -163,16 +173,58 @@ struct App {
       std::cout << fmt::format("{}: `slurmsweep run --resubmit {} {}` runs them again from scratch\n",
                                fmt::join(parts, ", "), fmt::join(names, ","), study_path);
     }
-    if (max_ticks > 0) {
-      auto open = std::count_if(trials->begin(), trials->end(),
-                                [](const store::TrialRecord& t) { return !IsFinalTrialState(t.state); });
-      if (open > 0) {
-        std::cout << fmt::format("stopped after --max-ticks {} with {} trial(s) not ended; `slurmsweep run {}` goes "
-                                 "on tracking them\n",
-                                 max_ticks, open, study_path);
+    auto open = std::count_if(trials->begin(), trials->end(),
+                              [](const store::TrialRecord& t) { return !IsFinalTrialState(t.state); });
+    if (max_ticks > 0 && open > 0) {
+      std::cout << fmt::format("stopped after --max-ticks {} with {} trial(s) not ended; `slurmsweep run {}` goes "
+                               "on tracking them\n",
+                               max_ticks, open, study_path);
+    }
+    if (open == 0) {
+      auto rows = CollectTrialRows(*store, study, runner.study_id(), clock.Now(), study.objective.metric);
+      if (!rows.ok()) return rows.status();
+      std::string why = NoResultReason(*rows, study.objective.metric);
+      if (!why.empty()) {
+        std::cerr << fmt::format("slurmsweep run: every trial has ended, but {}: there is no result (exit {})\n", why,
+                                 kExitNoResult);
+        exit_code = kExitNoResult;
       }
     }
     return Status::OK();
+  }
+
+  // After SIGINT/SIGTERM: what goes on without this run, and how to resume or cancel it. The
+  // database is as a crash would leave it, which the next `run` picks up (README: resuming).
+  Status Interrupted(int64_t study_id, int sig) {
+    exit_code = 128 + sig;
+    std::cout << fmt::format("\nslurmsweep run: stopped by {}; this run ends and releases its lock\n",
+                             sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal");
+    if (study_id == 0) {
+      std::cout << "nothing was submitted yet\n";
+      return Status::OK();
+    }
+    auto trials = store->ListTrials(study_id);
+    if (!trials.ok()) return trials.status();
+    std::cout << UntrackedTrials(*trials);
+    return Status::OK();
+  }
+
+  // The trials whose jobs go on with no run tracking them, and the two ways on; "" if none.
+  std::string UntrackedTrials(const std::vector<store::TrialRecord>& trials) const {
+    int live = 0, submitting = 0, unsubmitted = 0;
+    for (const auto& t : trials) {
+      if (IsFinalTrialState(t.state)) continue;
+      if (t.state == kTrialNew) ++unsubmitted;
+      else if (t.state == kTrialSubmitting) ++submitting;
+      else ++live;
+    }
+    if (live + submitting + unsubmitted == 0) return "";
+    return fmt::format("{} trial(s) queued or running on Slurm, {} being submitted, {} not submitted yet; no run is "
+                       "tracking them:\n"
+                       "  slurmsweep run {}      resumes: tracks the jobs (finds those being submitted) and submits "
+                       "the rest\n"
+                       "  slurmsweep cancel {}   cancels them\n",
+                       live, submitting, unsubmitted, study_path, study_path);
   }
 
   // Goes on in the background: the parent prints where to look and exits; the child owns the
@@ -221,6 +273,9 @@ struct App {
         std::filesystem::remove(pid_file, ec);
       }
       std::cout << "\n";
+      auto trials = store->ListTrials(rec->id);
+      if (!trials.ok()) return trials.status();
+      std::cout << UntrackedTrials(*trials);
     }
     return Status::OK();
   }
@@ -464,8 +519,9 @@ int main(int argc, char** argv) {
   cli.footer(
       "Exit codes: 0 success; 1 failure while running; 2 bad input (study file, template, flags, a setting the cluster "
       "refuses); 3 cluster unreachable (SSH or slurmctld); 4 refused for safety or not now (unknown or changed host "
-      "key, newer database, another run of the study going on, phase 1 not ended); 5 the objective is missing (metrics: "
-      "not in the log).");
+      "key, newer database, another run of the study going on, phase 1 not ended); 5 no result (run: every trial ended and "
+      "none completed with a value of the objective; metrics: the objective is not in the log); 130/143 run stopped "
+      "by SIGINT/SIGTERM (the jobs go on: run again to resume, or cancel).");
   if (argc > 1 && argv[1][0] != '-') {
     std::string_view word = argv[1];
     std::vector<std::string_view> names;

@@ -979,6 +979,7 @@ Status Runner::Run(int max_ticks) {
     Status st = Prepare();
     if (st.ok()) break;
     if (!st.IsUnavailable() || (max_ticks > 0 && failures >= max_ticks)) return st;
+    if (StopRequested()) return Status::OK();
     Event(std::nullopt, "unavailable", "cluster unreachable, will retry: " + st.message());
     clock_.SleepFor(schedule.Next(false, true));
   }
@@ -986,6 +987,7 @@ Status Runner::Run(int max_ticks) {
   auto budget = QueryBudget::Open(QueryBudget::DefaultPath(transport_.Describe()), study_.cluster.query_gap_s);
   if (!budget.ok()) return budget.status();
   for (int i = 0; max_ticks == 0 || i < max_ticks; ++i) {
+    if (StopRequested()) return Status::OK();
     // The wall clock, not clock_: the pace file's slots are shared with other processes, and a
     // test clock that fast-forwards would book slots in their future.
     auto wait = budget->Reserve(SystemClock().Now());
@@ -1002,6 +1004,12 @@ Status Runner::Run(int max_ticks) {
     clock_.SleepFor(schedule.Next(r->submitted + r->ended + r->changed > 0, r->unavailable));
   }
   return Status::OK();
+}
+
+bool Runner::StopRequested() {
+  if (!interrupted_ || !interrupted_()) return false;
+  if (prepared_) Event(std::nullopt, "interrupted", "stopped by a signal; the jobs stay on Slurm");
+  return true;
 }
 
 // The objective's curve (and Megatron's NaN-iteration counts) of a trial, kept in memory: read

@@ -5,6 +5,7 @@
 // Module orchestrator/: the application; may use every module.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -76,6 +77,10 @@ class Runner {
   // may be pessimistic for a given software stack); parallelism-rule violations stay dropped.
   void set_submit_predicted_oom(bool v) { submit_predicted_oom_ = v; }
 
+  // Asked between ticks: when it says true, Run returns OK after the tick in progress (nothing is
+  // cancelled; the jobs stay on Slurm) and records an "interrupted" event.
+  void set_interrupted(std::function<bool()> interrupted) { interrupted_ = std::move(interrupted); }
+
   int64_t study_id() const { return study_id_; }
   const slurm::SlurmClient::Stats& slurm_stats() const { return client_.stats(); }
   const slurm::CountingTransport::Counts& cluster_calls() const { return transport_.counts(); }
@@ -133,6 +138,7 @@ class Runner {
   // "slurmsweep:study=S:array=NAME": the comment of an array job (every task carries it).
   std::string ArrayTag(const std::string& array_name) const;
   void Event(std::optional<int64_t> trial_id, const std::string& kind, const std::string& message);
+  bool StopRequested();
 
   const Study& study_;
   store::Store& store_;
@@ -143,6 +149,7 @@ class Runner {
   int64_t study_id_ = 0;
   bool prepared_ = false;
   bool submit_predicted_oom_ = false;
+  std::function<bool()> interrupted_;
   std::map<std::string, TrialSpec> specs_;  // by trial key: this study file's trials
   std::optional<Plan> plan_;                // the memory plan, for studies that name a model
   std::map<std::string, const PlanRow*> plan_rows_;  // by trial key, into plan_

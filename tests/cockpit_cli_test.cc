@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
+#include "orchestrator/run_lock.h"
 #include "tests/test_util.h"
 
 using namespace sweep;
@@ -75,4 +77,49 @@ TEST_CASE("metrics of a JSON-lines log, as JSON; a missing objective exits 5 wit
     CHECK(rc == 2);
     CHECK_THAT(out, Catch::Contains("did you mean 'jsonl'"));
   }
+}
+
+namespace {
+
+// A study run with the local transport against fake Slurm commands first on PATH, so that no real
+// cluster is touched: `sbatch` says `sbatch_says` on stderr and exits 1; squeue fails (unreachable).
+std::string FakeSlurmStudy(const testing::TempDir& dir, const std::string& sbatch_says) {
+  std::filesystem::create_directories(dir.file("fake"));
+  testing::WriteAll(dir.file("fake/sbatch"), "#!/bin/sh\necho '" + sbatch_says + "' >&2\nexit 1\n");
+  testing::WriteAll(dir.file("fake/squeue"), "#!/bin/sh\necho 'squeue: error: fake' >&2\nexit 1\n");
+  for (const char* f : {"fake/sbatch", "fake/squeue"}) {
+    std::filesystem::permissions(dir.file(f), std::filesystem::perms::owner_all);
+  }
+  return testing::WriteLocalStudyFile(dir, "sig", "echo {{lr}}", "[space]\nlr = [0.1, 0.2]\n");
+}
+
+}  // namespace
+
+TEST_CASE("SIGINT or SIGTERM during run: what goes on and how to resume or cancel, the lock released", "[cli]") {
+  testing::TempDir dir;
+  // A full submit quota keeps the run waiting, as a long sweep does.
+  std::string study = FakeSlurmStudy(dir, "sbatch: error: QOSMaxSubmitJobPerUserLimit");
+  auto [sig, code] = GENERATE(std::pair<std::string, int>{"INT", 130}, std::pair<std::string, int>{"TERM", 143});
+  auto [rc, out] = Shell(fmt::format("PATH={}:$PATH {} run {} > {} 2>&1 & pid=$!; sleep 2; kill -{} $pid; wait $pid",
+                                     dir.file("fake"), kBinary, study, dir.file("run.out"), sig));
+  std::string run = testing::ReadAll(dir.file("run.out"));
+  INFO(run);
+  CHECK(rc == code);
+  CHECK_THAT(run, Catch::Contains("stopped by SIG" + sig + "; this run ends and releases its lock"));
+  CHECK_THAT(run, Catch::Contains("2 being submitted") && Catch::Contains("slurmsweep run " + study) &&
+                      Catch::Contains("slurmsweep cancel " + study));
+  CHECK_FALSE(RunLock::Holder(dir.file("sig.db.lock")));
+  auto [src, status] = Shell(kBinary + " status " + study);
+  INFO(status);
+  CHECK(src == 0);
+  CHECK_THAT(status, Catch::Contains("no run of this study is going on") && Catch::Contains("no run is tracking them"));
+}
+
+TEST_CASE("run ends with exit 5 when every trial ended and none completed", "[cli]") {
+  testing::TempDir dir;
+  std::string study = FakeSlurmStudy(dir, "sbatch: error: Batch job submission failed: something broke");
+  auto [rc, out] = Shell(fmt::format("PATH={}:$PATH {} run {}", dir.file("fake"), kBinary, study));
+  INFO(out);
+  CHECK(rc == 5);
+  CHECK_THAT(out, Catch::Contains("every trial has ended, but no trial completed (2 failed)"));
 }
