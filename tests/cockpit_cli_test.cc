@@ -4,8 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -20,16 +18,8 @@ namespace {
 const std::string kBinary = std::string(SLURMSWEEP_BINARY_DIR) + "/bin/slurmsweep";
 const std::string kData = std::string(SLURMSWEEP_SOURCE_DIR) + "/tests/data/";
 
-// Runs `cmd` through the shell; its exit status and everything it printed.
-std::pair<int, std::string> Shell(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  int rc = pclose(p);
-  return {WEXITSTATUS(rc), out};
-}
+// Stdout and stderr, as a user sees them.
+std::pair<int, std::string> Shell(const std::string& cmd) { return testing::RunShell(cmd + " 2>&1"); }
 
 }  // namespace
 
