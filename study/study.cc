@@ -329,6 +329,11 @@ class Loader {
         if (!(lo < hi)) return Error(&node, full, "min must be less than max");
         p.min = lo;
         p.max = hi;
+        // log and int are booleans: `log = "yes"` would have sampled uniformly without a word.
+        for (const char* flag : {"log", "int"}) {
+          const toml::node* f = range->get(flag);
+          if (f && !f->is_boolean()) return Error(f, full + "." + flag, "must be true or false");
+        }
         p.log = range->get("log") && range->get("log")->value<bool>().value_or(false);
         p.integer = range->get("int") && range->get("int")->value<bool>().value_or(false);
         if (p.log && lo <= 0) return Error(&node, full, "a log range needs min > 0");

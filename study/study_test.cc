@@ -117,6 +117,13 @@ TEST_CASE("likely mistakes that used to load silently are errors", "[study]") {
   std::string empty_key = MinimalStudy();
   empty_key.replace(empty_key.find("workdir"), 0, "identity_file = \"\"\n");
   CHECK_THAT(message(empty_key), Catch::Contains("study.toml:6: key 'cluster.identity_file'") && Catch::Contains("empty"));
+  // log and int of a range are booleans: "yes" sampled uniformly before.
+  std::string random = "[search]\nsampler = \"random\"\ntrials = 4\n";
+  CHECK_THAT(message(MinimalStudy("[space]\nlr = { min = 0.001, max = 0.1, log = \"yes\" }\nopt = [\"a\"]\n", random)),
+             Catch::Contains("study.toml:") && Catch::Contains("space.lr.log") && Catch::Contains("true or false"));
+  CHECK_THAT(message(MinimalStudy("[space]\nlr = { min = 1, max = 8, int = 1 }\nopt = [\"a\"]\n", random)),
+             Catch::Contains("space.lr.int"));
+  CHECK(d.Parse(MinimalStudy("[space]\nlr = { min = 0.001, max = 0.1, log = true }\nopt = [\"a\"]\n", random)).ok());
   // An unknown key with nothing close lists the known ones.
   CHECK_THAT(message(MinimalStudy() + "[retry]\noom = 1\n"),
              Catch::Contains("unknown key 'retry.oom' (known keys: failed, timeout, out_of_memory, cuda_oom"));
