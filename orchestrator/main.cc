@@ -326,6 +326,23 @@ struct App {
       std::cout << fmt::format("warning: no trial has logged the objective metric '{}'{}; the logs have: {}\n",
                                objective, DidYouMean(objective, known), fmt::join(logged, ", "));
     }
+    return PrintFailedLogs(study_id);
+  }
+
+  // Where to look when a trial failed: its last attempt's log on the cluster.
+  Status PrintFailedLogs(int64_t study_id) {
+    auto trials = store->ListTrials(study_id);
+    if (!trials.ok()) return trials.status();
+    bool first = true;
+    for (const auto& t : *trials) {
+      const TrialStateInfo* info = FindTrialState(t.state);
+      if (!info || !info->final || info->outcome != TrialOutcome::kFailed || t.log_path.empty()) continue;
+      if (std::exchange(first, false)) {
+        std::cout << fmt::format("logs of failed trials (on {}):\n",
+                                 study.cluster.transport == "ssh" ? study.cluster.host : "this machine");
+      }
+      std::cout << fmt::format("  {:<16} {:<13} {}\n", t.trial_key, t.state, TerminalSafe(t.log_path));
+    }
     return Status::OK();
   }
 

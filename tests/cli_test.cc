@@ -221,3 +221,27 @@ TEST_CASE("status says whether a run is going on, and clears a killed detached r
   // Status took no lock a run would trip over.
   CHECK(RunLock::Acquire(db + ".lock").ok());
 }
+
+TEST_CASE("status names the log of each failed trial", "[cli]") {
+  testing::TempDir dir;
+  std::string path = testing::WriteLocalStudyFile(dir, "fails", "train --lr {{lr}}", "[space]\nlr = [0.1, 0.01, 0.001]\n");
+  auto db = store::Store::Open(dir.file("fails.db"));
+  REQUIRE(db.ok());
+  auto study = (*db)->UpsertStudy("fails", path, "h", 1.0);
+  REQUIRE(study.ok());
+  std::vector<store::TrialRecord> trials(3);
+  const char* states[] = {"failed", "completed", "cuda_oom"};
+  for (int i = 0; i < 3; ++i) {
+    trials[i].trial_key = fmt::format("t-{}", i);
+    trials[i].params_json = fmt::format(R"({{"lr":{}}})", i == 0 ? "0.1" : i == 1 ? "0.01" : "0.001");
+    trials[i].state = states[i];
+    trials[i].log_path = fmt::format("/w/logs/t-{}.1.out", i);
+  }
+  REQUIRE((*db)->InsertTrialsIfAbsent(*study, trials).ok());
+  db->reset();
+  auto [rc, out] = Shell(kBinary + " status " + path);
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("logs of failed trials (on this machine):") && Catch::Contains("/w/logs/t-0.1.out") &&
+                      Catch::Contains("/w/logs/t-2.1.out") && !Catch::Contains("/w/logs/t-1.1.out"));
+}
