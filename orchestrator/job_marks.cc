@@ -16,13 +16,6 @@ std::string_view TrimLine(std::string_view s) {
   return s;
 }
 
-// sbatch reads #SBATCH lines up to the first line that is neither blank nor a comment.
-bool IsHeaderLine(std::string_view line) {
-  line = TrimLine(line);
-  while (!line.empty() && line.front() == '\t') line.remove_prefix(1);
-  return line.empty() || line.front() == '#';
-}
-
 }  // namespace
 
 std::string MarksPath(const std::string& log_path) { return log_path + ".marks"; }
@@ -36,17 +29,7 @@ std::string WithStartMark(std::string_view script, const std::string& marks_path
       "\"${SLURM_ARRAY_JOB_ID:-${SLURM_JOB_ID:-}}${SLURM_ARRAY_JOB_ID:+_${SLURM_ARRAY_TASK_ID:-}}\" "
       "\"${SLURM_RESTART_COUNT:-0}\" \"$(hostname 2>/dev/null)\" \"$(date +%s)\" >>" +
       slurm::ShellQuote(marks_path) + " 2>/dev/null || :\n";
-  size_t pos = 0;
-  while (pos < script.size()) {
-    size_t nl = script.find('\n', pos);
-    std::string_view line = script.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-    if (!IsHeaderLine(line)) break;
-    if (nl == std::string_view::npos) {
-      pos = script.size();
-      break;
-    }
-    pos = nl + 1;
-  }
+  size_t pos = slurm::DirectivesEnd(script);
   std::string out(script.substr(0, pos));
   if (!out.empty() && out.back() != '\n') out.push_back('\n');
   out += block;

@@ -274,18 +274,28 @@ Status CheckOwnDirectives(std::string_view tmpl, std::string_view template_name)
   return Status::OK();
 }
 
+size_t DirectivesEnd(std::string_view script) {
+  size_t pos = 0;
+  while (pos < script.size()) {
+    size_t nl = script.find('\n', pos);
+    std::string_view line = script.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    size_t b = line.find_first_not_of(" \t\r");
+    // Blank lines and comments (the shebang too) do not end the directives; the first command does.
+    if (b != std::string_view::npos && line[b] != '#') return pos;
+    pos = nl == std::string_view::npos ? script.size() : nl + 1;
+  }
+  return pos;
+}
+
 std::vector<std::string> SbatchDirectives(std::string_view script) {
   std::vector<std::string> out;
-  bool first = true;
-  while (!script.empty()) {
-    size_t nl = script.find('\n');
-    std::string_view line = script.substr(0, nl);
-    script.remove_prefix(nl == std::string_view::npos ? script.size() : nl + 1);
-    if (std::exchange(first, false) && line.substr(0, 2) == "#!") continue;
+  std::string_view head = script.substr(0, DirectivesEnd(script));
+  while (!head.empty()) {
+    size_t nl = head.find('\n');
+    std::string_view line = head.substr(0, nl);
+    head.remove_prefix(nl == std::string_view::npos ? head.size() : nl + 1);
     size_t b = line.find_first_not_of(" \t\r");
-    if (b == std::string_view::npos) continue;  // blank lines do not end the directives
-    if (line[b] != '#') break;                   // the first command does
-    if (line.substr(b, 7) == "#SBATCH") out.emplace_back(line.substr(b));
+    if (b != std::string_view::npos && line.substr(b, 7) == "#SBATCH") out.emplace_back(line.substr(b));
   }
   return out;
 }

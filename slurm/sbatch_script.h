@@ -3,7 +3,8 @@
 //
 // Template syntax (version 1): `{{name}}` is replaced by the value quoted for the shell context
 // it stands in (unquoted: one single-quoted word; inside '...', "..." or a here-document: escaped
-// there), so the shell reads back the value literally; `{{raw:name}}` inserts the text verbatim for
+// there), so the shell reads back the value literally; a place no quoting can be proven safe for is
+// refused (shell_context.h, CheckTemplateContexts); `{{raw:name}}` inserts the text verbatim for
 // templates that need it (e.g. a flag list built by the study) — the study author takes
 // responsibility. A placeholder that names no known variable, or an unbalanced `{{`, is an
 // error naming the template and line, reported before anything is submitted.
@@ -51,6 +52,10 @@ struct SbatchHeader {
   std::string time_limit; // e.g. "00:10:00"
   std::string array;      // "0-49%8": a job array of 50 tasks, at most 8 running at once
 };
+
+// Where a script's first command begins: past the shebang, blank lines and comments (the
+// #SBATCH lines among them). Code inserted here runs first and hides no directive from sbatch.
+size_t DirectivesEnd(std::string_view script);
 
 // The #SBATCH lines a script carries before its first command (sbatch reads no further), in
 // order. Two trials whose rendered scripts carry the same directives can share a job array.
