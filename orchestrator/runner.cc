@@ -252,24 +252,34 @@ Status Runner::Reconcile(std::vector<store::TrialRecord>& trials) {
   return Status::OK();
 }
 
-Result<std::map<int64_t, std::string>> Runner::JobsFromStartMarks(const std::vector<store::TrialRecord>& trials) {
+void Runner::ReadStartMarks(const std::vector<const store::TrialRecord*>& trials, MarksRead& marks) {
   std::vector<slurm::ReadRequest> reads;
   std::vector<int64_t> ids;
-  for (const auto& t : trials) {
-    if (t.state != kTrialSubmitting || t.log_path.empty()) continue;
-    reads.push_back({MarksPath(t.log_path), 0, 64 << 10});
-    ids.push_back(t.id);
+  for (const store::TrialRecord* t : trials) {
+    if (marks.count(t->id)) continue;
+    reads.push_back({MarksPath(t->log_path), 0, 64 << 10});
+    ids.push_back(t->id);
   }
+  if (reads.empty()) return;
+  auto got = transport_.ReadMany(reads);
+  for (size_t i = 0; i < got.size(); ++i) marks.emplace(ids[i], std::move(got[i]));
+}
+
+Result<std::map<int64_t, std::string>> Runner::JobsFromStartMarks(const std::vector<store::TrialRecord>& trials) {
+  std::vector<const store::TrialRecord*> submitting;
+  for (const auto& t : trials) {
+    if (t.state == kTrialSubmitting && !t.log_path.empty()) submitting.push_back(&t);
+  }
+  MarksRead marks;
+  ReadStartMarks(submitting, marks);
   std::map<int64_t, std::string> jobs;
-  if (reads.empty()) return jobs;
-  auto marks = transport_.ReadMany(reads);
-  for (size_t i = 0; i < marks.size(); ++i) {
-    if (!marks[i].ok()) {
-      if (marks[i].status().IsNotFound()) continue;  // never started (or never submitted)
-      return marks[i].status();
+  for (auto& [id, text] : marks) {
+    if (!text.ok()) {
+      if (text.status().IsNotFound()) continue;  // never started (or never submitted)
+      return text.status();
     }
-    auto starts = ParseStartMarks(*marks[i]);
-    if (!starts.empty()) jobs[ids[i]] = starts.front().job_id;
+    auto starts = ParseStartMarks(*text);
+    if (!starts.empty()) jobs[id] = starts.front().job_id;
   }
   return jobs;
 }
@@ -291,31 +301,29 @@ bool NodeFailed(const std::string& state) {
 Status Runner::HandleRestarts(std::vector<store::TrialRecord>& trials,
                               const std::map<std::string, slurm::JobInfo>& jobs, const std::set<int64_t>& rewritten,
                               std::map<int64_t, Result<std::string>>& prefetched, std::set<int64_t>& hold) {
-  SWEEP_RETURN_IF_ERROR(FindRestarts(trials, jobs, rewritten, prefetched));
+  MarksRead marks;
+  SWEEP_RETURN_IF_ERROR(FindRestarts(trials, jobs, rewritten, prefetched, marks));
   // After a restart the log is the new run's only once that run has started (Slurm truncates the
   // log when it does; until then it may be the old run's, still COMPLETING): its start mark says so.
   std::vector<const store::TrialRecord*> waiting;
-  std::vector<slurm::ReadRequest> reads;
   for (const auto& t : trials) {
     if (t.job_restarts == 0 || t.log_offset > 0 || t.job_id.empty() || IsFinalTrialState(t.state)) continue;
     waiting.push_back(&t);
-    reads.push_back({MarksPath(t.log_path), 0, 64 << 10});
   }
-  if (reads.empty()) return Status::OK();
-  auto marks = transport_.ReadMany(reads);
-  for (size_t i = 0; i < waiting.size(); ++i) {
-    if (!marks[i].ok()) {
-      if (marks[i].status().IsNotFound()) continue;  // a job from before start marks: read as it is
-      return marks[i].status();
+  ReadStartMarks(waiting, marks);
+  for (const store::TrialRecord* t : waiting) {
+    const Result<std::string>& text = marks.at(t->id);
+    if (!text.ok()) {
+      if (text.status().IsNotFound()) continue;  // a job from before start marks: read as it is
+      return text.status();
     }
-    const store::TrialRecord& t = *waiting[i];
-    auto starts = ParseStartMarks(*marks[i]);
+    auto starts = ParseStartMarks(*text);
     bool started = std::any_of(starts.begin(), starts.end(), [&](const JobStart& s) {
-      return s.job_id == t.job_id && s.restart >= t.job_restarts;
+      return s.job_id == t->job_id && s.restart >= t->job_restarts;
     });
     if (!started) {
-      hold.insert(t.id);
-      prefetched.erase(t.id);
+      hold.insert(t->id);
+      prefetched.erase(t->id);
     }
   }
   return Status::OK();
@@ -324,7 +332,8 @@ Status Runner::HandleRestarts(std::vector<store::TrialRecord>& trials,
 // A restart is seen by Slurm's restart count (squeue), by the job's start marks (which outlive
 // squeue: a job purged on a cluster without accounting), or by a log shorter than what was read.
 Status Runner::FindRestarts(std::vector<store::TrialRecord>& trials, const std::map<std::string, slurm::JobInfo>& jobs,
-                            const std::set<int64_t>& rewritten, std::map<int64_t, Result<std::string>>& prefetched) {
+                            const std::set<int64_t>& rewritten, std::map<int64_t, Result<std::string>>& prefetched,
+                            MarksRead& marks) {
   std::vector<store::TrialRecord*> suspects;
   for (auto& t : trials) {
     if (t.job_id.empty() || IsFinalTrialState(t.state) || t.log_path.empty()) continue;
@@ -335,19 +344,19 @@ Status Runner::FindRestarts(std::vector<store::TrialRecord>& trials, const std::
     if (counted || no_count || rewritten.count(t.id)) suspects.push_back(&t);
   }
   if (suspects.empty()) return Status::OK();
-  std::vector<slurm::ReadRequest> reads;
-  for (const auto* t : suspects) reads.push_back({MarksPath(t->log_path), 0, 64 << 10});
-  auto marks = transport_.ReadMany(reads);
+  ReadStartMarks(std::vector<const store::TrialRecord*>(suspects.begin(), suspects.end()), marks);
   std::vector<std::string> cancel;
-  for (size_t i = 0; i < suspects.size(); ++i) {
-    store::TrialRecord& t = *suspects[i];
+  std::map<std::string, std::string> node_states;  // one scontrol per failed node, however many jobs it ran
+  for (store::TrialRecord* suspect : suspects) {
+    store::TrialRecord& t = *suspect;
     std::vector<JobStart> starts;
-    if (marks[i].ok()) {
-      for (auto& s : ParseStartMarks(*marks[i])) {
+    const Result<std::string>& text = marks.at(t.id);
+    if (text.ok()) {
+      for (auto& s : ParseStartMarks(*text)) {
         if (s.job_id == t.job_id) starts.push_back(std::move(s));
       }
-    } else if (!marks[i].status().IsNotFound()) {
-      return marks[i].status();
+    } else if (!text.status().IsNotFound()) {
+      return text.status();
     }
     auto it = jobs.find(t.job_id);
     bool counted_by_squeue = it != jobs.end() && it->second.restarts >= 0;
@@ -370,10 +379,13 @@ Status Runner::FindRestarts(std::vector<store::TrialRecord>& trials, const std::
       if (s.restart == seen) next_start = s.time;
     }
     std::string cls(slurm::JobStateName(slurm::JobState::kPreempted));
-    if (!host.empty()) {
+    if (!host.empty() && !node_states.count(host)) {
       auto node = client_.NodeState(host);
       if (!node.ok() && node.status().IsUnavailable()) return node.status();
-      if (node.ok() && NodeFailed(*node)) cls = std::string(slurm::JobStateName(slurm::JobState::kNodeFail));
+      node_states[host] = node.ok() ? *node : "";
+    }
+    if (!host.empty() && NodeFailed(node_states[host])) {
+      cls = std::string(slurm::JobStateName(slurm::JobState::kNodeFail));
     }
     double end = next_start > 0 ? std::min(next_start, clock_.Now()) : clock_.Now();
     double ran = run_start > 0 ? std::max(0.0, end - run_start) : 0;

@@ -94,11 +94,16 @@ class Runner {
   // attempt follows, or the trial ends when [retry] allows no more). `rewritten`: trials whose log
   // is shorter than their offset; their `prefetched` chunks are dropped when a restart is found.
   // `hold`: restarted trials whose new run has not started yet, not to be read this tick.
+  // Start marks are read once per tick: `marks` (by trial id) holds what was read so far.
+  using MarksRead = std::map<int64_t, Result<std::string>>;
   Status HandleRestarts(std::vector<store::TrialRecord>& trials, const std::map<std::string, slurm::JobInfo>& jobs,
                         const std::set<int64_t>& rewritten, std::map<int64_t, Result<std::string>>& prefetched,
                         std::set<int64_t>& hold);
   Status FindRestarts(std::vector<store::TrialRecord>& trials, const std::map<std::string, slurm::JobInfo>& jobs,
-                      const std::set<int64_t>& rewritten, std::map<int64_t, Result<std::string>>& prefetched);
+                      const std::set<int64_t>& rewritten, std::map<int64_t, Result<std::string>>& prefetched,
+                      MarksRead& marks);
+  // Reads the start marks of those of `trials` not in `marks` yet, with one ReadMany.
+  void ReadStartMarks(const std::vector<const store::TrialRecord*>& trials, MarksRead& marks);
   Status QueryAndIngest(std::vector<store::TrialRecord>& trials, TickReport& report);
   // Stores the log's new lines; `first`: the first chunk, already read (QueryAndIngest reads every
   // trial's first chunk in one ReadMany), else read here.

@@ -403,6 +403,19 @@ TEST_CASE("requeue: after a node failure with no node_fail retry left the trial 
   CHECK(s.slurm.issued("sbatch").size() == 1);
 }
 
+TEST_CASE("requeue: a node failure that requeues several jobs asks Slurm about the node once", "[runner]") {
+  Sweep s("[space]\nlr = [0.1, 0.2]\n\n[retry]\nnode_fail = 0\n", 2);
+  s.Tick();
+  s.slurm.Start("100_0", "n1");
+  s.slurm.Start("100_1", "n1");
+  s.Tick();
+  s.slurm.FailNode("n1");
+  s.Tick();
+  INFO(s.log());
+  for (const auto& t : s.Trials()) CHECK(t.state == "node_fail");
+  CHECK(s.slurm.issued("scontrol").size() == 1);
+}
+
 TEST_CASE("refused: sbatch refusing a study-wide setting stops the run with trials new; another refusal fails them",
           "[runner]") {
   Sweep s("[space]\nlr = [0.1, 0.2]\n", 2);
