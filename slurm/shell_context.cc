@@ -228,7 +228,7 @@ class Reader {
     }
     if (k == w.size()) {
       if (!wrapped && IsAssignment(prefix)) return "";
-      if (StripQuotes(prefix).empty() && WordEndsAt(pos)) return "as the command's name, so the value would choose what runs";
+      if (StripQuotes(prefix).empty() && WordEndsHere()) return "as the command's name, so the value would choose what runs";
       return "";
     }
     std::string cmd = Basename(w[k]);
@@ -262,12 +262,10 @@ class Reader {
     return "";
   }
 
-  // True when the word holding the placeholder that ends at `holder end` ends there too (past
-  // closing quotes).
-  bool WordEndsAt(size_t pos) const {
+  // True when the word holding the current placeholder ends with it (past closing quotes).
+  bool WordEndsHere() const {
     size_t end = holders_[next_].second;
     while (end < t_.size() && (t_[end] == '\'' || t_[end] == '"')) ++end;
-    (void)pos;
     return end >= t_.size() || IsBlank(t_[end]) || t_[end] == '\n' || IsOperatorChar(t_[end]);
   }
 
@@ -515,7 +513,7 @@ class Reader {
         f.redirect_target = true;
         return i + 3;
       }
-      if (c == '<' && n == '<') return ReadHeredocOperator(f, i);
+      if (c == '<' && n == '<') return ReadHeredocOperator(i);
       size_t j = i + 1;
       while (j < t_.size() && (t_[j] == '>' || t_[j] == '&' || t_[j] == '|')) ++j;
       // A file descriptor duplication (>&2) has no target word of its own.
@@ -538,7 +536,7 @@ class Reader {
     return i + 1;
   }
 
-  size_t ReadHeredocOperator(Frame& f, size_t i) {
+  size_t ReadHeredocOperator(size_t i) {
     size_t j = i + 2;
     Heredoc h;
     if (j < t_.size() && t_[j] == '-') {
@@ -580,7 +578,6 @@ class Reader {
     } else {
       heredocs_.push_back(h);
     }
-    (void)f;
     return j;
   }
 

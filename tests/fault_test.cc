@@ -812,7 +812,7 @@ TEST_CASE("an interrupted submission whose jobs Slurm has purged is adopted from
   SystemClock clock;
   InProcessRun run = RunInProcess(path, *transport, clock, 200);
   INFO(run.log);
-  CHECK(run.stats.sbatch == 2 - interrupted);  // only a trial that was never submitted
+  CHECK(run.stats.sbatch == 2 - static_cast<int>(interrupted));  // only a trial that was never submitted
   CHECK_THAT(run.log, Catch::Contains("adopted job"));
   if (accounting) CHECK_THAT(run.log, !Catch::Contains("found by its start mark"));  // sacct found them
   else CHECK_THAT(run.log, Catch::Contains("found by its start mark"));
