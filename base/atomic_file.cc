@@ -10,7 +10,8 @@ namespace sweep {
 namespace fs = std::filesystem;
 
 AtomicFile::AtomicFile(std::string path)
-    : path_(std::move(path)), tmp_(path_ + ".tmp-" + std::to_string(::getpid())),
+    : path_(std::move(path)),
+      tmp_(path_ + ".tmp-" + std::to_string(::getpid())),
       out_(tmp_, std::ios::binary | std::ios::trunc) {}
 
 AtomicFile::~AtomicFile() {

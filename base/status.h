@@ -58,7 +58,7 @@ class Status {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit on purpose
+  Result(T value) : v_(std::move(value)) {}                                              // NOLINT: implicit on purpose
   Result(Status status) : v_(std::move(status)) { assert(!std::get<Status>(v_).ok()); }  // NOLINT
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -81,14 +81,16 @@ class [[nodiscard]] Result {
 }  // namespace sweep
 
 // Early return of a failed Status or Result's status.
-#define SWEEP_RETURN_IF_ERROR(expr)              \
-  do {                                           \
-    auto _st = (expr);                           \
+#define SWEEP_RETURN_IF_ERROR(expr)               \
+  do {                                            \
+    auto _st = (expr);                            \
     if (!_st.ok()) return ::sweep::ToStatus(_st); \
   } while (0)
 
 namespace sweep {
 inline const Status& ToStatus(const Status& s) { return s; }
 template <class T>
-const Status& ToStatus(const Result<T>& r) { return r.status(); }
+const Status& ToStatus(const Result<T>& r) {
+  return r.status();
+}
 }  // namespace sweep

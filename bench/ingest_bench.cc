@@ -253,7 +253,8 @@ Ours RunOurs(const Workload& w, store::Store& db, const std::vector<int64_t>& id
         o.rows += static_cast<int64_t>(rows.size());
       }
       return Status::OK();
-    }), "InTransaction");
+    }),
+          "InTransaction");
   }
   o.seconds = Seconds(start);
   o.store_s = o.seconds - o.parse_s;  // the calls and each tick's commit
@@ -297,7 +298,8 @@ std::vector<std::vector<std::string>> Query(sqlite3* db, const std::string& sql)
 DbPtr OpenRaw(const fs::path& path) {
   sqlite3* raw = nullptr;
   // NOMUTEX as the store opens its connection.
-  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  int rc =
+      sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
   DbPtr db(raw);
   if (rc != SQLITE_OK) Fail(path.string() + ": " + sqlite3_errstr(rc));
   return db;
@@ -309,8 +311,9 @@ DbPtr OpenRaw(const fs::path& path) {
 // kSqlEnableWal; foreign_keys matters, it makes every metric row look up its trial.
 DbPtr SetUpRaw(const fs::path& path, const fs::path& store_db, const std::vector<std::string>& names) {
   DbPtr db = OpenRaw(path);
-  Exec(db.get(), "PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; "
-                 "PRAGMA wal_autocheckpoint = 10000; PRAGMA cache_size = -32768;");
+  Exec(db.get(),
+       "PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; "
+       "PRAGMA wal_autocheckpoint = 10000; PRAGMA cache_size = -32768;");
   if (Query(db.get(), "PRAGMA journal_mode = WAL").at(0).at(0) != "wal") Fail(path.string() + ": no WAL");
   Exec(db.get(), "ATTACH DATABASE '" + store_db.string() + "' AS src");
   for (const auto& row : Query(db.get(), "SELECT sql FROM src.sqlite_master WHERE sql IS NOT NULL ORDER BY rowid")) {
@@ -387,9 +390,9 @@ std::optional<OptunaResult> RunOptuna(const ParsedRows& parsed, int trials, int6
     std::ifstream f(dir / "optuna_out.json");
     json out = json::parse(f, nullptr, false);
     if (!out.is_discarded()) {
-      return OptunaResult{out["points"].get<int64_t>(), out["seconds"].get<double>(),
-                          out["optuna_version"].get<std::string>() + ", SQLAlchemy " +
-                              out["sqlalchemy_version"].get<std::string>()};
+      return OptunaResult{
+          out["points"].get<int64_t>(), out["seconds"].get<double>(),
+          out["optuna_version"].get<std::string>() + ", SQLAlchemy " + out["sqlalchemy_version"].get<std::string>()};
     }
   }
   std::cerr << "ingest_bench: " << cmd << " failed (wait status " << rc << "); Optuna row left out\n";
@@ -401,8 +404,9 @@ std::optional<OptunaResult> RunOptuna(const ParsedRows& parsed, int trials, int6
 // Row count and sums over the metrics table, to show both databases hold the same rows.
 std::vector<std::string> Fingerprint(const fs::path& path) {
   DbPtr db = OpenRaw(path);
-  return Query(db.get(), "SELECT count(*), total(trial_id), total(step), total(time_s), total(value), "
-                         "total(name_id), (SELECT group_concat(id || '=' || name) FROM metric_names) FROM metrics")
+  return Query(db.get(),
+               "SELECT count(*), total(trial_id), total(step), total(time_s), total(value), "
+               "total(name_id), (SELECT group_concat(id || '=' || name) FROM metric_names) FROM metrics")
       .at(0);
 }
 
@@ -444,10 +448,10 @@ int Main(int argc, char** argv) {
 
   auto start = Clock::now();
   Workload w = MakeWorkload(lines, trials, lines_per_tick);
-  fmt::print("ingest_bench: {} Megatron-LM lines ({:.0f} MB) from {} trials, {} lines per trial per tick: {} ticks, "
-             "{} AppendMetrics calls; made in {:.1f} s\n",
-             w.lines, static_cast<double>(w.bytes) / 1e6, w.trials, lines_per_tick, w.ticks.size(), w.chunks,
-             Seconds(start));
+  fmt::print(
+      "ingest_bench: {} Megatron-LM lines ({:.0f} MB) from {} trials, {} lines per trial per tick: {} ticks, "
+      "{} AppendMetrics calls; made in {:.1f} s\n",
+      w.lines, static_cast<double>(w.bytes) / 1e6, w.trials, lines_per_tick, w.ticks.size(), w.chunks, Seconds(start));
   fmt::print("  first line: {}", w.ticks[0][0].substr(0, w.ticks[0][0].find('\n') + 1));
 
   ParsedRows parsed = ParseAlone(w);
@@ -515,8 +519,8 @@ int Main(int argc, char** argv) {
   double ours_rate = static_cast<double>(ours.rows) / ours.seconds;
   double raw_rate = static_cast<double>(rows) / raw_s;
   fmt::print("\n{:<44} {:>11} {:>9} {:>12}\n", "contender", "rows", "seconds", "rows/s");
-  fmt::print("{:<44} {:>11} {:>9.2f} {:>12.0f}\n", "ours: ParseMetrics + Store::AppendMetrics", ours.rows,
-             ours.seconds, ours_rate);
+  fmt::print("{:<44} {:>11} {:>9.2f} {:>12.0f}\n", "ours: ParseMetrics + Store::AppendMetrics", ours.rows, ours.seconds,
+             ours_rate);
   fmt::print("{:<44} {:>11} {:>9.2f} {:>12.0f}\n",
              fmt::format("  of which parse ({:.0f}%)", 100 * ours.parse_s / ours.seconds), "", ours.parse_s,
              static_cast<double>(ours.rows) / ours.parse_s);
@@ -539,10 +543,11 @@ int Main(int argc, char** argv) {
     fmt::print("ours / Optuna:           {:.0f}x (target >= 500x: {})\n", ours_rate / opt_rate,
                ours_rate / opt_rate >= 500 ? "met" : "NOT met");
   }
-  fmt::print("\nOne row is one stored value: a Megatron-LM line stores {:.0f}, an Optuna report one. Both databases\n"
-             "hold the same rows: {}; the same schema: {} (sqlite_master compared). Database: {:.0f} MB.\n",
-             static_cast<double>(rows) / static_cast<double>(w.lines), same_rows ? "yes" : "NO",
-             same_schema ? "yes" : "NO", static_cast<double>(db_bytes) / 1e6);
+  fmt::print(
+      "\nOne row is one stored value: a Megatron-LM line stores {:.0f}, an Optuna report one. Both databases\n"
+      "hold the same rows: {}; the same schema: {} (sqlite_master compared). Database: {:.0f} MB.\n",
+      static_cast<double>(rows) / static_cast<double>(w.lines), same_rows ? "yes" : "NO", same_schema ? "yes" : "NO",
+      static_cast<double>(db_bytes) / 1e6);
   if (opt) fmt::print("Optuna {}, {} trials, every point its own commit.\n", opt->version, trials);
   return same_rows && same_schema ? 0 : 1;
 }

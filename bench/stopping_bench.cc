@@ -194,7 +194,8 @@ std::vector<BenchStudy> LoadStudies(const fs::path& dir) {
     s.target = sorted[(sorted.size() - 1) / 2];
     s.best_ttt = std::numeric_limits<double>::infinity();
     for (const auto& prefix : prefixes) {
-      s.ttt.push_back(TimeToTarget(prefix, s.target, BenchSmoothing()).value_or(std::numeric_limits<double>::infinity()));
+      s.ttt.push_back(
+          TimeToTarget(prefix, s.target, BenchSmoothing()).value_or(std::numeric_limits<double>::infinity()));
       s.best_ttt = std::min(s.best_ttt, s.ttt.back());
     }
   }
@@ -231,7 +232,8 @@ TrialProgress Progress(const BenchStudy& s, size_t i, TrialPhase phase, double u
 // Points of trial i's curve logged by time t.
 size_t Visible(const BenchStudy& s, size_t i, double t) {
   const auto& c = s.trials[i].curve;
-  return std::upper_bound(c.begin(), c.end(), t, [](double v, const CurvePoint& p) { return v < p.time_s; }) - c.begin();
+  return std::upper_bound(c.begin(), c.end(), t, [](double v, const CurvePoint& p) { return v < p.time_s; }) -
+         c.begin();
 }
 
 // Stop times (end_s[i] = ran to its end), all trials started together, decided every tick (B /
@@ -254,7 +256,9 @@ std::vector<double> AllAtOnce(const BenchStudy& s, const StoppingConfig& config,
     seen = std::move(state);
     std::vector<TrialProgress> trials;
     for (size_t i = 0; i < n; ++i) {
-      TrialPhase phase = stopped[i] ? TrialPhase::kStopped : now >= s.end_s[i] ? TrialPhase::kCompleted : TrialPhase::kRunning;
+      TrialPhase phase = stopped[i]          ? TrialPhase::kStopped
+                         : now >= s.end_s[i] ? TrialPhase::kCompleted
+                                             : TrialPhase::kRunning;
       trials.push_back(Progress(s, i, phase, stopped[i] ? stop[i] : now));
     }
     for (const StopDecision& d : EvaluateStopping(config, trials)) {
@@ -292,10 +296,10 @@ std::vector<double> OneAfterAnother(const BenchStudy& s, const StoppingConfig& c
 }
 
 struct Score {
-  double cost = 0;        // GPU-time spent / exhaustive to the budget (stop times past it count as B)
-  double cost_full = 0;   // GPU-time spent / no stopping (every trial to its recorded end)
+  double cost = 0;       // GPU-time spent / exhaustive to the budget (stop times past it count as B)
+  double cost_full = 0;  // GPU-time spent / no stopping (every trial to its recorded end)
   double gpu_hours = 0;
-  double regret = 0;      // nats; infinity if nothing survived
+  double regret = 0;  // nats; infinity if nothing survived
   bool best_survived = false;
   int stopped = 0;
   double ttt_regret = 0;  // time to target of the fastest that got there / the fastest of all - 1
@@ -490,7 +494,8 @@ std::optional<json> RunOptuna(const std::vector<BenchStudy>& studies,
     for (const BenchTrial& t : s.trials) {
       std::vector<double> values;
       size_t i = &t - s.trials.data();
-      for (int k = 1; k <= Buckets(s, i, buckets); ++k) values.push_back(LastAtOrBefore(t.curve, s.budget_s * k / buckets));
+      for (int k = 1; k <= Buckets(s, i, buckets); ++k)
+        values.push_back(LastAtOrBefore(t.curve, s.budget_s * k / buckets));
       js["budget_bucket"] = buckets;  // the objective: the loss at the end of this bucket (the budget)
       js["trials"].push_back({{"name", t.name}, {"values", values}});
     }
@@ -517,8 +522,8 @@ std::optional<json> RunOptuna(const std::vector<BenchStudy>& studies,
 void PrintTable(const std::string& title, const std::vector<Summary>& rows, const std::vector<BenchStudy>& studies,
                 bool per_study) {
   fmt::print("\n{}\n", title);
-  fmt::print("{:<46} {:>8} {:>8} {:>8} {:>8} {:>9} {:>11} {:>10}", "rule", "GPU-time", "(pooled)", "to ends",
-             "GPU-h", "best kept", "mean regret", "max regret");
+  fmt::print("{:<46} {:>8} {:>8} {:>8} {:>8} {:>9} {:>11} {:>10}", "rule", "GPU-time", "(pooled)", "to ends", "GPU-h",
+             "best kept", "mean regret", "max regret");
   if (per_study) {
     for (const BenchStudy& s : studies) fmt::print(" | {:>16}", s.name);
   }
@@ -591,8 +596,8 @@ int Main(int argc, char** argv) {
     std::map<std::string, int> models;
     for (const BenchTrial& t : s.trials) ++models[t.model];
     size_t fastest = std::min_element(s.ttt.begin(), s.ttt.end()) - s.ttt.begin();
-    fmt::print("  {:<18} {:>2} trials, {:>2} models, budget {:>7.2f}s x {} GPUs; best at budget {:.4f} ({})\n",
-               s.name, s.trials.size(), models.size(), s.budget_s, s.trials.front().gpus, s.final_loss[best],
+    fmt::print("  {:<18} {:>2} trials, {:>2} models, budget {:>7.2f}s x {} GPUs; best at budget {:.4f} ({})\n", s.name,
+               s.trials.size(), models.size(), s.budget_s, s.trials.front().gpus, s.final_loss[best],
                s.trials[best].name);
     fmt::print("  {:<18} target {:.4f} (median smoothed loss at budget): {} trials reach it, first at {:.3g}s ({})\n",
                "", s.target, std::count_if(s.ttt.begin(), s.ttt.end(), [](double t) { return std::isfinite(t); }),
@@ -674,17 +679,20 @@ int Main(int argc, char** argv) {
     }
   }
 
-  fmt::print("\nGPU-time: spent up to the budget / exhaustive (every trial to the budget), mean over studies;\n"
-             "(pooled): summed over studies first; to ends: spent / no stopping (every trial to its recorded end),\n"
-             "mean over studies; GPU-h: spent. best kept: runs in which the best trial at the budget reached it.\n"
-             "regret: loss at the budget of the best trial that reached it minus the best of all (nats). Per\n"
-             "study: GPU-time and regret. Optuna is given the latest raw loss at the end of each time bucket (B/{},\n"
-             "its steps) until the trial's end; our rules are evaluated at the same instants.\n", ticks);
+  fmt::print(
+      "\nGPU-time: spent up to the budget / exhaustive (every trial to the budget), mean over studies;\n"
+      "(pooled): summed over studies first; to ends: spent / no stopping (every trial to its recorded end),\n"
+      "mean over studies; GPU-h: spent. best kept: runs in which the best trial at the budget reached it.\n"
+      "regret: loss at the budget of the best trial that reached it minus the best of all (nats). Per\n"
+      "study: GPU-time and regret. Optuna is given the latest raw loss at the end of each time bucket (B/{},\n"
+      "its steps) until the trial's end; our rules are evaluated at the same instants.\n",
+      ticks);
   PrintTable("All trials at once:", together, studies, true);
   PrintTable(fmt::format("One after another ({} random orders per study):", n_orders), sequential, studies, true);
-  fmt::print("\nTime-to-target objective, the same runs: best kept = the trial fastest to the target ran until it got\n"
-             "there; regret = how much longer the fastest trial that got there took (relative; 'lost': none got\n"
-             "there). race and throughput+race are given each study's target as [stopping] target_loss.\n");
+  fmt::print(
+      "\nTime-to-target objective, the same runs: best kept = the trial fastest to the target ran until it got\n"
+      "there; regret = how much longer the fastest trial that got there took (relative; 'lost': none got\n"
+      "there). race and throughput+race are given each study's target as [stopping] target_loss.\n");
   PrintTimeToTarget("All trials at once, time to target:", together, studies);
   PrintTimeToTarget(fmt::format("One after another ({} random orders per study), time to target:", n_orders),
                     sequential, studies);
@@ -698,9 +706,10 @@ int Main(int argc, char** argv) {
   for (auto [title, rows] : {std::pair{"all at once", &together}, std::pair{"one after another", &sequential}}) {
     const Summary* ours = find(*rows, headline);
     if (!ours) continue;
-    fmt::print("\n{} vs Optuna, {} (GPU-time ratio ours/theirs, to the budget and to the runs' ends; regret ours - "
-               "theirs; better on both axes?):\n",
-               headline, title);
+    fmt::print(
+        "\n{} vs Optuna, {} (GPU-time ratio ours/theirs, to the budget and to the runs' ends; regret ours - "
+        "theirs; better on both axes?):\n",
+        headline, title);
     for (const Summary& m : *rows) {
       if (m.name.rfind("optuna ", 0) != 0) continue;
       bool both = ours->mean_cost <= m.mean_cost && ours->mean_cost_full <= m.mean_cost_full &&
@@ -712,9 +721,10 @@ int Main(int argc, char** argv) {
   for (auto [title, rows] : {std::pair{"all at once", &together}, std::pair{"one after another", &sequential}}) {
     const Summary* ours = find(*rows, "throughput+race");
     if (!ours) continue;
-    fmt::print("\nthroughput+race vs Optuna, {}, time to target (GPU-time ratio; best kept ours/theirs; mean "
-               "regret ours/theirs):\n",
-               title);
+    fmt::print(
+        "\nthroughput+race vs Optuna, {}, time to target (GPU-time ratio; best kept ours/theirs; mean "
+        "regret ours/theirs):\n",
+        title);
     for (const Summary& m : *rows) {
       if (m.name.rfind("optuna ", 0) != 0) continue;
       auto pct = [](double r) { return std::isfinite(r) ? fmt::format("{:.2f}%", 100 * r) : std::string("lost"); };
@@ -735,23 +745,25 @@ int Main(int argc, char** argv) {
     }
     auto verdict = [](double c, double r) { return c <= 0.25 && r <= 0.01 ? "met" : "NOT met"; };
     fmt::print("\nTarget (issue 6), {} all at once: GPU-time <= 0.25 and mean regret <= 0.01:\n", headline);
-    fmt::print("  against no stopping (every run to its recorded end), all {} studies: {:<7} (GPU-time {:.3f}, "
-               "mean regret {:.4f})\n",
-               studies.size(), verdict(ours->mean_cost_full, ours->mean_regret), ours->mean_cost_full,
-               ours->mean_regret);
+    fmt::print(
+        "  against no stopping (every run to its recorded end), all {} studies: {:<7} (GPU-time {:.3f}, "
+        "mean regret {:.4f})\n",
+        studies.size(), verdict(ours->mean_cost_full, ours->mean_regret), ours->mean_cost_full, ours->mean_regret);
     std::vector<std::string> per;
     for (size_t si = 0; si < studies.size(); ++si) {
       per.push_back(fmt::format("{} {:.3f}", studies[si].name, ours->per_study[si].cost_full));
     }
     fmt::print("    per study: {}\n", fmt::join(per, ", "));
-    fmt::print("  against exhaustive to the budget, all {} studies:                {:<7} (GPU-time {:.3f}, mean regret "
-               "{:.4f})\n",
-               studies.size(), verdict(ours->mean_cost, ours->mean_regret), ours->mean_cost, ours->mean_regret);
+    fmt::print(
+        "  against exhaustive to the budget, all {} studies:                {:<7} (GPU-time {:.3f}, mean regret "
+        "{:.4f})\n",
+        studies.size(), verdict(ours->mean_cost, ours->mean_regret), ours->mean_cost, ours->mean_regret);
     if (large > 0) {
       cost /= large, regret /= large;
-      fmt::print("  against exhaustive to the budget, {} studies of 5+ trials:        {:<7} (GPU-time {:.3f}, mean "
-                 "regret {:.4f})\n",
-                 large, verdict(cost, regret), cost, regret);
+      fmt::print(
+          "  against exhaustive to the budget, {} studies of 5+ trials:        {:<7} (GPU-time {:.3f}, mean "
+          "regret {:.4f})\n",
+          large, verdict(cost, regret), cost, regret);
     }
   }
   return 0;

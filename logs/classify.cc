@@ -48,8 +48,8 @@ void ClassifyFromLog(std::string_view log_tail, const std::optional<ObjectiveAtE
     bool nan_loss = last && !std::isfinite(last->value);
     // What trainers print when they give up on a NaN, not the bare word: a usage text that
     // documents a "diverged" exit code is no divergence.
-    if (auto l3 = line_with({"training diverged", "found NaN in local grad norm", "Loss is NaN", "loss is nan",
-                             "NaN or Inf found"});
+    if (auto l3 = line_with(
+            {"training diverged", "found NaN in local grad norm", "Loss is NaN", "loss is nan", "NaN or Inf found"});
         nan_loss || !l3.empty()) {
       state = "diverged";
       reason = nan_loss ? fmt::format("{} is {} at step {}", last->metric, last->value, last->step) : l3;

@@ -24,7 +24,7 @@ struct LogSummary {
   int64_t lines = 0;            // complete lines
   int64_t points = 0;
   std::optional<int64_t> first_step, last_step;  // over all points
-  std::string time_key;  // the key that gave the time axis (the last one seen); empty: no time axis
+  std::string time_key;                  // the key that gave the time axis (the last one seen); empty: no time axis
   double last_time_s = 0;                // training time at the last timed step
   std::vector<int64_t> malformed_lines;  // 1-based
   // A last line without a line break: still being written, so the run loop does not read it yet.

@@ -31,7 +31,8 @@ TEST_CASE("a log summary names each metric, the steps, the time axis's key and m
     CHECK_FALSE(s.partial_last_line);
   }
   SECTION("jsonl without a time key: no axis; a line still being written is not read") {
-    LogSummary s = SummarizeLog("{\"step\": 1, \"loss\": 2}\n{\"step\": 2, \"loss\": 1}\n{\"step\": 3,", MetricFormat::kJsonLines);
+    LogSummary s =
+        SummarizeLog("{\"step\": 1, \"loss\": 2}\n{\"step\": 2, \"loss\": 1}\n{\"step\": 3,", MetricFormat::kJsonLines);
     CHECK(s.time_key.empty());
     CHECK(s.points == 2);
     CHECK(s.partial_last_line);

@@ -93,8 +93,9 @@ TEST_CASE("ParseMetricFormat knows megatron and jsonl", "[metrics_parser]") {
 
 TEST_CASE("the run's length in 'iteration N/ M' is given once, as train_iters", "[metrics_parser]") {
   ParserState state;
-  std::string lines = "iteration       10/     100 | elapsed time per iteration (ms): 50.0 | lm loss: 2.5 |\n"
-                      "iteration       20/     100 | elapsed time per iteration (ms): 50.0 | lm loss: 2.4 |\n";
+  std::string lines =
+      "iteration       10/     100 | elapsed time per iteration (ms): 50.0 | lm loss: 2.5 |\n"
+      "iteration       20/     100 | elapsed time per iteration (ms): 50.0 | lm loss: 2.4 |\n";
   ParseOutput out = ParseMetrics(lines, MetricFormat::kMegatron, state);
   REQUIRE(out.train_iters);
   CHECK(out.train_iters->name == "train_iters");

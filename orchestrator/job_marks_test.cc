@@ -28,7 +28,8 @@ TEST_CASE("the start mark, run by sh, records the job id, array task, restart co
   std::string marks = dir.file("job.out.marks");
   std::string script = WithStartMark("#!/bin/sh\necho body\n", marks);
   testing::WriteAll(dir.file("job.sh"), script);
-  std::string run = "cd " + dir.path().string() + " && env -i PATH=/usr/bin:/bin SLURM_JOB_ID=41 sh job.sh >/dev/null &&" +
+  std::string run = "cd " + dir.path().string() +
+                    " && env -i PATH=/usr/bin:/bin SLURM_JOB_ID=41 sh job.sh >/dev/null &&" +
                     " env -i PATH=/usr/bin:/bin SLURM_JOB_ID=57 SLURM_ARRAY_JOB_ID=40 SLURM_ARRAY_TASK_ID=3 "
                     "SLURM_RESTART_COUNT=2 sh job.sh >/dev/null";
   REQUIRE(std::system(run.c_str()) == 0);

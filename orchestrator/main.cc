@@ -47,13 +47,18 @@ constexpr int kExitNoResult = 5;
 
 int ExitCode(const Status& s) {
   switch (s.code()) {
-    case Status::Code::kOk: return 0;
+    case Status::Code::kOk:
+      return 0;
     case Status::Code::kInvalidArgument:
-    case Status::Code::kNotFound: return 2;
+    case Status::Code::kNotFound:
+      return 2;
     case Status::Code::kUnavailable:
-    case Status::Code::kResourceExhausted: return 3;
-    case Status::Code::kFailedPrecondition: return 4;
-    default: return 1;
+    case Status::Code::kResourceExhausted:
+      return 3;
+    case Status::Code::kFailedPrecondition:
+      return 4;
+    default:
+      return 1;
   }
 }
 
@@ -114,9 +119,10 @@ struct App {
       if (word.empty()) continue;
       std::vector<std::string_view> known = ResubmittableTrialStates();  // base/trial_state.h
       if (std::find(known.begin(), known.end(), word) == known.end()) {
-        return Status::InvalidArgument(fmt::format("--resubmit: '{}' is not an end state a trial can start over from{}; "
-                                                   "use some of: {}",
-                                                   word, DidYouMean(word, known), fmt::join(known, ",")));
+        return Status::InvalidArgument(
+            fmt::format("--resubmit: '{}' is not an end state a trial can start over from{}; "
+                        "use some of: {}",
+                        word, DidYouMean(word, known), fmt::join(known, ",")));
       }
       states.emplace(word);
     }
@@ -158,7 +164,8 @@ struct App {
     const auto& s = runner.slurm_stats();
     const auto& c = runner.cluster_calls();
     std::cout << fmt::format(
-        "slurm commands: {} sbatch, {} squeue, {} sacct, {} scancel; cluster calls: {} commands, {} file writes, {} log reads\n",
+        "slurm commands: {} sbatch, {} squeue, {} sacct, {} scancel; cluster calls: {} commands, {} file writes, {} "
+        "log reads\n",
         s.sbatch, s.squeue, s.sacct, s.scancel, c.commands, c.writes, c.reads);
     SWEEP_RETURN_IF_ERROR(PrintStatus(runner.study_id()));
     auto trials = store->ListTrials(runner.study_id());
@@ -176,9 +183,10 @@ struct App {
     auto open = std::count_if(trials->begin(), trials->end(),
                               [](const store::TrialRecord& t) { return !IsFinalTrialState(t.state); });
     if (max_ticks > 0 && open > 0) {
-      std::cout << fmt::format("stopped after --max-ticks {} with {} trial(s) not ended; `slurmsweep run {}` goes "
-                               "on tracking them\n",
-                               max_ticks, open, study_path);
+      std::cout << fmt::format(
+          "stopped after --max-ticks {} with {} trial(s) not ended; `slurmsweep run {}` goes "
+          "on tracking them\n",
+          max_ticks, open, study_path);
     }
     if (open == 0) {
       auto rows = CollectTrialRows(*store, study, runner.study_id(), clock.Now(), study.objective.metric);
@@ -198,7 +206,9 @@ struct App {
   Status Interrupted(int64_t study_id, int sig) {
     exit_code = 128 + sig;
     std::cout << fmt::format("\nslurmsweep run: stopped by {}; this run ends and releases its lock\n",
-                             sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal");
+                             sig == SIGINT    ? "SIGINT"
+                             : sig == SIGTERM ? "SIGTERM"
+                                              : "a signal");
     if (study_id == 0) {
       std::cout << "nothing was submitted yet\n";
       return Status::OK();
@@ -219,12 +229,13 @@ struct App {
       else ++live;
     }
     if (live + submitting + unsubmitted == 0) return "";
-    return fmt::format("{} trial(s) queued or running on Slurm, {} being submitted, {} not submitted yet; no run is "
-                       "tracking them:\n"
-                       "  slurmsweep run {}      resumes: tracks the jobs (finds those being submitted) and submits "
-                       "the rest\n"
-                       "  slurmsweep cancel {}   cancels them\n",
-                       live, submitting, unsubmitted, study_path, study_path);
+    return fmt::format(
+        "{} trial(s) queued or running on Slurm, {} being submitted, {} not submitted yet; no run is "
+        "tracking them:\n"
+        "  slurmsweep run {}      resumes: tracks the jobs (finds those being submitted) and submits "
+        "the rest\n"
+        "  slurmsweep cancel {}   cancels them\n",
+        live, submitting, unsubmitted, study_path, study_path);
   }
 
   // Goes on in the background: the parent prints where to look and exits; the child owns the
@@ -238,9 +249,10 @@ struct App {
     pid_t pid = ::fork();
     if (pid < 0) return Status::Internal(std::string("fork: ") + std::strerror(errno));
     if (pid > 0) {
-      std::cout << fmt::format("slurmsweep: running in the background as pid {}\n  log: {}\n  pid file: {}\n"
-                               "  watch it with: slurmsweep status {}\n",
-                               pid, log_path, pid_path, study_path);
+      std::cout << fmt::format(
+          "slurmsweep: running in the background as pid {}\n  log: {}\n  pid file: {}\n"
+          "  watch it with: slurmsweep status {}\n",
+          pid, log_path, pid_path, study_path);
       std::exit(0);
     }
     ::setsid();
@@ -313,9 +325,10 @@ struct App {
     for (const auto& [state, n] : by_state) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, state);
     std::cout << fmt::format("{} trials: {}\n", rows->size(), summary);
     if (left_out > 0) {
-      std::cout << fmt::format("({} trial(s) of an earlier version of {}, whose values are no longer in [space], are "
-                               "left out here and in the reports)\n",
-                               left_out, study.path);
+      std::cout << fmt::format(
+          "({} trial(s) of an earlier version of {}, whose values are no longer in [space], are "
+          "left out here and in the reports)\n",
+          left_out, study.path);
     }
     if (logging && !any_objective) {
       auto metrics = store->Metrics(logging->trial_id);
@@ -357,8 +370,8 @@ struct App {
     auto refused = RenderRefusals(study, *specs);
     for (const auto& [key, why] : refused) std::cout << fmt::format("refused  {}: {}\n", key, TerminalSafe(why));
     if (!refused.empty()) {
-      return Status::InvalidArgument(fmt::format("{} trial(s) cannot be rendered; `run` would submit nothing",
-                                                 refused.size()));
+      return Status::InvalidArgument(
+          fmt::format("{} trial(s) cannot be rendered; `run` would submit nothing", refused.size()));
     }
     return Status::OK();
   }
@@ -386,7 +399,9 @@ struct App {
           params += fmt::format("{}{}={}", params.empty() ? "" : " ", name, TerminalSafe(ParamToString(value)));
         }
         auto it = stored.find(t.key);
-        std::string label = !t.dropped_reason.empty() ? "dropped" : it == stored.end() || it->second == kTrialNew ? "run" : it->second;
+        std::string label = !t.dropped_reason.empty()                       ? "dropped"
+                            : it == stored.end() || it->second == kTrialNew ? "run"
+                                                                            : it->second;
         if (!t.dropped_reason.empty()) ++dropped;
         else if (label == "run") ++to_run;
         else ++already[label];
@@ -395,10 +410,10 @@ struct App {
       }
       std::string done;
       for (const auto& [state, n] : already) done += fmt::format("{}{} {}", done.empty() ? "" : ", ", n, state);
-      std::cout << fmt::format("{} trials: {} to run, {}{} dropped by constraints; nothing was submitted (no [job.vars] "
-                               "model, so no memory plan)\n",
-                               specs->size(), to_run, done.empty() ? "" : "already in the database: " + done + "; ",
-                               dropped);
+      std::cout << fmt::format(
+          "{} trials: {} to run, {}{} dropped by constraints; nothing was submitted (no [job.vars] "
+          "model, so no memory plan)\n",
+          specs->size(), to_run, done.empty() ? "" : "already in the database: " + done + "; ", dropped);
       return Status::OK();
     }
     auto plan = PlanStudy(study);
@@ -461,9 +476,10 @@ struct App {
     check.summary = SummarizeLog(text, format);
     std::cout << (json ? RenderMetricsCheckJson(check) : RenderMetricsCheckText(check));
     if (!check.objective_present()) {
-      std::cerr << fmt::format("slurmsweep metrics: the objective '{}' is not in {}{}: a sweep would rank nothing "
-                               "(set [objective] metric, or pass --study)\n",
-                               TerminalSafe(check.objective), TerminalSafe(log_path), check.did_you_mean());
+      std::cerr << fmt::format(
+          "slurmsweep metrics: the objective '{}' is not in {}{}: a sweep would rank nothing "
+          "(set [objective] metric, or pass --study)\n",
+          TerminalSafe(check.objective), TerminalSafe(log_path), check.did_you_mean());
       exit_code = kExitNoResult;
     }
     return Status::OK();
@@ -488,7 +504,8 @@ struct App {
     }
     std::string csv_dir = csv_file ? "" : csv_path;
     if (html_path.empty() && csv_dir.empty()) return Status::OK();
-    SWEEP_RETURN_IF_ERROR(WriteReports(*store, study, rec->id, html_path, csv_dir, clock.Now(), ReportOptionsFor(study)));
+    SWEEP_RETURN_IF_ERROR(
+        WriteReports(*store, study, rec->id, html_path, csv_dir, clock.Now(), ReportOptionsFor(study)));
     if (!html_path.empty()) std::cout << fmt::format("wrote {}\n", html_path);
     if (!csv_dir.empty()) {
       std::cout << fmt::format("wrote {0}/trials.csv and {0}/metrics.csv\n", csv_dir);
@@ -504,21 +521,25 @@ struct Command {
 };
 
 constexpr Command kCommands[] = {
-    {"run", "Submit the study's trials, track them and ingest their metrics until all have ended. "
-            "Run it again to resume: trials that already have a job are never submitted twice.",
+    {"run",
+     "Submit the study's trials, track them and ingest their metrics until all have ended. "
+     "Run it again to resume: trials that already have a job are never submitted twice.",
      &App::CmdRun},
     {"status", "Show every trial's state, job and latest metrics from the study database.", &App::CmdStatus},
     {"cancel", "Cancel every queued or running job of the study (one scancel) and the trials not yet submitted.",
      &App::CmdCancel},
-    {"plan", "Dry run, nothing is submitted: list the trials and which constraints drop; with [job.vars] model, "
-             "predict memory per GPU for every configuration (Megatron-LM presets) and show which are dropped by a "
-             "parallelism rule or a predicted OOM.",
+    {"plan",
+     "Dry run, nothing is submitted: list the trials and which constraints drop; with [job.vars] model, "
+     "predict memory per GPU for every configuration (Megatron-LM presets) and show which are dropped by a "
+     "parallelism rule or a predicted OOM.",
      &App::CmdPlan},
-    {"report", "Write the HTML report (recommendation, speedup over the baseline, ranking, charts, cost) and/or "
-               "trials.csv and metrics.csv; with neither option, both, to the study's [report] html and csv_dir.",
+    {"report",
+     "Write the HTML report (recommendation, speedup over the baseline, ranking, charts, cost) and/or "
+     "trials.csv and metrics.csv; with neither option, both, to the study's [report] html and csv_dir.",
      &App::CmdReport},
-    {"metrics", "Check a training log before a sweep: the metrics slurmsweep would store (points, steps), the time "
-                "axis and the key that gives it, malformed lines, and whether the objective is there (exit 5 if not).",
+    {"metrics",
+     "Check a training log before a sweep: the metrics slurmsweep would store (points, steps), the time "
+     "axis and the key that gives it, malformed lines, and whether the objective is there (exit 5 if not).",
      &App::CmdMetrics},
 };
 
@@ -536,7 +557,8 @@ int main(int argc, char** argv) {
   cli.footer(
       "Exit codes: 0 success; 1 failure while running; 2 bad input (study file, template, flags, a setting the cluster "
       "refuses); 3 cluster unreachable (SSH or slurmctld); 4 refused for safety or not now (unknown or changed host "
-      "key, newer database, another run of the study going on, phase 1 not ended); 5 no result (run: every trial ended and "
+      "key, newer database, another run of the study going on, phase 1 not ended); 5 no result (run: every trial ended "
+      "and "
       "none completed with a value of the objective; metrics: the objective is not in the log); 130/143 run stopped "
       "by SIGINT/SIGTERM (the jobs go on: run again to resume, or cancel).");
   if (argc > 1 && argv[1][0] != '-') {

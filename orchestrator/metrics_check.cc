@@ -36,8 +36,8 @@ std::string RenderMetricsCheckText(const MetricsCheck& c) {
     out += "steps: none (no line gave a step)\n";
   }
   if (!s.time_key.empty()) {
-    out += fmt::format("time axis: from '{}' ({:.6g} s of training at the last timed step)\n", s.time_key,
-                       s.last_time_s);
+    out +=
+        fmt::format("time axis: from '{}' ({:.6g} s of training at the last timed step)\n", s.time_key, s.last_time_s);
   } else {
     out += fmt::format("time axis: none; early stopping and time-to-target need one ({})\n",
                        c.format == "jsonl" ? "a key time, elapsed or time_s (seconds since the start), or iter_time_ms "
@@ -46,7 +46,8 @@ std::string RenderMetricsCheckText(const MetricsCheck& c) {
   }
   size_t w = 6;
   for (const auto& m : s.metrics) w = std::max(w, std::min<size_t>(m.name.size(), 40));
-  if (!s.metrics.empty()) out += fmt::format("{:<{}} {:>8} {:>10} {:>10}\n", "metric", w, "points", "from step", "to step");
+  if (!s.metrics.empty())
+    out += fmt::format("{:<{}} {:>8} {:>10} {:>10}\n", "metric", w, "points", "from step", "to step");
   for (const auto& m : s.metrics) {
     out += fmt::format("{:<{}} {:>8} {:>10} {:>10}\n", TerminalSafe(m.name), w, m.count, m.first_step, m.last_step);
   }
@@ -76,18 +77,20 @@ std::string RenderMetricsCheckJson(const MetricsCheck& c) {
   j["lines"] = s.lines;
   j["points"] = s.points;
   j["steps"] = s.first_step ? nlohmann::json{{"first", *s.first_step}, {"last", *s.last_step}} : nlohmann::json();
-  j["time_axis"] = s.time_key.empty() ? nlohmann::json()
-                                      : nlohmann::json{{"key", s.time_key}, {"last_time_s", s.last_time_s}};
+  j["time_axis"] =
+      s.time_key.empty() ? nlohmann::json() : nlohmann::json{{"key", s.time_key}, {"last_time_s", s.last_time_s}};
   j["metrics"] = nlohmann::json::array();
   for (const auto& m : s.metrics) {
-    j["metrics"].push_back({{"name", m.name}, {"points", m.count}, {"first_step", m.first_step}, {"last_step", m.last_step}});
+    j["metrics"].push_back(
+        {{"name", m.name}, {"points", m.count}, {"first_step", m.first_step}, {"last_step", m.last_step}});
   }
   j["malformed_lines"] = s.malformed_lines;
   j["partial_last_line"] = s.partial_last_line;
   std::string suggestion(ClosestWord(c.objective, Names(s)));
-  j["objective"] = {{"name", c.objective},
-                    {"present", c.objective_present()},
-                    {"did_you_mean", c.objective_present() || suggestion.empty() ? nlohmann::json() : nlohmann::json(suggestion)}};
+  j["objective"] = {
+      {"name", c.objective},
+      {"present", c.objective_present()},
+      {"did_you_mean", c.objective_present() || suggestion.empty() ? nlohmann::json() : nlohmann::json(suggestion)}};
   // Invalid UTF-8 in a metric name is replaced rather than thrown on.
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

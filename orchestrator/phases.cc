@@ -1,7 +1,6 @@
 // Planning a study file; see phases.h.
 #include "orchestrator/phases.h"
 
-
 namespace sweep {
 
 Result<Plan> PlanStudy(const Study& study) {

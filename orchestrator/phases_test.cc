@@ -102,16 +102,19 @@ std::set<std::string> ParamsOf(const std::vector<TrialSpec>& specs) {
 TEST_CASE("phase 2 crosses phase 1's fastest configurations with its own space", "[phases]") {
   Phase1 p;
   // Fastest: (4, 2) 100 ms, then (2, 2) 150 ms; (4, 1) would be fastest but it failed.
-  p.Record({{{1, 1}, {400, 2.0, "completed"}}, {{1, 2}, {300, 2.1, "completed"}},
-            {{2, 1}, {250, 2.2, "completed"}}, {{2, 2}, {150, 2.3, "completed"}},
-            {{4, 1}, {50, 9.9, "cuda_oom"}}, {{4, 2}, {100, 2.4, "completed"}}});
+  p.Record({{{1, 1}, {400, 2.0, "completed"}},
+            {{1, 2}, {300, 2.1, "completed"}},
+            {{2, 1}, {250, 2.2, "completed"}},
+            {{2, 2}, {150, 2.3, "completed"}},
+            {{4, 1}, {50, 9.9, "cuda_oom"}},
+            {{4, 2}, {100, 2.4, "completed"}}});
   testing::WriteAll(p.dir.file("race.toml"), Phase2(R"({ study = "screen.toml", top = 2 })"));
   auto race = LoadStudy(p.dir.file("race.toml"));
   REQUIRE(race.ok());
   auto specs = ExpandStudy(*race);
   REQUIRE(specs.ok());
   CHECK(ParamsOf(*specs) == std::set<std::string>{R"({"lr":0.1,"mbs":4,"tp":2})", R"({"lr":0.01,"mbs":4,"tp":2})",
-                                                   R"({"lr":0.1,"mbs":2,"tp":2})", R"({"lr":0.01,"mbs":2,"tp":2})"});
+                                                  R"({"lr":0.1,"mbs":2,"tp":2})", R"({"lr":0.01,"mbs":2,"tp":2})"});
   // The template gets phase 1's knobs as parameters too.
   REQUIRE(specs->front().params.size() == 3);
   CHECK(specs->front().params[0].first == "mbs");
@@ -136,9 +139,12 @@ TEST_CASE("phase 2 refuses to start before phase 1 has ended, and names what is 
   CHECK(none.status().code() == Status::Code::kFailedPrecondition);
   CHECK_THAT(none.status().message(), Catch::Contains("race.toml:12") && Catch::Contains("run it first"));
 
-  p.Record({{{1, 1}, {400, 2.0, "completed"}}, {{1, 2}, {300, 2.1, "running"}},
-            {{2, 1}, {250, 2.2, "completed"}}, {{2, 2}, {150, 2.3, "completed"}},
-            {{4, 1}, {50, 9.9, "pending"}}, {{4, 2}, {100, 2.4, "completed"}}});
+  p.Record({{{1, 1}, {400, 2.0, "completed"}},
+            {{1, 2}, {300, 2.1, "running"}},
+            {{2, 1}, {250, 2.2, "completed"}},
+            {{2, 2}, {150, 2.3, "completed"}},
+            {{4, 1}, {50, 9.9, "pending"}},
+            {{4, 2}, {100, 2.4, "completed"}}});
   auto early = ExpandStudy(*race);
   REQUIRE_FALSE(early.ok());
   CHECK_THAT(early.status().message(), Catch::Contains("2 trial(s) not ended"));
@@ -158,9 +164,12 @@ TEST_CASE("phase 2 refuses to start before phase 1 has ended, and names what is 
 
 TEST_CASE("phase 2's seeds, resolved once, are data: expansion no longer reads phase 1", "[phases]") {
   Phase1 p;
-  p.Record({{{1, 1}, {400, 2.0, "completed"}}, {{1, 2}, {300, 2.1, "completed"}},
-            {{2, 1}, {250, 2.2, "completed"}}, {{2, 2}, {150, 2.3, "completed"}},
-            {{4, 1}, {50, 9.9, "cuda_oom"}}, {{4, 2}, {100, 2.4, "completed"}}});
+  p.Record({{{1, 1}, {400, 2.0, "completed"}},
+            {{1, 2}, {300, 2.1, "completed"}},
+            {{2, 1}, {250, 2.2, "completed"}},
+            {{2, 2}, {150, 2.3, "completed"}},
+            {{4, 1}, {50, 9.9, "cuda_oom"}},
+            {{4, 2}, {100, 2.4, "completed"}}});
   testing::WriteAll(p.dir.file("race.toml"), Phase2(R"({ study = "screen.toml", top = 2 })"));
   auto race = LoadStudy(p.dir.file("race.toml"));
   REQUIRE(race.ok());

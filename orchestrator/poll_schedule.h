@@ -24,7 +24,7 @@ class PollSchedule {
   double Jitter(double seconds);
 
   double min_s_, max_s_;
-  double idle_s_;   // current wait while nothing changes
+  double idle_s_;  // current wait while nothing changes
   int failures_ = 0;
   std::minstd_rand rng_;
 };

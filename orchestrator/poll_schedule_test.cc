@@ -18,7 +18,7 @@ TEST_CASE("polling speeds up after a change and slows down while nothing changes
     if (i < 3) CHECK(last > prev);  // grows
     prev = last;
   }
-  CHECK(last == Approx(30).epsilon(0.11));  // capped
+  CHECK(last == Approx(30).epsilon(0.11));                // capped
   CHECK(s.Next(true, false) == Approx(2).epsilon(0.11));  // a change brings it back at once
 }
 

@@ -70,12 +70,12 @@ Series SeriesOf(const std::vector<store::MetricRow>& metrics, std::string_view n
 
 reports::TrialRow MakeTrialRow(const store::TrialRecord& t, const nlohmann::json& params,
                                const std::vector<store::MetricRow>& metrics,
-                               const std::vector<std::string>& param_names, double now,
-                               const std::string& objective) {
+                               const std::vector<std::string>& param_names, double now, const std::string& objective) {
   reports::TrialRow r;
   r.trial_id = t.id;
   r.trial_key = t.trial_key;
-  for (const auto& name : param_names) r.param_values.push_back(params.contains(name) ? JsonScalarToString(params[name]) : "");
+  for (const auto& name : param_names)
+    r.param_values.push_back(params.contains(name) ? JsonScalarToString(params[name]) : "");
   r.state = t.state;
   r.reason = t.reason;
   // Asked to stop (pruned, or `slurmsweep cancel`) but not yet seen ending: only the run loop
@@ -149,7 +149,8 @@ reports::TrialSummary Summarize(const store::TrialRecord& t, const nlohmann::jso
   if (t.submitted_at && t.started_at) s.queue_s = *t.started_at - *t.submitted_at;
   s.wall_s = row.wall_time_s;
   s.steps = row.steps;
-  if (auto total = FiniteValues(metrics, "train_iters"); !total.empty()) s.train_iters = static_cast<int64_t>(total.back());
+  if (auto total = FiniteValues(metrics, "train_iters"); !total.empty())
+    s.train_iters = static_cast<int64_t>(total.back());
   s.train_time_s = row.train_time_s;
   s.iters_per_s = row.iters_per_s;
   s.tflops_per_gpu = Median(FiniteValues(metrics, "throughput_tflops"));
@@ -168,7 +169,8 @@ reports::TrialSummary Summarize(const store::TrialRecord& t, const nlohmann::jso
   // MFU against the peak the study gives: from the logged TFLOP/s per GPU when Megatron printed it
   // (--log-throughput), else from tokens/s and the model's FLOPs per token.
   std::optional<double> peak = ctx.peak_tflops;
-  if (params.contains("precision") && JsonScalarToString(params["precision"]).rfind("fp8", 0) == 0 && ctx.peak_tflops_fp8) {
+  if (params.contains("precision") && JsonScalarToString(params["precision"]).rfind("fp8", 0) == 0 &&
+      ctx.peak_tflops_fp8) {
     peak = ctx.peak_tflops_fp8;
   }
   if (peak && *peak > 0) {
@@ -314,9 +316,10 @@ Status ChooseTarget(store::Store& store, const std::vector<store::TrialRecord>& 
     if (!report.target || (ctx.minimize ? **v > *report.target : **v < *report.target)) report.target = **v;
   }
   if (report.target) {
-    report.target_basis = fmt::format("the worst smoothed final {} among the {} completed trials, as there is no "
-                                      "completed baseline",
-                                      ctx.objective, completed);
+    report.target_basis = fmt::format(
+        "the worst smoothed final {} among the {} completed trials, as there is no "
+        "completed baseline",
+        ctx.objective, completed);
   }
   return Status::OK();
 }
@@ -411,7 +414,8 @@ Result<std::vector<store::TrialRecord>> StudyTrials(store::Store& store, const S
   if (!specs.ok()) return trials;
   std::set<std::string> keys;
   for (const auto& spec : *specs) keys.insert(spec.key);
-  if (std::none_of(trials->begin(), trials->end(), [&](const store::TrialRecord& t) { return keys.count(t.trial_key); })) {
+  if (std::none_of(trials->begin(), trials->end(),
+                   [&](const store::TrialRecord& t) { return keys.count(t.trial_key); })) {
     return trials;
   }
   auto gone = std::remove_if(trials->begin(), trials->end(),
@@ -535,21 +539,21 @@ Result<std::vector<Params>> SeedConfigs(const Study& study) {
   }
   auto db = store::Store::OpenReadOnly(phase1->database);
   if (!db.ok()) {
-    return Status::FailedPrecondition(
-        fmt::format("{}: phase 1 ({}) has no results yet: run it first ({})", where, seed.study_path,
-                    db.status().message()));
+    return Status::FailedPrecondition(fmt::format("{}: phase 1 ({}) has no results yet: run it first ({})", where,
+                                                  seed.study_path, db.status().message()));
   }
   auto rec = (*db)->GetStudy(phase1->name);
-  if (!rec.ok()) return Status::FailedPrecondition(fmt::format("{}: phase 1 study '{}' has not run", where, phase1->name));
+  if (!rec.ok())
+    return Status::FailedPrecondition(fmt::format("{}: phase 1 study '{}' has not run", where, phase1->name));
   auto trials = (*db)->ListTrials(rec->id);
   if (!trials.ok()) return trials.status();
   // "new" trials are unfinished too: IsFinalTrialState says so.
   size_t open = std::count_if(trials->begin(), trials->end(),
                               [](const store::TrialRecord& t) { return !IsFinalTrialState(t.state); });
   if (open > 0) {
-    return Status::FailedPrecondition(fmt::format(
-        "{}: phase 1 study '{}' has {} trial(s) not ended yet; phase 2 starts from its final ranking", where,
-        phase1->name, open));
+    return Status::FailedPrecondition(
+        fmt::format("{}: phase 1 study '{}' has {} trial(s) not ended yet; phase 2 starts from its final ranking",
+                    where, phase1->name, open));
   }
 
   Study ranked = *phase1;
@@ -563,7 +567,7 @@ Result<std::vector<Params>> SeedConfigs(const Study& study) {
   for (size_t i : a.ranking) {
     const reports::TrialSummary& t = report->trials[i];
     if (t.state != "completed") continue;
-    if (seed.by == "iters_per_s" ? !t.iters_per_s
+    if (seed.by == "iters_per_s"      ? !t.iters_per_s
         : seed.by == "time_to_target" ? !reports::TimeToTarget(t)
                                       : !(t.final_value && std::isfinite(*t.final_value))) {
       continue;
@@ -584,7 +588,8 @@ Result<std::vector<Params>> SeedConfigs(const Study& study) {
   std::vector<Params> seeds;
   for (size_t i : order) {
     const std::string& key = report->trials[i].key;
-    auto t = std::find_if(trials->begin(), trials->end(), [&](const store::TrialRecord& r) { return r.trial_key == key; });
+    auto t =
+        std::find_if(trials->begin(), trials->end(), [&](const store::TrialRecord& r) { return r.trial_key == key; });
     nlohmann::json params = nlohmann::json::parse(t->params_json, nullptr, false);
     Params p;
     for (const auto& spec : phase1->space) {

@@ -90,7 +90,8 @@ TEST_CASE("Report values match the store's rows", "[report]") {
     std::sort(ms.begin(), ms.end());
     double median = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
     REQUIRE(*s.iters_per_s == Approx(1000 / median));
-    REQUIRE(*s.tokens_per_s == Approx(1000 / median * 2048 * RowsNamed(*f.store, trials[i].id, "global_batch_size")[0].value));
+    REQUIRE(*s.tokens_per_s ==
+            Approx(1000 / median * 2048 * RowsNamed(*f.store, trials[i].id, "global_batch_size")[0].value));
     REQUIRE(*s.wall_s == Approx((trials[i].ended_at ? *trials[i].ended_at : f.options.now) - *trials[i].started_at));
     REQUIRE(*s.queue_s == Approx(*trials[i].started_at - *trials[i].submitted_at));
   }
@@ -219,14 +220,12 @@ TEST_CASE("Curves are downsampled with their first and last points kept", "[repo
   }
 }
 
-
 TEST_CASE("WriteReports writes trials.csv, metrics.csv and the HTML, mode 0644, atomically", "[report]") {
   Fixture f;
   std::string csv_dir = f.dir.file("out/csv");
   std::string html = f.dir.file("report.html");
   // Wrong or useless requests are refused before anything is written.
-  REQUIRE(WriteReports(*f.store, f.study, f.study_id, "", "", f.options.now).code() ==
-          Status::Code::kInvalidArgument);
+  REQUIRE(WriteReports(*f.store, f.study, f.study_id, "", "", f.options.now).code() == Status::Code::kInvalidArgument);
   REQUIRE(WriteReports(*f.store, f.study, f.study_id, html, csv_dir, f.options.now).ok());
   namespace fs = std::filesystem;
   for (const std::string& path : {html, csv_dir + "/trials.csv", csv_dir + "/metrics.csv"}) {

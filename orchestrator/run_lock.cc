@@ -20,8 +20,8 @@ Result<RunLock> RunLock::Acquire(const std::string& path) {
     std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "?";
     while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
     ::close(fd);
-    return Status::FailedPrecondition("another slurmsweep run (pid " + holder + ") is already running this study (lock " +
-                                      path + ")");
+    return Status::FailedPrecondition("another slurmsweep run (pid " + holder +
+                                      ") is already running this study (lock " + path + ")");
   }
   RunLock lock(fd, path);
   SWEEP_RETURN_IF_ERROR(lock.RewritePid());

@@ -138,9 +138,10 @@ Status Runner::Prepare() {
   // Every trial's script renders before anything is stored or submitted: a value its template
   // cannot carry stops the run here, not when that trial comes up after others were submitted.
   if (auto refused = RenderRefusals(study_, checked); !refused.empty()) {
-    return Status::InvalidArgument(fmt::format("{} trial(s) cannot be rendered, nothing was submitted; first, trial "
-                                               "{}: {}",
-                                               refused.size(), refused.begin()->first, refused.begin()->second));
+    return Status::InvalidArgument(
+        fmt::format("{} trial(s) cannot be rendered, nothing was submitted; first, trial "
+                    "{}: {}",
+                    refused.size(), refused.begin()->first, refused.begin()->second));
   }
   SWEEP_RETURN_IF_ERROR(store_.InsertTrialsIfAbsent(study_id_, records));
 
@@ -149,21 +150,23 @@ Status Runner::Prepare() {
                                        slurm::ShellQuote(w + "/logs")));
   if (!mk.ok()) return mk.status().WithContext("creating the work directory on the cluster");
   if (mk->exit_code != 0) {
-    return Status::InvalidArgument(fmt::format("{}: cannot create [cluster] workdir {} on the cluster (check workdir "
-                                               "and user): {}",
-                                               study_.path, w, mk->err));
+    return Status::InvalidArgument(
+        fmt::format("{}: cannot create [cluster] workdir {} on the cluster (check workdir "
+                    "and user): {}",
+                    study_.path, w, mk->err));
   }
   for (const auto& local : study_.job.stage) {
     Status st;
     std::string content = ReadLocalFile(local, &st);
     SWEEP_RETURN_IF_ERROR(st);
-    SWEEP_RETURN_IF_ERROR(transport_.WriteFile(w + "/" + BaseName(local), content, 0755).WithContext("staging " + local));
+    SWEEP_RETURN_IF_ERROR(
+        transport_.WriteFile(w + "/" + BaseName(local), content, 0755).WithContext("staging " + local));
   }
   size_t dropped = std::count_if(records.begin(), records.end(),
                                  [](const store::TrialRecord& t) { return t.state == kTrialDropped; });
   Event(std::nullopt, "prepare",
-        fmt::format("study '{}': {} trials ({} dropped by constraints or the memory plan) via {}", study_.name, specs->size(), dropped,
-                    transport_.Describe()));
+        fmt::format("study '{}': {} trials ({} dropped by constraints or the memory plan) via {}", study_.name,
+                    specs->size(), dropped, transport_.Describe()));
   prepared_ = true;
   return Status::OK();
 }
@@ -240,9 +243,10 @@ Status Runner::Reconcile(std::vector<store::TrialRecord>& trials) {
       // Adopted like the others; the next query finds out what Slurm still knows of its end.
       t.job_id = m->second;
       t.state = std::string(slurm::JobStateName(slurm::JobState::kRunning));
-      Event(t.id, "adopt",
-            fmt::format("adopted job {} submitted before a restart (no longer in squeue; found by its start mark in {})",
-                        t.job_id, MarksPath(t.log_path)));
+      Event(
+          t.id, "adopt",
+          fmt::format("adopted job {} submitted before a restart (no longer in squeue; found by its start mark in {})",
+                      t.job_id, MarksPath(t.log_path)));
     } else {
       UndoSubmission(t);
       Event(t.id, "resubmit", "no job found for an interrupted submission; it will be submitted");
@@ -391,9 +395,8 @@ Status Runner::FindRestarts(std::vector<store::TrialRecord>& trials, const std::
     double ran = run_start > 0 ? std::max(0.0, end - run_start) : 0;
     auto policy = study_.retry.find(cls);
     int allowed = policy == study_.retry.end() ? 0 : policy->second;
-    std::string what =
-        fmt::format("job {} was started again by Slurm (restart {}: {})", t.job_id, seen,
-                    cls == "node_fail" ? "its node " + host + " failed" : "preempted or requeued");
+    std::string what = fmt::format("job {} was started again by Slurm (restart {}: {})", t.job_id, seen,
+                                   cls == "node_fail" ? "its node " + host + " failed" : "preempted or requeued");
     t.job_restarts = seen;
     if (t.attempt > allowed) {
       // No retry left for this class: the attempt ends as any other would, and the new run goes.
@@ -455,8 +458,8 @@ Result<int64_t> Runner::Ingest(store::TrialRecord& t, const Result<std::string>*
     std::vector<store::MetricRow> rows;
     rows.reserve(parsed.points.size());
     for (auto& p : parsed.points) rows.push_back({p.step, p.time_s, std::move(p.name), p.value});
-    if (parsed.train_iters) rows.push_back({parsed.train_iters->step, parsed.train_iters->time_s, "train_iters",
-                                            parsed.train_iters->value});
+    if (parsed.train_iters)
+      rows.push_back({parsed.train_iters->step, parsed.train_iters->time_s, "train_iters", parsed.train_iters->value});
     int64_t new_offset = t.log_offset + static_cast<int64_t>(parsed.consumed);
     SWEEP_RETURN_IF_ERROR(store_.AppendMetrics(t.id, rows, new_offset));
     // Only after the write: a failed one leaves offset and parser where they were (and when the
@@ -495,7 +498,8 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
   for (const auto& t : trials) {
     if (t.job_id.empty() || IsFinalTrialState(t.state) || t.log_path.empty()) continue;
     auto it = jobs->find(t.job_id);
-    if (it != jobs->end() && (it->second.state == slurm::JobState::kPending || it->second.state == slurm::JobState::kUnknown)) {
+    if (it != jobs->end() &&
+        (it->second.state == slurm::JobState::kPending || it->second.state == slurm::JobState::kUnknown)) {
       continue;
     }
     // From one byte before the offset: a log shorter than what was read of it was rewritten by a
@@ -545,7 +549,8 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
       t.slurm_state = j.slurm_state;
       if (slurm::IsTerminal(j.state)) t.exit_code = j.exit_code;  // squeue says 0:0 while a job runs
       reason = j.reason == "None" ? "" : j.reason;
-      if (j.state == slurm::JobState::kFailed) reason = DescribeExit(j.exit_code) + (reason.empty() ? "" : " (" + reason + ")");
+      if (j.state == slurm::JobState::kFailed)
+        reason = DescribeExit(j.exit_code) + (reason.empty() ? "" : " (" + reason + ")");
       // Slurm's own times where it has them: a short job may start and end between two ticks.
       bool started = j.state != slurm::JobState::kPending && j.state != slurm::JobState::kUnknown;
       if (started) t.started_at = ParseSlurmTime(j.start_time).value_or(t.started_at.value_or(clock_.Now()));
@@ -606,7 +611,6 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
   }
   return Status::OK();
 }
-
 
 // Learning from a CUDA OOM: a configuration that needs at least as much memory on every axis
 // would fail the same way, so it never reaches the queue.
@@ -689,8 +693,9 @@ Result<bool> Runner::MaybeChain(store::TrialRecord& t) {
     Event(t.id, "chain_end", t.reason);
     return true;
   }
-  Event(t.id, "chain", fmt::format("job {} saved a checkpoint and stopped ({}); continuing in a new job ({} of at most {})",
-                                   t.job_id, t.state, t.attempt + 1, job.max_chain));
+  Event(t.id, "chain",
+        fmt::format("job {} saved a checkpoint and stopped ({}); continuing in a new job ({} of at most {})", t.job_id,
+                    t.state, t.attempt + 1, job.max_chain));
   t.reason = fmt::format("continuing from checkpoint (job {} of at most {})", t.attempt + 1, job.max_chain);
   t.state = std::string(kTrialNew);
   t.job_id.clear();
@@ -741,8 +746,8 @@ Status Runner::MaybeRetry(store::TrialRecord& t) {
   auto policy = study_.retry.find(t.state);
   int allowed = policy == study_.retry.end() ? 0 : policy->second;
   if (t.attempt > allowed) return Status::OK();
-  Event(t.id, "retry", fmt::format("attempt {} ended {} ({}); retrying ({} of {})", t.attempt, t.state, t.reason,
-                                   t.attempt, allowed));
+  Event(t.id, "retry",
+        fmt::format("attempt {} ended {} ({}); retrying ({} of {})", t.attempt, t.state, t.reason, t.attempt, allowed));
   return StartOver(t, fmt::format("retry after {} in attempt {}: {}", t.state, t.attempt, t.reason));
 }
 
@@ -779,7 +784,8 @@ Result<int> Runner::Resubmit(const std::set<std::string>& states) {
       if (!states.count(t.state)) continue;
       std::string was = t.state;
       SWEEP_RETURN_IF_ERROR(StartOver(t, fmt::format("resubmitted by the user after {}", was)));
-      Event(t.id, "resubmit", fmt::format("{} was {}: submitted again from scratch (run --resubmit)", t.trial_key, was));
+      Event(t.id, "resubmit",
+            fmt::format("{} was {}: submitted again from scratch (run --resubmit)", t.trial_key, was));
       ++n;
     }
     return Status::OK();
@@ -897,8 +903,9 @@ Status Runner::SubmitBatch(std::vector<store::TrialRecord*>& batch, int throttle
     submit_paused_until_ = clock_.Now() + submit_pause_s_;
     submit_chunk_ = std::max<int>(1, static_cast<int>(batch.size()) / 2);
     Event(std::nullopt, "submit_paused",
-          fmt::format("the cluster refuses more jobs now ({}); {} trial(s) wait {:.0f} s, then go in arrays of at most {}",
-                      job.status().message(), batch.size(), submit_pause_s_, submit_chunk_));
+          fmt::format(
+              "the cluster refuses more jobs now ({}); {} trial(s) wait {:.0f} s, then go in arrays of at most {}",
+              job.status().message(), batch.size(), submit_pause_s_, submit_chunk_));
   }
   if (!job.ok() && job.status().IsResourceExhausted()) {
     // Left "submitting": an sbatch stopped by its timeout may have got through just before, so
@@ -963,23 +970,23 @@ Result<TickReport> Runner::Tick() {
     if (!st.IsUnavailable()) return st;
     report.unavailable = true;
     Event(std::nullopt, "unavailable",
-          std::string(store::IsDatabaseBusy(st) ? "database busy" : "cluster unreachable") + ", will retry: " +
-              st.message());
+          std::string(store::IsDatabaseBusy(st) ? "database busy" : "cluster unreachable") +
+              ", will retry: " + st.message());
   }
   report.done = st.ok() && std::all_of(trials->begin(), trials->end(), [&](const store::TrialRecord& t) {
-    return IsFinalTrialState(t.state) || !specs_.count(t.trial_key);
-  });
+                  return IsFinalTrialState(t.state) || !specs_.count(t.trial_key);
+                });
   report.cluster_calls = transport_.counts().total() - calls_before;
   for (const auto& t : *trials) {
     if (t.job_id.empty() || IsFinalTrialState(t.state)) continue;
     if (t.state == slurm::JobStateName(slurm::JobState::kRunning)) ++report.running;
     else ++report.queued;
   }
-  log_ << fmt::format("[{}] tick {}: {} running, {} queued, {} submitted, {} ended, {} points, {} squeue/sacct call(s), "
-                      "{} cluster call(s)\n",
-                      FormatUtc(clock_.Now()), tick_, report.running, report.queued, report.submitted, report.ended,
-                      report.points,
-                      report.slurm_queries, report.cluster_calls);
+  log_ << fmt::format(
+      "[{}] tick {}: {} running, {} queued, {} submitted, {} ended, {} points, {} squeue/sacct call(s), "
+      "{} cluster call(s)\n",
+      FormatUtc(clock_.Now()), tick_, report.running, report.queued, report.submitted, report.ended, report.points,
+      report.slurm_queries, report.cluster_calls);
   log_.flush();
   return report;
 }

@@ -30,17 +30,17 @@
 namespace sweep {
 
 struct TickReport {
-  int active = 0;        // trials with a job that had not ended before this tick
-  int running = 0;       // after the tick: trials whose job runs
-  int queued = 0;        // after the tick: trials whose job waits in the queue
+  int active = 0;   // trials with a job that had not ended before this tick
+  int running = 0;  // after the tick: trials whose job runs
+  int queued = 0;   // after the tick: trials whose job waits in the queue
   int submitted = 0;
   int ended = 0;
-  int changed = 0;       // trials whose state or reason changed
-  int64_t points = 0;    // metric rows ingested
-  int slurm_queries = 0; // squeue + sacct calls this tick
+  int changed = 0;            // trials whose state or reason changed
+  int64_t points = 0;         // metric rows ingested
+  int slurm_queries = 0;      // squeue + sacct calls this tick
   int64_t cluster_calls = 0;  // commands, file writes and reads sent to the cluster this tick
-  bool done = false;     // every trial has ended
-  bool unavailable = false;  // the cluster could not be reached; nothing was marked
+  bool done = false;          // every trial has ended
+  bool unavailable = false;   // the cluster could not be reached; nothing was marked
 };
 
 class Runner {
@@ -155,12 +155,13 @@ class Runner {
   bool prepared_ = false;
   bool submit_predicted_oom_ = false;
   std::function<bool()> interrupted_;
-  std::map<std::string, TrialSpec> specs_;  // by trial key: this study file's trials
-  std::optional<Plan> plan_;                // the memory plan, for studies that name a model
+  std::map<std::string, TrialSpec> specs_;           // by trial key: this study file's trials
+  std::optional<Plan> plan_;                         // the memory plan, for studies that name a model
   std::map<std::string, const PlanRow*> plan_rows_;  // by trial key, into plan_
-  double headroom_bytes_ = 0;               // the plan's headroom, grown by CalibrateMemory
+  double headroom_bytes_ = 0;                        // the plan's headroom, grown by CalibrateMemory
   std::map<int64_t, ParserState> parsers_;
-  std::map<int64_t, TrialCurve> curves_;    // early stopping's view, see Curve()  // per trial, restored from the store on first use
+  std::map<int64_t, TrialCurve>
+      curves_;  // early stopping's view, see Curve()  // per trial, restored from the store on first use
   int tick_ = 0;
   // Submit quotas (QOSMaxSubmitJobPerUserLimit, ...): no sbatch before this time; arrays no larger
   // than submit_chunk_ until one is accepted again.

@@ -30,7 +30,8 @@ std::map<std::string, std::string> RenderRefusals(const Study& study, const std:
   for (const TrialSpec& spec : specs) {
     if (!spec.dropped_reason.empty()) continue;
     std::string log = fmt::format("{}/logs/{}.1.out", study.cluster.workdir, spec.key);
-    auto r = slurm::RenderTemplate(study.job.template_text, study.job.template_path, TrialTemplateVars(study, spec, 1, log));
+    auto r =
+        slurm::RenderTemplate(study.job.template_text, study.job.template_path, TrialTemplateVars(study, spec, 1, log));
     if (!r.ok()) out[spec.key] = r.status().message();
   }
   return out;

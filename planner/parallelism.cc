@@ -10,18 +10,38 @@ std::vector<ModelPreset> Presets() {
   // Llama 3.1 shapes from Meta's published configs; gpt3-7b from Megatron-LM's
   // tests/functional_tests/test_cases/gpt/gpt3_7b_tp1_pp4_memory_speed/model_config.yaml
   // (no --swiglu, so FFN = 4h; GPT defaults: LayerNorm, biases, learned positions).
-  ModelPreset l8{.name = "llama3.1-8b", .layers = 32, .hidden = 4096, .heads = 32, .kv_groups = 8,
-                 .ffn_hidden = 14336, .vocab = 128256, .seq_length = 8192, .swiglu = true,
-                 .tied_embeddings = false, .learned_positions = false, .bias = false, .rmsnorm = true};
+  ModelPreset l8{.name = "llama3.1-8b",
+                 .layers = 32,
+                 .hidden = 4096,
+                 .heads = 32,
+                 .kv_groups = 8,
+                 .ffn_hidden = 14336,
+                 .vocab = 128256,
+                 .seq_length = 8192,
+                 .swiglu = true,
+                 .tied_embeddings = false,
+                 .learned_positions = false,
+                 .bias = false,
+                 .rmsnorm = true};
   ModelPreset l70 = l8;
   l70.name = "llama3.1-70b";
   l70.layers = 80;
   l70.hidden = 8192;
   l70.heads = 64;
   l70.ffn_hidden = 28672;
-  ModelPreset g7{.name = "gpt3-7b", .layers = 32, .hidden = 4096, .heads = 32, .kv_groups = 8,
-                 .ffn_hidden = 16384, .vocab = 131072, .seq_length = 8192, .swiglu = false,
-                 .tied_embeddings = false, .learned_positions = true, .bias = true, .rmsnorm = false};
+  ModelPreset g7{.name = "gpt3-7b",
+                 .layers = 32,
+                 .hidden = 4096,
+                 .heads = 32,
+                 .kv_groups = 8,
+                 .ffn_hidden = 16384,
+                 .vocab = 131072,
+                 .seq_length = 8192,
+                 .swiglu = false,
+                 .tied_embeddings = false,
+                 .learned_positions = true,
+                 .bias = true,
+                 .rmsnorm = false};
   return {l8, l70, g7};
 }
 

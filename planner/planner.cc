@@ -287,10 +287,11 @@ Result<Plan> PlanTrials(const Study& study, std::vector<TrialSpec> trials) {
 
 std::string PlanSummary(const Plan& plan) {
   using V = PlanRow::Verdict;
-  return fmt::format("{} configs: {} dropped by constraints, {} dropped by parallelism rules, {} predicted OOM "
-                     "(> {:g} GiB incl. {:g} GiB headroom), {} fit",
-                     plan.rows.size(), plan.Count(V::kConstraint), plan.Count(V::kRule), plan.Count(V::kOom),
-                     plan.gpu_mem_gib, plan.headroom_gib, plan.Count(V::kFits));
+  return fmt::format(
+      "{} configs: {} dropped by constraints, {} dropped by parallelism rules, {} predicted OOM "
+      "(> {:g} GiB incl. {:g} GiB headroom), {} fit",
+      plan.rows.size(), plan.Count(V::kConstraint), plan.Count(V::kRule), plan.Count(V::kOom), plan.gpu_mem_gib,
+      plan.headroom_gib, plan.Count(V::kFits));
 }
 
 std::string RenderPlan(const Plan& plan, const std::vector<std::string>& param_names) {
@@ -301,8 +302,8 @@ std::string RenderPlan(const Plan& plan, const std::vector<std::string>& param_n
   std::string header;
   for (const auto& n : param_names) header += fmt::format("{:<10} ", n);
   // model: weights + grads + optimizer state; act: activations in flight; GiB: all + headroom.
-  out += fmt::format("{:<16} {}{:>6} {:>7} {:>7} {:>7} {:>8}  {}\n", "trial", header, "model", "act", "fp8",
-                     "GiB", "verdict", "");
+  out += fmt::format("{:<16} {}{:>6} {:>7} {:>7} {:>7} {:>8}  {}\n", "trial", header, "model", "act", "fp8", "GiB",
+                     "verdict", "");
   for (const auto& r : plan.rows) {
     std::string values;
     for (const auto& n : param_names) {

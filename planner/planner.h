@@ -38,14 +38,14 @@ struct TrainingConfig {
   std::string precision = "bf16";  // "bf16" | "fp8"
   std::string optimizer = "adam";  // "adam" | "sgd"
   bool distributed_optimizer = true;
-  bool flash_attention = true;     // false: the attention scores are stored (5as^2b per layer)
+  bool flash_attention = true;  // false: the attention scores are stored (5as^2b per layer)
 };
 
 // One GPU of one pipeline stage, in bytes.
 struct StageMemory {
-  double params = 0;              // parameters this GPU holds
-  double model_state_bytes = 0;   // weights + grads + optimizer state
-  double activation_bytes = 0;    // for all microbatches in flight
+  double params = 0;             // parameters this GPU holds
+  double model_state_bytes = 0;  // weights + grads + optimizer state
+  double activation_bytes = 0;   // for all microbatches in flight
   double fp8_bytes = 0;
   double microbatches_in_flight = 0;
   double Total() const { return model_state_bytes + activation_bytes + fp8_bytes; }

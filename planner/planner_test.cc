@@ -56,7 +56,6 @@ ModelPreset SmallGpt() {
   return m;
 }
 
-
 }  // namespace
 
 TEST_CASE("bytes per parameter follow Megatron's accounting", "[planner]") {
@@ -64,7 +63,7 @@ TEST_CASE("bytes per parameter follow Megatron's accounting", "[planner]") {
   CHECK(BytesPerParam("adam", true, 2) == 12);   // 6 + 12/2
   CHECK(BytesPerParam("adam", true, 8) == 7.5);  // 6 + 12/8
   CHECK(BytesPerParam("sgd", false, 8) == 14);
-  CHECK(BytesPerParam("sgd", true, 2) == 10);    // 6 + 8/2
+  CHECK(BytesPerParam("sgd", true, 2) == 10);  // 6 + 8/2
 }
 
 TEST_CASE("70B TP8 PP4 DP2 with the distributed optimizer: about 25 GiB of model states", "[planner]") {
@@ -208,9 +207,10 @@ TEST_CASE("planner matches Megatron-LM's measured allocated memory", "[planner]"
     ++checked;
   }
   CHECK(checked == 9);
-  WARN(fmt::format("planner vs measured: 7B model states worst {:.1f}%, 7B peak worst {:.1f}%, "
-                   "12-layer worst {:.3f} GiB",
-                   worst_7b * 100, worst_peak * 100, worst_small_gib));
+  WARN(
+      fmt::format("planner vs measured: 7B model states worst {:.1f}%, 7B peak worst {:.1f}%, "
+                  "12-layer worst {:.3f} GiB",
+                  worst_7b * 100, worst_peak * 100, worst_small_gib));
 }
 
 TEST_CASE("plan of the 70B study: every configuration with its memory or what drops it", "[planner]") {
@@ -226,9 +226,9 @@ TEST_CASE("plan of the 70B study: every configuration with its memory or what dr
         int(plan->rows.size()));
   auto find = [&](int mbs, int tp, int pp, const std::string& precision, const std::string& recompute,
                   const std::string& optimizer) -> const PlanRow& {
-    std::vector<std::pair<std::string, ParamValue>> want = {
-        {"mbs", int64_t(mbs)}, {"tp", int64_t(tp)}, {"pp", int64_t(pp)},
-        {"precision", precision}, {"recompute", recompute}, {"optimizer", optimizer}};
+    std::vector<std::pair<std::string, ParamValue>> want = {{"mbs", int64_t(mbs)},    {"tp", int64_t(tp)},
+                                                            {"pp", int64_t(pp)},      {"precision", precision},
+                                                            {"recompute", recompute}, {"optimizer", optimizer}};
     for (const auto& r : plan->rows)
       if (r.trial.key == TrialKey(want)) return r;
     FAIL("no such configuration");
@@ -324,23 +324,26 @@ std::string LaunchLine(const std::map<std::string, std::string>& params) {
 }  // namespace
 
 TEST_CASE("the megatron-gpt template maps the planned knobs to Megatron's flags", "[planner]") {
-  std::string line = LaunchLine({{"mbs", "2"}, {"tp", "8"}, {"pp", "4"}, {"precision", "fp8"},
-                                 {"recompute", "full"}, {"optimizer", "sgd"}});
+  std::string line = LaunchLine(
+      {{"mbs", "2"}, {"tp", "8"}, {"pp", "4"}, {"precision", "fp8"}, {"recompute", "full"}, {"optimizer", "sgd"}});
   INFO(line);
   CHECK(line.starts_with("MASTER=gpu-a01:29500 --nodes=8 --ntasks-per-node=1"));
   CHECK(line.find("torchrun --nnodes=8 --nproc-per-node=8 --rdzv-id=42 --rdzv-backend=c10d "
                   "--rdzv-endpoint=gpu-a01:29500 /opt/Megatron-LM/pretrain_gpt.py") != std::string::npos);
-  for (const char* flag : {"--num-layers 80 --hidden-size 8192 --ffn-hidden-size 28672 --num-attention-heads 64",
-                           "--num-query-groups 8", "--swiglu", "--seq-length 8192", "--micro-batch-size 2",
-                           "--global-batch-size 128", "--tensor-model-parallel-size 8",
-                           "--pipeline-model-parallel-size 4", "--optimizer sgd", "--log-throughput",
-                           "--log-interval 1", "--train-iters 50", "--bf16", "--sequence-parallel",
-                           "--use-distributed-optimizer", "--fp8-format hybrid",
-                           "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1",
-                           "--mock-data"})
+  for (const char* flag :
+       {"--num-layers 80 --hidden-size 8192 --ffn-hidden-size 28672 --num-attention-heads 64", "--num-query-groups 8",
+        "--swiglu", "--seq-length 8192", "--micro-batch-size 2", "--global-batch-size 128",
+        "--tensor-model-parallel-size 8", "--pipeline-model-parallel-size 4", "--optimizer sgd", "--log-throughput",
+        "--log-interval 1", "--train-iters 50", "--bf16", "--sequence-parallel", "--use-distributed-optimizer",
+        "--fp8-format hybrid", "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1",
+        "--mock-data"})
     CHECK(line.find(flag) != std::string::npos);
-  std::string plain = LaunchLine({{"mbs", "1"}, {"tp", "1"}, {"pp", "8"}, {"precision", "bf16"},
-                                  {"recompute", "selective"}, {"optimizer", "adam"}});
+  std::string plain = LaunchLine({{"mbs", "1"},
+                                  {"tp", "1"},
+                                  {"pp", "8"},
+                                  {"precision", "bf16"},
+                                  {"recompute", "selective"},
+                                  {"optimizer", "adam"}});
   INFO(plain);
   CHECK(plain.find("--recompute-granularity selective") != std::string::npos);
   CHECK(plain.find("--recompute-method") == std::string::npos);
@@ -349,14 +352,25 @@ TEST_CASE("the megatron-gpt template maps the planned knobs to Megatron's flags"
   CHECK(plain.find("--optimizer adam") != std::string::npos);
   CHECK(plain.find("--context-parallel-size 1") != std::string::npos);
   CHECK(plain.find("--save") == std::string::npos);  // screening runs write no checkpoint
-  std::string saving = LaunchLine({{"mbs", "1"}, {"tp", "1"}, {"pp", "8"}, {"precision", "bf16"},
-                                   {"recompute", "none"}, {"optimizer", "adam"}, {"save_checkpoints", "true"}});
+  std::string saving = LaunchLine({{"mbs", "1"},
+                                   {"tp", "1"},
+                                   {"pp", "8"},
+                                   {"precision", "bf16"},
+                                   {"recompute", "none"},
+                                   {"optimizer", "adam"},
+                                   {"save_checkpoints", "true"}});
   CHECK(saving.find("--save-interval 1000") != std::string::npos);
   CHECK(plain.find("--num-layers-per-virtual-pipeline-stage") == std::string::npos);  // VP = 1
   // Context and interleaved pipeline parallelism, which the planner models, reach Megatron too:
   // 80 layers over PP 4 x VP 5 = 4 layers per virtual stage.
-  std::string cpvp = LaunchLine({{"mbs", "1"}, {"tp", "2"}, {"pp", "4"}, {"cp", "2"}, {"vp", "5"},
-                                 {"precision", "bf16"}, {"recompute", "none"}, {"optimizer", "adam"}});
+  std::string cpvp = LaunchLine({{"mbs", "1"},
+                                 {"tp", "2"},
+                                 {"pp", "4"},
+                                 {"cp", "2"},
+                                 {"vp", "5"},
+                                 {"precision", "bf16"},
+                                 {"recompute", "none"},
+                                 {"optimizer", "adam"}});
   INFO(cpvp);
   CHECK(cpvp.find("--context-parallel-size 2") != std::string::npos);
   CHECK(cpvp.find("--num-layers-per-virtual-pipeline-stage 4") != std::string::npos);

@@ -26,9 +26,9 @@ struct TrialRow {
   int64_t steps = 0;                 // last logged step
   std::optional<double> final_loss;  // last lm_loss (or 'loss')
   std::optional<double> median_iter_time_ms;
-  std::optional<double> iters_per_s;   // 1000 / median_iter_time_ms
-  std::optional<double> train_time_s;  // training time axis at the last point
-  std::optional<double> wall_time_s;   // job end - start (or now - start if running)
+  std::optional<double> iters_per_s;      // 1000 / median_iter_time_ms
+  std::optional<double> train_time_s;     // training time axis at the last point
+  std::optional<double> wall_time_s;      // job end - start (or now - start if running)
   std::optional<double> objective_value;  // last value of the study's objective (`status`); not a CSV column
 };
 

@@ -122,7 +122,8 @@ using Out = std::back_insert_iterator<std::string>;
 std::string Esc(std::string_view s) { return HtmlEscape(s); }
 
 std::string ReplaceAll(std::string s, std::string_view from, std::string_view to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
   return s;
 }
 
@@ -139,12 +140,18 @@ std::string ParamsText(const StudyReport& r, const TrialSummary& t, std::string_
 
 std::string OutcomeClass(Outcome o) {
   switch (o) {
-    case Outcome::kCompleted: return "s-completed";
-    case Outcome::kRunning: return "s-running";
-    case Outcome::kQueued: return "s-queued";
-    case Outcome::kCancelled: return "s-cancelled";
-    case Outcome::kFailed: return "s-failed";
-    case Outcome::kDropped: return "s-dropped";
+    case Outcome::kCompleted:
+      return "s-completed";
+    case Outcome::kRunning:
+      return "s-running";
+    case Outcome::kQueued:
+      return "s-queued";
+    case Outcome::kCancelled:
+      return "s-cancelled";
+    case Outcome::kFailed:
+      return "s-failed";
+    case Outcome::kDropped:
+      return "s-dropped";
   }
   return "s-queued";
 }
@@ -238,8 +245,7 @@ class Page {
   }
 
   std::string TrialName(size_t i) const {
-    return fmt::format("<strong>{}</strong> <span class=\"key\">({})</span>", Esc(ParamsText(r_, T(i))),
-                       Esc(T(i).key));
+    return fmt::format("<strong>{}</strong> <span class=\"key\">({})</span>", Esc(ParamsText(r_, T(i))), Esc(T(i).key));
   }
 
   // `css`: "" for a factor, "total" for the product, "total slower" when the product is below 1.
@@ -280,9 +286,9 @@ class Page {
         Factor(FormatFactor(d.throughput), "throughput",
                fmt::format("{} vs {} iter/s", FormatSig(*t.iters_per_s, 3), FormatSig(*b.iters_per_s, 3)));
         out_.append("<span class=\"op\">×</span>");
-        Factor(FormatFactor(d.convergence), "convergence",
-               fmt::format("target at step {} vs {}", FormatCount(*t.steps_to_target),
-                           FormatCount(*b.steps_to_target)));
+        Factor(
+            FormatFactor(d.convergence), "convergence",
+            fmt::format("target at step {} vs {}", FormatCount(*t.steps_to_target), FormatCount(*b.steps_to_target)));
         out_.append("<span class=\"op\">=</span>");
         Factor(FormatFactor(d.time_to_target), "time to target",
                fmt::format("{} vs {}", FormatDuration(*TimeToTarget(t)), FormatDuration(*TimeToTarget(b))),
@@ -307,7 +313,7 @@ class Page {
                          FormatSig(*t.iters_per_s, 3), FormatSig(*b.iters_per_s, 3));
         }
         out_.append("Time to target cannot be compared: ");
-        out_.append(!t.steps_to_target ? "the recommendation's smoothed curve never reached the target."
+        out_.append(!t.steps_to_target   ? "the recommendation's smoothed curve never reached the target."
                     : !b.steps_to_target ? "the baseline never reached the target."
                                          : "a throughput is missing.");
         out_.append("</p>");
@@ -357,14 +363,16 @@ class Page {
     // Steps and queue time are left off the printed page, which has no room for every column.
     head += "<th>state</th><th class=\"n np\">steps</th><th class=\"n\">iter/s</th>";
     if (tokens) head += "<th class=\"n\">tokens/s</th>";
-    if (tflops) head += r_.meta.gpus_per_node > 0 ? "<th class=\"n\">TFLOP/s per GPU</th>" : "<th class=\"n\">TFLOP/s</th>";
+    if (tflops)
+      head += r_.meta.gpus_per_node > 0 ? "<th class=\"n\">TFLOP/s per GPU</th>" : "<th class=\"n\">TFLOP/s</th>";
     bool mfu = std::any_of(r_.trials.begin(), r_.trials.end(), [](const auto& t) { return Finite(t.mfu); });
     if (mfu) head += "<th class=\"n\" title=\"model FLOPs utilisation against the peak the study gives\">MFU</th>";
-    head += fmt::format("<th class=\"n\">final {}</th><th class=\"n\">time to target</th><th class=\"n\">{}</th>"
-                        "<th class=\"n np\" title=\"from submission to start: the cluster's queue, and for a job "
-                        "array's tasks also the wait for a free slot under max_concurrent\">queued</th></tr></thead>"
-                        "<tbody>",
-                        Esc(metric_), HoursUnit(a_));
+    head += fmt::format(
+        "<th class=\"n\">final {}</th><th class=\"n\">time to target</th><th class=\"n\">{}</th>"
+        "<th class=\"n np\" title=\"from submission to start: the cluster's queue, and for a job "
+        "array's tasks also the wait for a free slot under max_concurrent\">queued</th></tr></thead>"
+        "<tbody>",
+        Esc(metric_), HoursUnit(a_));
     auto row = [&](size_t rank, size_t i) {
       const TrialSummary& t = T(i);
       Outcome o = OutcomeOf(t.state);
@@ -381,22 +389,24 @@ class Page {
         }
       }
       std::string detail = t.reason;
-      if (!t.exit_code.empty() && t.exit_code != "0:0") detail += (detail.empty() ? "" : "; ") + ("exit " + t.exit_code);
+      if (!t.exit_code.empty() && t.exit_code != "0:0")
+        detail += (detail.empty() ? "" : "; ") + ("exit " + t.exit_code);
       // The reason in full on hover; beside the badge only for failures, shortened, to keep the table narrow.
       bool show = !detail.empty() && (o == Outcome::kFailed || o == Outcome::kCancelled);
       // A pruned trial's badge says "pruned" already: beside it, which rule (the numbers on hover
       // and in the Stopped early table).
       std::string note = Ellipsize(detail, 22);
       if (constexpr std::string_view kBy = "pruned by the "; t.state == "pruned" && detail.starts_with(kBy)) {
-        note = detail.substr(kBy.size(), detail.find(':') == std::string::npos ? std::string::npos
-                                                                                : detail.find(':') - kBy.size());
+        note = detail.substr(kBy.size(),
+                             detail.find(':') == std::string::npos ? std::string::npos : detail.find(':') - kBy.size());
       }
       fmt::format_to(Out(out_), "<td><span class=\"badge {}\" title=\"{}\">{}</span>{}</td>", OutcomeClass(o),
                      Esc(detail), Esc(StateLabel(t.state)),
                      show ? " <span class=\"note\">" + Esc(note) + "</span>" : "");
       fmt::format_to(Out(out_), "<td class=\"n np\">{}</td><td class=\"n\">{}</td>", FormatCount(t.steps),
                      FormatSigOr(t.iters_per_s, 3));
-      if (tokens) fmt::format_to(Out(out_), "<td class=\"n\">{}</td>", t.tokens_per_s ? FormatCompact(*t.tokens_per_s) : "–");
+      if (tokens)
+        fmt::format_to(Out(out_), "<td class=\"n\">{}</td>", t.tokens_per_s ? FormatCompact(*t.tokens_per_s) : "–");
       if (tflops) fmt::format_to(Out(out_), "<td class=\"n\">{}</td>", FormatSigOr(t.tflops_per_gpu, 3));
       if (mfu) {
         fmt::format_to(Out(out_), "<td class=\"n\">{}</td>",
@@ -404,20 +414,20 @@ class Page {
       }
       auto ttt = TimeToTarget(t);
       auto hours = ResourceHours(t, r_.meta);
-      fmt::format_to(Out(out_),
-                     "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n np\">{}</td></tr>",
-                     FormatLoss(t.final_value),
-                     ttt ? FormatDuration(*ttt) : (t.final_value && r_.target ? "not reached" : "–"),
-                     hours ? FormatHours(*hours) : "–", t.queue_s ? FormatDuration(std::max(0.0, *t.queue_s)) : "–");
+      fmt::format_to(
+          Out(out_),
+          "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n np\">{}</td></tr>",
+          FormatLoss(t.final_value), ttt ? FormatDuration(*ttt) : (t.final_value && r_.target ? "not reached" : "–"),
+          hours ? FormatHours(*hours) : "–", t.queue_s ? FormatDuration(std::max(0.0, *t.queue_s)) : "–");
     };
     size_t shown = std::min(o_.top_n, a_.ranking.size());
-    fmt::format_to(Out(out_),
-                   "<section id=\"ranking\"><h2>Ranking</h2><p class=\"note\">Completed trials first, {}; "
-                   "then running, stopped, failed, waiting and dropped ones.</p>",
-                   r_.meta.rank_by_time_to_target
-                       ? "quickest to the target first (the objective), then those that never reached it by final " +
-                             Esc(metric_)
-                       : "best final " + Esc(metric_) + " first");
+    fmt::format_to(
+        Out(out_),
+        "<section id=\"ranking\"><h2>Ranking</h2><p class=\"note\">Completed trials first, {}; "
+        "then running, stopped, failed, waiting and dropped ones.</p>",
+        r_.meta.rank_by_time_to_target
+            ? "quickest to the target first (the objective), then those that never reached it by final " + Esc(metric_)
+            : "best final " + Esc(metric_) + " first");
     out_.append(head);
     for (size_t k = 0; k < shown; ++k) row(k, a_.ranking[k]);
     out_.append("</tbody></table></div>");
@@ -487,13 +497,15 @@ class Page {
     by_time.x.label = "training time";
     by_time.x.duration = true;
     by_time.series = CurveSeries(true);
-    fmt::format_to(Out(out_), "<div class=\"grid2\"><figure><figcaption>{0} vs iteration</figcaption>{1}</figure>"
-                              "<figure><figcaption>{0} vs training time</figcaption>{2}</figure></div>",
+    fmt::format_to(Out(out_),
+                   "<div class=\"grid2\"><figure><figcaption>{0} vs iteration</figcaption>{1}</figure>"
+                   "<figure><figcaption>{0} vs training time</figcaption>{2}</figure></div>",
                    Esc(metric_), RenderLineChart(by_step), RenderLineChart(by_time));
     Legend();
-    out_.append("<p class=\"note\">Smoothed curves (see below). Grey: other trials. Faded with × at the end: stopped "
-                "early (cancelled, pruned or failed). Dashed: the baseline. The y axis is cut above the 90th percentile of "
-                "the points so the ends of the curves, where trials differ, stay readable.</p></section>\n");
+    out_.append(
+        "<p class=\"note\">Smoothed curves (see below). Grey: other trials. Faded with × at the end: stopped "
+        "early (cancelled, pruned or failed). Dashed: the baseline. The y axis is cut above the 90th percentile of "
+        "the points so the ends of the curves, where trials differ, stay readable.</p></section>\n");
   }
 
   void Legend() {
@@ -504,7 +516,8 @@ class Page {
       std::string tag = IsRecommended(i) ? " <span class=\"tag\">recommended</span>"
                         : IsBaseline(i)  ? " <span class=\"tag base\">baseline</span>"
                                          : "";
-      fmt::format_to(Out(out_), "<li><span class=\"sw{}\" style=\"background:{}\"></span><span class=\"key\">{}</span> {}{}</li>",
+      fmt::format_to(Out(out_),
+                     "<li><span class=\"sw{}\" style=\"background:{}\"></span><span class=\"key\">{}</span> {}{}</li>",
                      IsBaseline(i) && !IsRecommended(i) ? " dash" : "", c->second, Esc(T(i).key),
                      Esc(Ellipsize(ParamsText(r_, T(i)), 70)), tag);
     };
@@ -526,7 +539,8 @@ class Page {
       out_.append("<p class=\"note\">No iteration times logged yet.</p></section>\n");
       return;
     }
-    std::stable_sort(with.begin(), with.end(), [&](size_t x, size_t y) { return *T(x).iters_per_s > *T(y).iters_per_s; });
+    std::stable_sort(with.begin(), with.end(),
+                     [&](size_t x, size_t y) { return *T(x).iters_per_s > *T(y).iters_per_s; });
     size_t shown = std::min(o_.throughput_bars, with.size());
     // The baseline always has a bar, as the reference the others are read against.
     if (r_.baseline) {
@@ -549,8 +563,8 @@ class Page {
       b.value_text = FormatSig(b.value, 3);
       if (base_ips && !IsBaseline(with[k])) b.value_text += " " + FormatFactor(b.value / *base_ips);
       Outcome o = OutcomeOf(t.state);
-      b.color = IsRecommended(with[k]) ? kRecommendedColor
-                : IsBaseline(with[k])  ? kBaselineColor
+      b.color = IsRecommended(with[k])                               ? kRecommendedColor
+                : IsBaseline(with[k])                                ? kBaselineColor
                 : o == Outcome::kCompleted || o == Outcome::kRunning ? "#4e79a7"
                                                                      : "#c3ccd6";
       chart.bars.push_back(std::move(b));
@@ -629,8 +643,8 @@ class Page {
           if (scatter) ParseNumber(t.param_values[p], xv);
           dot.x = scatter ? xv : static_cast<double>(index[t.param_values[p]]);
           dot.y = *y;
-          dot.color = IsRecommended(i) ? kRecommendedColor
-                      : IsBaseline(i)  ? kBaselineColor
+          dot.color = IsRecommended(i)                                     ? kRecommendedColor
+                      : IsBaseline(i)                                      ? kBaselineColor
                       : o == Outcome::kCompleted || o == Outcome::kRunning ? "#4e79a7"
                                                                            : "#8c959f";
           dot.opacity = o == Outcome::kCompleted || IsBaseline(i) ? 0.85 : 0.45;
@@ -643,20 +657,22 @@ class Page {
       out_.append(chart(true));
       out_.append(chart(false));
     }
-    out_.append("</div><p class=\"note\">One dot per trial (green: recommended, black: baseline, grey: not completed); "
-                "the bar is the median of each value. Throughput includes running and stopped trials; the final value "
-                "only completed ones.</p></section>\n");
+    out_.append(
+        "</div><p class=\"note\">One dot per trial (green: recommended, black: baseline, grey: not completed); "
+        "the bar is the median of each value. Throughput includes running and stopped trials; the final value "
+        "only completed ones.</p></section>\n");
   }
 
   void Cost() {
     const CostSummary& c = a_.cost;
     const std::string unit = HoursUnit(a_);
     out_.append("<section id=\"cost\"><h2>Cost</h2><div class=\"cards\">");
-    fmt::format_to(Out(out_),
-                   "<div class=\"card\"><div class=\"v\">{}</div><div class=\"l\">{} spent (wall time × {}) — completed "
-                   "{}, failed {}, stopped {}, running {}</div></div>",
-                   FormatHours(c.resource_hours), unit, Esc(ResourcesText()), FormatHours(c.completed_hours),
-                   FormatHours(c.failed_hours), FormatHours(c.cancelled_hours), FormatHours(c.running_hours));
+    fmt::format_to(
+        Out(out_),
+        "<div class=\"card\"><div class=\"v\">{}</div><div class=\"l\">{} spent (wall time × {}) — completed "
+        "{}, failed {}, stopped {}, running {}</div></div>",
+        FormatHours(c.resource_hours), unit, Esc(ResourcesText()), FormatHours(c.completed_hours),
+        FormatHours(c.failed_hours), FormatHours(c.cancelled_hours), FormatHours(c.running_hours));
     if (c.with_queue_time > 0) {
       fmt::format_to(Out(out_),
                      "<div class=\"card\"><div class=\"v\">{}</div><div class=\"l\">median queue time (submitted → "
@@ -680,8 +696,9 @@ class Page {
     }
     out_.append("</div>");
     if (!c.failures.empty()) {
-      fmt::format_to(Out(out_), "<h3>Failures by class</h3><table style=\"width:auto\"><thead><tr><th>class</th>"
-                                "<th class=\"n\">trials</th><th class=\"n\">{}</th></tr></thead><tbody>",
+      fmt::format_to(Out(out_),
+                     "<h3>Failures by class</h3><table style=\"width:auto\"><thead><tr><th>class</th>"
+                     "<th class=\"n\">trials</th><th class=\"n\">{}</th></tr></thead><tbody>",
                      unit);
       for (const auto& f : c.failures) {
         fmt::format_to(Out(out_), "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>", Esc(f.label),
@@ -694,8 +711,9 @@ class Page {
     for (const TrialSummary& t : r_.trials) {
       if (t.state != "pruned") continue;
       if (!any_pruned) {
-        out_.append("<h3>Stopped early</h3><table><thead><tr><th>trial</th><th class=\"n\">steps</th>"
-                    "<th>rule and the numbers that decided it</th></tr></thead><tbody>");
+        out_.append(
+            "<h3>Stopped early</h3><table><thead><tr><th>trial</th><th class=\"n\">steps</th>"
+            "<th>rule and the numbers that decided it</th></tr></thead><tbody>");
         any_pruned = true;
       }
       fmt::format_to(Out(out_), "<tr><td>{}</td><td class=\"n\">{}</td><td>{}</td></tr>", Esc(t.key),
@@ -739,20 +757,23 @@ class Page {
     if (r_.baseline) item("Baseline", T(*r_.baseline).key + " — " + r_.baseline_note);
     else item("Baseline", "none — " + r_.baseline_note);
     item("slurmsweep", m.version);
-    out_.append("</dl><h3 style=\"margin-top:12px\">How the numbers are computed</h3><ul class=\"defs\">"
-                "<li>Throughput: iterations per second = 1000 / median logged iteration time (ms). TFLOP/s per GPU: median "
-                "of the throughput_tflops metric.</li>"
-                "<li>Smoothed value (final values, charts): mean of the last n/10 logged points (1 to 50). Steps to "
-                "target: first logged step at which the objective, smoothed the same way for every trial (the study's "
-                "[stopping] smoothing; default an exponential moving average, weight 0.3 on the newest point), reaches "
-                "the target.</li>"
-                "<li>Time to target = steps to target / throughput (steady state, start-up excluded). Throughput factor × "
-                "convergence factor = time-to-target factor, all relative to the baseline.</li>"
-                "<li>GPU-hours = wall time (Slurm start to end, every attempt of a retried trial) × nodes × GPUs per node; CPU-hours with CPUs per task when "
-                "the study uses no GPUs. Queue time = submission to start (for a job array's tasks, including the wait for a free slot under "
-                "max_concurrent).</li>"
-                "<li>Curves show the smoothed objective, downsampled (largest-triangle-three-buckets); trials.csv and "
-                "metrics.csv have every logged point.</li></ul></section>\n");
+    out_.append(
+        "</dl><h3 style=\"margin-top:12px\">How the numbers are computed</h3><ul class=\"defs\">"
+        "<li>Throughput: iterations per second = 1000 / median logged iteration time (ms). TFLOP/s per GPU: median "
+        "of the throughput_tflops metric.</li>"
+        "<li>Smoothed value (final values, charts): mean of the last n/10 logged points (1 to 50). Steps to "
+        "target: first logged step at which the objective, smoothed the same way for every trial (the study's "
+        "[stopping] smoothing; default an exponential moving average, weight 0.3 on the newest point), reaches "
+        "the target.</li>"
+        "<li>Time to target = steps to target / throughput (steady state, start-up excluded). Throughput factor × "
+        "convergence factor = time-to-target factor, all relative to the baseline.</li>"
+        "<li>GPU-hours = wall time (Slurm start to end, every attempt of a retried trial) × nodes × GPUs per node; "
+        "CPU-hours with CPUs per task when "
+        "the study uses no GPUs. Queue time = submission to start (for a job array's tasks, including the wait for a "
+        "free slot under "
+        "max_concurrent).</li>"
+        "<li>Curves show the smoothed objective, downsampled (largest-triangle-three-buckets); trials.csv and "
+        "metrics.csv have every logged point.</li></ul></section>\n");
   }
 
   const StudyReport& r_;

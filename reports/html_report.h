@@ -14,8 +14,8 @@
 namespace sweep::reports {
 
 struct HtmlOptions {
-  size_t top_n = 20;         // ranking rows shown; the rest sit in a collapsed section
-  size_t highlighted = 8;    // best-ranked curves drawn in colour (plus baseline), the others grey
+  size_t top_n = 20;       // ranking rows shown; the rest sit in a collapsed section
+  size_t highlighted = 8;  // best-ranked curves drawn in colour (plus baseline), the others grey
   size_t throughput_bars = 30;
 };
 

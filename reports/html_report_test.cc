@@ -161,7 +161,7 @@ TEST_CASE("The ranking shows the top N and folds the rest", "[report]") {
   std::string html = RenderHtmlReport(r, o);
   REQUIRE(html.find("<details><summary>25 more trials</summary>") != std::string::npos);
   size_t details = html.find("<details>");
-  REQUIRE(html.find(r.trials[1].key) < details);   // the best one is above the fold
+  REQUIRE(html.find(r.trials[1].key) < details);     // the best one is above the fold
   REQUIRE(html.rfind("t-0000000000030") > details);  // the worst one below
 }
 
@@ -170,8 +170,10 @@ TEST_CASE("Each early stop is listed with its rule and numbers in full, escaped"
   TrialSummary p = Completed(3, 4.0, 1.0, 900);
   p.state = "pruned";
   p.steps = 120;
-  p.reason = "pruned by the median rule: at t=1.2e+03s: running average of smoothed loss 4.1 > median 3.2 of 5 "
-             "trials " + kHostile;
+  p.reason =
+      "pruned by the median rule: at t=1.2e+03s: running average of smoothed loss 4.1 > median 3.2 of 5 "
+      "trials " +
+      kHostile;
   r.trials.push_back(p);
   std::string html = RenderHtmlReport(r);
   size_t table = html.find("<h3>Stopped early</h3>");
@@ -210,7 +212,7 @@ TEST_CASE("Line charts skip NaN points and clip the first points of a loss", "[r
   REQUIRE(svg.find("nan") == std::string::npos);
   REQUIRE(svg.find("inf") == std::string::npos);
   REQUIRE(Count(svg, "<path d=\"M") == 1);
-  REQUIRE(Count(svg, "M") >= 2);  // the NaN broke the line into two
+  REQUIRE(Count(svg, "M") >= 2);                     // the NaN broke the line into two
   REQUIRE(svg.find(">1000<") == std::string::npos);  // the y axis does not reach up to the spike
 }
 

@@ -10,14 +10,27 @@ namespace sweep::reports {
 void AppendHtmlEscaped(std::string_view text, std::string& out) {
   for (char c : text) {
     switch (c) {
-      case '&': out.append("&amp;"); break;
-      case '<': out.append("&lt;"); break;
-      case '>': out.append("&gt;"); break;
-      case '"': out.append("&quot;"); break;
-      case '\'': out.append("&#39;"); break;
+      case '&':
+        out.append("&amp;");
+        break;
+      case '<':
+        out.append("&lt;");
+        break;
+      case '>':
+        out.append("&gt;");
+        break;
+      case '"':
+        out.append("&quot;");
+        break;
+      case '\'':
+        out.append("&#39;");
+        break;
       // A NUL has no business in a report and some parsers mishandle it.
-      case '\0': out.append("&#xFFFD;"); break;
-      default: out.push_back(c);
+      case '\0':
+        out.append("&#xFFFD;");
+        break;
+      default:
+        out.push_back(c);
     }
   }
 }

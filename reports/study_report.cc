@@ -15,12 +15,18 @@ bool Finite(const std::optional<double>& v) { return v && std::isfinite(*v); }
 // Order of the groups in the ranking: results first, then what may still produce one.
 int GroupRank(Outcome o) {
   switch (o) {
-    case Outcome::kCompleted: return 0;
-    case Outcome::kRunning: return 1;
-    case Outcome::kCancelled: return 2;
-    case Outcome::kFailed: return 3;
-    case Outcome::kQueued: return 4;
-    case Outcome::kDropped: return 5;
+    case Outcome::kCompleted:
+      return 0;
+    case Outcome::kRunning:
+      return 1;
+    case Outcome::kCancelled:
+      return 2;
+    case Outcome::kFailed:
+      return 3;
+    case Outcome::kQueued:
+      return 4;
+    case Outcome::kDropped:
+      return 5;
   }
   return 6;
 }
@@ -139,11 +145,20 @@ Analysis Analyze(const StudyReport& report) {
     c.resource_hours += h;
     Outcome o = OutcomeOf(t.state);
     switch (o) {
-      case Outcome::kCompleted: c.completed_hours += h; break;
-      case Outcome::kRunning: c.running_hours += h; break;
-      case Outcome::kCancelled: c.cancelled_hours += h; break;
-      case Outcome::kFailed: c.failed_hours += h; break;
-      default: break;
+      case Outcome::kCompleted:
+        c.completed_hours += h;
+        break;
+      case Outcome::kRunning:
+        c.running_hours += h;
+        break;
+      case Outcome::kCancelled:
+        c.cancelled_hours += h;
+        break;
+      case Outcome::kFailed:
+        c.failed_hours += h;
+        break;
+      default:
+        break;
     }
     if (o == Outcome::kFailed || o == Outcome::kCancelled) {
       auto& f = failures[StateLabel(t.state)];

@@ -38,9 +38,9 @@ struct TrialSummary {
   std::vector<std::string> param_values;  // same order as StudyMeta::param_names
   std::string state;                      // store state: "completed", "out_of_memory", ...
   std::string reason, exit_code, job_id;
-  std::optional<double> queue_s;  // started - submitted
-  std::optional<double> wall_s;   // ended (or now, if running) - started
-  int64_t steps = 0;              // last logged step of any metric
+  std::optional<double> queue_s;       // started - submitted
+  std::optional<double> wall_s;        // ended (or now, if running) - started
+  int64_t steps = 0;                   // last logged step of any metric
   std::optional<int64_t> train_iters;  // the run's length, when the log says ("iteration N/ M")
   std::optional<double> train_time_s;
   std::optional<double> final_value;     // objective at its last logged step
@@ -117,12 +117,12 @@ struct CostSummary {
 };
 
 struct Analysis {
-  std::vector<size_t> ranking;          // every trial, best first (see Rank in study_report.cc)
-  std::optional<size_t> recommended;    // first completed trial of the ranking with a value
-  std::optional<size_t> fastest;        // shortest time to target among completed trials
+  std::vector<size_t> ranking;                 // every trial, best first (see Rank in study_report.cc)
+  std::optional<size_t> recommended;           // first completed trial of the ranking with a value
+  std::optional<size_t> fastest;               // shortest time to target among completed trials
   std::optional<Decomposition> decomposition;  // recommended vs baseline, when both reach the target
   CostSummary cost;
-  bool gpu = true;                      // resource hours are GPU-hours (else CPU-hours)
+  bool gpu = true;  // resource hours are GPU-hours (else CPU-hours)
 };
 
 // Hours of GPUs (or CPUs) a trial held: wall time × nodes × GPUs per node (× CPUs per task).

@@ -75,8 +75,7 @@ TEST_CASE("Throughput factor x convergence factor = time-to-target factor", "[re
   REQUIRE(!Decompose(Trial(3, "completed", 2.4, std::nullopt, 100), base));  // no throughput
 }
 
-TEST_CASE("Ranked by time to target, the quickest to the target is recommended over the best final value",
-          "[report]") {
+TEST_CASE("Ranked by time to target, the quickest to the target is recommended over the best final value", "[report]") {
   StudyReport r;
   r.meta.minimize = true;
   r.meta.rank_by_time_to_target = true;
@@ -98,9 +97,12 @@ TEST_CASE("Analyze ranks completed trials by objective and recommends the best",
   r.meta.minimize = true;
   r.meta.nodes = 2;
   r.meta.gpus_per_node = 4;
-  r.trials = {Trial(1, "completed", 2.5, 2.0, 3000), Trial(2, "out_of_memory", 9.0, 5.0, std::nullopt),
-              Trial(3, "completed", 2.1, 1.0, 1000), Trial(4, "running", 1.0, 2.0, 500),
-              Trial(5, "cancelled", 3.0, 2.0, std::nullopt), Trial(6, "dropped", std::nullopt, std::nullopt, std::nullopt),
+  r.trials = {Trial(1, "completed", 2.5, 2.0, 3000),
+              Trial(2, "out_of_memory", 9.0, 5.0, std::nullopt),
+              Trial(3, "completed", 2.1, 1.0, 1000),
+              Trial(4, "running", 1.0, 2.0, 500),
+              Trial(5, "cancelled", 3.0, 2.0, std::nullopt),
+              Trial(6, "dropped", std::nullopt, std::nullopt, std::nullopt),
               Trial(7, "completed", std::numeric_limits<double>::quiet_NaN(), 2.0, std::nullopt)};
   r.trials[0].wall_s = 3600;  // 1 h x 2 nodes x 4 GPUs = 8 GPU-hours
   r.trials[1].wall_s = 900;   // 2 GPU-hours, OOM

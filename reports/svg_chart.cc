@@ -124,7 +124,8 @@ Ticks FitDomain(std::vector<double> values, const Axis& axis, Scale& scale, int 
     for (double d = lo; d <= hi + 1e-9; d += 1) {
       ticks.values.push_back(d);
       // Few decades: 2 and 5 between the powers of ten too.
-      if (hi - lo <= 2 && d < hi) ticks.values.push_back(d + std::log10(2.0)), ticks.values.push_back(d + std::log10(5.0));
+      if (hi - lo <= 2 && d < hi)
+        ticks.values.push_back(d + std::log10(2.0)), ticks.values.push_back(d + std::log10(5.0));
     }
   } else {
     ticks.values = NiceTicks(lo, hi, tick_count);
@@ -162,16 +163,17 @@ void DrawYAxis(const Scale& y, const Ticks& ticks, double x0, double x1, const s
                    HtmlEscape(TickLabel(t, ticks, y.log)));
   }
   double mid = (top + bottom) / 2;
-  fmt::format_to(std::back_inserter(out),
-                 "<text class=\"axis-label\" transform=\"translate(13 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
-                 Coord(mid), HtmlEscape(label));
+  fmt::format_to(
+      std::back_inserter(out),
+      "<text class=\"axis-label\" transform=\"translate(13 {}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
+      Coord(mid), HtmlEscape(label));
 }
 
 // Tick marks and labels of an x axis at the bottom.
 void DrawXAxis(const Scale& x, const Ticks& ticks, double y0, const std::string& label, double left, double right,
                std::string& out) {
-  fmt::format_to(std::back_inserter(out), "<line class=\"axis\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>",
-                 Coord(left), Coord(right), Coord(y0), Coord(y0));
+  fmt::format_to(std::back_inserter(out), "<line class=\"axis\" x1=\"{}\" x2=\"{}\" y1=\"{}\" y2=\"{}\"/>", Coord(left),
+                 Coord(right), Coord(y0), Coord(y0));
   for (double t : ticks.values) {
     double px = x.Pixel(t);
     if (px < left - 0.5 || px > right + 0.5) continue;
@@ -180,7 +182,8 @@ void DrawXAxis(const Scale& x, const Ticks& ticks, double y0, const std::string&
                    "<text class=\"tick\" x=\"{0}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>",
                    Coord(px), Coord(y0), Coord(y0 + 4), Coord(y0 + 16), HtmlEscape(TickLabel(t, ticks, x.log)));
   }
-  fmt::format_to(std::back_inserter(out), "<text class=\"axis-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+  fmt::format_to(std::back_inserter(out),
+                 "<text class=\"axis-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
                  Coord((left + right) / 2), Coord(y0 + 34), HtmlEscape(label));
 }
 
@@ -218,9 +221,11 @@ std::string RenderLineChart(const LineChart& chart) {
     xs.insert(xs.end(), s.x.begin(), s.x.end());
     ys.insert(ys.end(), s.y.begin(), s.y.end());
   }
-  for (double v : xs) if (std::isfinite(v)) max_x = std::max(max_x, std::fabs(v));
+  for (double v : xs)
+    if (std::isfinite(v)) max_x = std::max(max_x, std::fabs(v));
   double max_y = 0;
-  for (double v : ys) if (std::isfinite(v)) max_y = std::max(max_y, std::fabs(v));
+  for (double v : ys)
+    if (std::isfinite(v)) max_y = std::max(max_y, std::fabs(v));
   TimeUnit xu = chart.x.duration ? UnitFor(max_x) : TimeUnit{};
   TimeUnit yu = chart.y.duration ? UnitFor(max_y) : TimeUnit{};
 
@@ -233,9 +238,10 @@ std::string RenderLineChart(const LineChart& chart) {
 
   std::string out;
   OpenSvg(out, w, h, chart.title);
-  fmt::format_to(std::back_inserter(out),
-                 "<defs><clipPath id=\"{}-plot\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath></defs>",
-                 chart.id, Coord(left), Coord(top - 2), Coord(right - left + 2), Coord(bottom - top + 2));
+  fmt::format_to(
+      std::back_inserter(out),
+      "<defs><clipPath id=\"{}-plot\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath></defs>", chart.id,
+      Coord(left), Coord(top - 2), Coord(right - left + 2), Coord(bottom - top + 2));
   DrawYAxis(y, yt, left, right, AxisLabel(chart.y, yu), top, bottom, out);
   DrawXAxis(x, xt, bottom, AxisLabel(chart.x, xu), left, right, out);
 
@@ -272,8 +278,7 @@ std::string RenderLineChart(const LineChart& chart) {
     AppendTitle(s.tooltip, out);
     out.append("</path>");
     if (s.end_marker && std::isfinite(last_x)) {
-      fmt::format_to(std::back_inserter(out),
-                     "<path d=\"M{} {}l6 6m0 -6l-6 6\" stroke=\"{}\" stroke-width=\"1.5\"{}>",
+      fmt::format_to(std::back_inserter(out), "<path d=\"M{} {}l6 6m0 -6l-6 6\" stroke=\"{}\" stroke-width=\"1.5\"{}>",
                      Coord(last_x - 3), Coord(last_y - 3), s.color,
                      s.opacity < 1 ? fmt::format(" stroke-opacity=\"{:.2f}\"", std::min(1.0, s.opacity * 2)) : "");
       AppendTitle(s.tooltip.empty() ? "" : "stopped here: " + s.tooltip, out);
@@ -301,7 +306,8 @@ std::string RenderBarChart(const BarChart& chart) {
   const double bottom = h - bottom_axis;
 
   double max_v = 0;
-  for (const Bar& b : chart.bars) if (std::isfinite(b.value)) max_v = std::max(max_v, b.value);
+  for (const Bar& b : chart.bars)
+    if (std::isfinite(b.value)) max_v = std::max(max_v, b.value);
   TimeUnit xu = chart.x.duration ? UnitFor(max_v) : TimeUnit{};
   Scale x{.r0 = left, .r1 = right, .factor = 1 / xu.seconds};
   Axis axis = chart.x;
@@ -345,7 +351,8 @@ std::string RenderDotChart(const DotChart& chart) {
   const bool categorical = !chart.categories.empty();
 
   double max_y = 0;
-  for (const Dot& d : chart.dots) if (std::isfinite(d.y)) max_y = std::max(max_y, std::fabs(d.y));
+  for (const Dot& d : chart.dots)
+    if (std::isfinite(d.y)) max_y = std::max(max_y, std::fabs(d.y));
   TimeUnit yu = chart.y.duration ? UnitFor(max_y) : TimeUnit{};
   Scale y{.r0 = bottom, .r1 = top, .factor = 1 / yu.seconds, .log = chart.y.log};
   std::vector<double> ys;
@@ -398,8 +405,9 @@ std::string RenderDotChart(const DotChart& chart) {
       if (!x.Drawable(d.x)) continue;
       px = x(d.x);
     }
-    fmt::format_to(std::back_inserter(out), "<circle cx=\"{}\" cy=\"{}\" r=\"3.2\" fill=\"{}\" fill-opacity=\"{:.2f}\">",
-                   Coord(px), Coord(y(d.y)), d.color, d.opacity);
+    fmt::format_to(std::back_inserter(out),
+                   "<circle cx=\"{}\" cy=\"{}\" r=\"3.2\" fill=\"{}\" fill-opacity=\"{:.2f}\">", Coord(px),
+                   Coord(y(d.y)), d.color, d.opacity);
     AppendTitle(d.tooltip, out);
     out.append("</circle>");
   }
@@ -408,10 +416,10 @@ std::string RenderDotChart(const DotChart& chart) {
     size_t n = values.size();
     double median = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
     double cx = left + band * (static_cast<double>(c) + 0.5);
-    fmt::format_to(std::back_inserter(out),
-                   "<line class=\"median\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\"><title>median {3}</title></line>",
-                   Coord(cx - band * 0.35), Coord(cx + band * 0.35), Coord(y(median)),
-                   HtmlEscape(FormatSig(median, 3)));
+    fmt::format_to(
+        std::back_inserter(out),
+        "<line class=\"median\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\"><title>median {3}</title></line>",
+        Coord(cx - band * 0.35), Coord(cx + band * 0.35), Coord(y(median)), HtmlEscape(FormatSig(median, 3)));
   }
   out.append("</svg>");
   return out;

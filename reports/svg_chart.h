@@ -12,8 +12,8 @@ namespace sweep::reports {
 
 struct Axis {
   std::string label;
-  bool log = false;       // logarithmic (positive values only; others are not drawn)
-  bool duration = false;  // values are seconds: ticks in s, min or h, named in the label
+  bool log = false;                // logarithmic (positive values only; others are not drawn)
+  bool duration = false;           // values are seconds: ticks in s, min or h, named in the label
   std::optional<double> min, max;  // fixed range; otherwise from the data
 };
 

@@ -13,8 +13,8 @@ std::string ArrayDispatchBody(std::string_view study_name, const std::vector<std
   for (size_t i = 0; i < tasks.size(); ++i) {
     const ArrayTask& t = tasks[i];
     std::string task_log_name = t.task_log.substr(t.task_log.find_last_of('/') + 1);
-    dispatch += fmt::format("  {}) ln -sfn {} {}; exec {} ;;\n", i, ShellQuote(task_log_name),
-                            ShellQuote(t.trial_log), ShellQuote(t.script_path));
+    dispatch += fmt::format("  {}) ln -sfn {} {}; exec {} ;;\n", i, ShellQuote(task_log_name), ShellQuote(t.trial_log),
+                            ShellQuote(t.script_path));
   }
   std::string body = "#!/bin/bash\n";
   for (const auto& d : directives) body += d + "\n";

@@ -7,9 +7,10 @@ namespace sweep::slurm {
 namespace {
 
 TEST_CASE("array dispatch: the template's directives, then one case per task that execs its trial's script") {
-  std::string body = ArrayDispatchBody("demo", {"#SBATCH --gres=gpu:8"},
-                                       {{"/w/logs/ss-demo-arr1-1_0.out", "/w/logs/t-a.1.out", "/w/scripts/t-a.1.sbatch"},
-                                        {"/w/logs/ss-demo-arr1-1_1.out", "/w/logs/t b.1.out", "/w/scripts/t-b.1.sbatch"}});
+  std::string body =
+      ArrayDispatchBody("demo", {"#SBATCH --gres=gpu:8"},
+                        {{"/w/logs/ss-demo-arr1-1_0.out", "/w/logs/t-a.1.out", "/w/scripts/t-a.1.sbatch"},
+                         {"/w/logs/ss-demo-arr1-1_1.out", "/w/logs/t b.1.out", "/w/scripts/t-b.1.sbatch"}});
   CHECK(body ==
         "#!/bin/bash\n"
         "#SBATCH --gres=gpu:8\n"

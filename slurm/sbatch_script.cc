@@ -34,8 +34,8 @@ Result<std::vector<Placeholder>> Scan(std::string_view tmpl, std::string_view te
     size_t open = tmpl.find("{{", pos);
     size_t stray_close = tmpl.find("}}", pos);
     if (stray_close != std::string_view::npos && (open == std::string_view::npos || stray_close < open)) {
-      return Status::InvalidArgument(fmt::format("{}:{}: '}}}}' without a matching '{{{{'", template_name,
-                                                 LineOf(tmpl, stray_close)));
+      return Status::InvalidArgument(
+          fmt::format("{}:{}: '}}}}' without a matching '{{{{'", template_name, LineOf(tmpl, stray_close)));
     }
     if (open == std::string_view::npos) break;
     size_t close = tmpl.find("}}", open + 2);
@@ -53,8 +53,9 @@ Result<std::vector<Placeholder>> Scan(std::string_view tmpl, std::string_view te
       inner.remove_prefix(kRawPrefix.size());
     }
     if (inner.empty() || !std::all_of(inner.begin(), inner.end(), IsNameChar)) {
-      return Status::InvalidArgument(fmt::format("{}:{}: bad placeholder '{}' (expected {{{{name}}}} or {{{{raw:name}}}})",
-                                                 template_name, LineOf(tmpl, open), tmpl.substr(open, close + 2 - open)));
+      return Status::InvalidArgument(
+          fmt::format("{}:{}: bad placeholder '{}' (expected {{{{name}}}} or {{{{raw:name}}}})", template_name,
+                      LineOf(tmpl, open), tmpl.substr(open, close + 2 - open)));
     }
     p.name = std::string(inner);
     out.push_back(std::move(p));
@@ -113,7 +114,8 @@ Result<std::string> QuoteFor(const PlaceholderSite& site, const std::string& val
 
 bool IsDirectiveSafe(std::string_view v) {
   return std::all_of(v.begin(), v.end(), [](char c) {
-    return IsNameChar(c) || c == '-' || c == '/' || c == ':' || c == '=' || c == '%' || c == ',' || c == '+' || c == '@';
+    return IsNameChar(c) || c == '-' || c == '/' || c == ':' || c == '=' || c == '%' || c == ',' || c == '+' ||
+           c == '@';
   });
 }
 
@@ -199,13 +201,13 @@ Result<std::string> RenderTemplate(std::string_view tmpl, std::string_view templ
                                                  LineOf(tmpl, p.begin), tmpl.substr(p.begin, p.end - p.begin), known));
     }
     if (it->second.find('\0') != std::string::npos) {
-      return Status::InvalidArgument(
-          fmt::format("{}:{}: value of '{}' contains a NUL byte, which no shell can carry", template_name,
-                      LineOf(tmpl, p.begin), p.name));
+      return Status::InvalidArgument(fmt::format("{}:{}: value of '{}' contains a NUL byte, which no shell can carry",
+                                                 template_name, LineOf(tmpl, p.begin), p.name));
     }
     if (p.raw) {
       out += it->second;
-      if (size_t nl = it->second.rfind('\n'); nl != std::string::npos) line_out = out.size() - it->second.size() + nl + 1;
+      if (size_t nl = it->second.rfind('\n'); nl != std::string::npos)
+        line_out = out.size() - it->second.size() + nl + 1;
     } else {
       const PlaceholderSite& site = sites[k];
       if (site.context == ShellContext::kRefused) {
@@ -229,11 +231,12 @@ Result<std::string> RenderTemplate(std::string_view tmpl, std::string_view templ
     // A here-document line must not become its delimiter: render the rest of the line and compare.
     const PlaceholderSite& site = sites[k];
     bool doc = site.context == ShellContext::kHeredoc || site.context == ShellContext::kQuotedHeredoc;
-    bool last_on_line = k + 1 == scanned->size() || tmpl.substr(pos, (*scanned)[k + 1].begin - pos).find('\n') !=
-                                                       std::string_view::npos;
+    bool last_on_line = k + 1 == scanned->size() ||
+                        tmpl.substr(pos, (*scanned)[k + 1].begin - pos).find('\n') != std::string_view::npos;
     if (doc && last_on_line) {
       size_t eol = tmpl.find('\n', pos);
-      std::string line = out.substr(line_out) + std::string(tmpl.substr(pos, eol == std::string_view::npos ? eol : eol - pos));
+      std::string line =
+          out.substr(line_out) + std::string(tmpl.substr(pos, eol == std::string_view::npos ? eol : eol - pos));
       std::string_view body = line;
       if (site.strip_tabs) body.remove_prefix(std::min(body.find_first_not_of('\t'), body.size()));
       if (body == site.delimiter) {

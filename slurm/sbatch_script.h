@@ -40,17 +40,17 @@ Result<std::string> RenderTemplate(std::string_view tmpl, std::string_view templ
 // lines are not shell-parsed and cannot be quoted.
 struct SbatchHeader {
   std::string job_name;
-  std::string output;     // per-trial log file, absolute path on the cluster ("%a": array task index);
-                          // with it, --open-mode=truncate
-  std::string comment;    // "slurmsweep:study=NAME:trial=KEY:attempt=N"
-  std::string workdir;    // --chdir
+  std::string output;   // per-trial log file, absolute path on the cluster ("%a": array task index);
+                        // with it, --open-mode=truncate
+  std::string comment;  // "slurmsweep:study=NAME:trial=KEY:attempt=N"
+  std::string workdir;  // --chdir
   std::string partition, account, qos;
   int nodes = 1;
   int gpus_per_node = 0;
   int cpus_per_task = 0;
-  std::string mem;        // e.g. "2G"
-  std::string time_limit; // e.g. "00:10:00"
-  std::string array;      // "0-49%8": a job array of 50 tasks, at most 8 running at once
+  std::string mem;         // e.g. "2G"
+  std::string time_limit;  // e.g. "00:10:00"
+  std::string array;       // "0-49%8": a job array of 50 tasks, at most 8 running at once
 };
 
 // Where a script's first command begins: past the shebang, blank lines and comments (the

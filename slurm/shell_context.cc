@@ -25,18 +25,18 @@ enum class Mode {
 
 struct Frame {
   Mode mode = Mode::kCode;
-  size_t begin = 0;  // where it opened
+  size_t begin = 0;              // where it opened
   bool closes_on_paren = false;  // kCode opened by $( <( >(: a ')' at depth 0 closes it
   int depth = 0;                 // kCode/kArith: ( ) nesting, kParam: { } nesting
   char open = '(', close = ')';  // kArith: $[ ] counts brackets
   // kCode / kArray: the simple command being read.
   std::vector<std::string> words;
-  size_t word_begin = kNone;  // start of the word being read
-  bool word_bracket = false;  // an unquoted '[' in it
+  size_t word_begin = kNone;     // start of the word being read
+  bool word_bracket = false;     // an unquoted '[' in it
   bool redirect_target = false;  // the word being read (or next) is a redirection's target
-  int cases = 0;              // open case ... esac
-  bool case_pattern = false;  // reading case patterns, up to ')'
-  size_t dbracket = kNone;    // inside [[ ]]: where it began
+  int cases = 0;                 // open case ... esac
+  bool case_pattern = false;     // reading case patterns, up to ')'
+  size_t dbracket = kNone;       // inside [[ ]]: where it began
 };
 
 Frame Open(Mode mode, size_t begin, bool closes_on_paren = false, int depth = 0) {
@@ -228,14 +228,17 @@ class Reader {
     }
     if (k == w.size()) {
       if (!wrapped && IsAssignment(prefix)) return "";
-      if (StripQuotes(prefix).empty() && WordEndsHere()) return "as the command's name, so the value would choose what runs";
+      if (StripQuotes(prefix).empty() && WordEndsHere())
+        return "as the command's name, so the value would choose what runs";
       return "";
     }
     std::string cmd = Basename(w[k]);
-    if (OneOf(cmd, {"eval", "trap", "let", "alias", "source", ".", "unset", "read", "mapfile", "readarray", "getopts"})) {
+    if (OneOf(cmd,
+              {"eval", "trap", "let", "alias", "source", ".", "unset", "read", "mapfile", "readarray", "getopts"})) {
       return "in the arguments of '" + cmd + "', which runs or names code with them";
     }
-    if (OneOf(cmd, {"declare", "typeset", "local", "export", "readonly"}) && prefix.find('=') == std::string_view::npos) {
+    if (OneOf(cmd, {"declare", "typeset", "local", "export", "readonly"}) &&
+        prefix.find('=') == std::string_view::npos) {
       return "as a variable name given to '" + cmd + "'";
     }
     bool shell = false, script = false;
@@ -250,11 +253,12 @@ class Reader {
       }
       if (OneOf(s, {"-exec", "-execdir", "-ok", "-okdir"})) return "after find's " + s + ", which runs its arguments";
       if (OneOf(b, {"sh", "bash", "dash", "zsh", "ksh", "mksh", "csh", "tcsh", "fish"})) shell = true;
-      if (b.rfind("python", 0) == 0 || OneOf(b, {"perl", "ruby", "node", "php", "lua", "Rscript", "julia"})) script = true;
+      if (b.rfind("python", 0) == 0 || OneOf(b, {"perl", "ruby", "node", "php", "lua", "Rscript", "julia"}))
+        script = true;
       bool option = s.size() > 1 && s[0] == '-' && s[1] != '-';
       if (shell && option && s.find('c') != std::string::npos) return "in the code of '" + b + " " + s + "'";
-      if (script && option && (s.find('c') != std::string::npos || s.find('e') != std::string::npos ||
-                               s.find('E') != std::string::npos)) {
+      if (script && option &&
+          (s.find('c') != std::string::npos || s.find('e') != std::string::npos || s.find('E') != std::string::npos)) {
         return "in the code of '" + b + " " + s + "'";
       }
       if ((shell || script) && (s == "--command" || s == "--eval")) return "in the code of '" + b + " " + s + "'";
@@ -517,7 +521,8 @@ class Reader {
       size_t j = i + 1;
       while (j < t_.size() && (t_[j] == '>' || t_[j] == '&' || t_[j] == '|')) ++j;
       // A file descriptor duplication (>&2) has no target word of its own.
-      if (!(j > i + 1 && t_[j - 1] == '&' && j < t_.size() && (std::isdigit(static_cast<unsigned char>(t_[j])) || t_[j] == '-'))) {
+      if (!(j > i + 1 && t_[j - 1] == '&' && j < t_.size() &&
+            (std::isdigit(static_cast<unsigned char>(t_[j])) || t_[j] == '-'))) {
         f.redirect_target = f.dbracket == kNone;
       }
       return j;
@@ -675,7 +680,8 @@ class Reader {
 
 }  // namespace
 
-std::vector<PlaceholderSite> AnalyzeShell(std::string_view tmpl, const std::vector<std::pair<size_t, size_t>>& holders) {
+std::vector<PlaceholderSite> AnalyzeShell(std::string_view tmpl,
+                                          const std::vector<std::pair<size_t, size_t>>& holders) {
   return Reader(tmpl, holders).Run();
 }
 

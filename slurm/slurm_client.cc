@@ -84,8 +84,7 @@ std::vector<JobInfo> ParseSqueue(std::string_view out, size_t* malformed) {
   size_t bad = 0;
   ForEachLine(out, [&](std::string_view line) {
     auto f = Split(line, '|', 8);
-    if (f.size() != 8 || Trim(f[0]).empty() ||
-        !std::all_of(Trim(f[0]).begin(), Trim(f[0]).end(), IsJobIdChar)) {
+    if (f.size() != 8 || Trim(f[0]).empty() || !std::all_of(Trim(f[0]).begin(), Trim(f[0]).end(), IsJobIdChar)) {
       ++bad;
       return;
     }
@@ -210,9 +209,8 @@ bool IsSubmitLimit(std::string_view err) {
 }
 
 bool IsStudyWideRefusal(std::string_view err) {
-  for (std::string_view needle :
-       {"invalid partition", "Invalid partition", "Invalid account", "Invalid qos", "Requested time limit is invalid",
-        "Invalid generic resource", "Invalid wckey"}) {
+  for (std::string_view needle : {"invalid partition", "Invalid partition", "Invalid account", "Invalid qos",
+                                  "Requested time limit is invalid", "Invalid generic resource", "Invalid wckey"}) {
     if (err.find(needle) != std::string_view::npos) return true;
   }
   return false;

@@ -16,7 +16,7 @@
 namespace sweep::slurm {
 
 struct JobInfo {
-  std::string job_id;       // "123" or "123_4" for an array task
+  std::string job_id;  // "123" or "123_4" for an array task
   JobState state = JobState::kUnknown;
   std::string slurm_state;  // as printed, e.g. "CANCELLED by 0"
   std::string reason;       // squeue's reason ("NonZeroExitCode", "Priority", "None")
@@ -24,7 +24,7 @@ struct JobInfo {
   std::string name;
   std::string start_time, end_time;  // ISO times as Slurm prints them, or "N/A"/"Unknown"
   std::string comment;
-  int restarts = -1;        // how often Slurm started the job again (requeue); -1: not known (sacct)
+  int restarts = -1;  // how often Slurm started the job again (requeue); -1: not known (sacct)
 };
 
 // Parsers for recorded or live output. Lines that do not fit are counted, never fatal.

@@ -192,8 +192,8 @@ TEST_CASE("a placeholder inside quotes or a here-document stays literal there", 
   // Unquoted, the value is one word; in a quoted here-document nothing is expanded, so the
   // value went in as it is.
   CHECK(testing::ReadAll(dir.file("out")) == hostile + "\n" + hostile + "\n" + "x" + hostile + "y\n" + "in " + hostile +
-                                                  "\n" + "doc " + hostile + "\n" + "quoted " + hostile + "\n" +
-                                                  "after " + hostile + "\n");
+                                                 "\n" + "doc " + hostile + "\n" + "quoted " + hostile + "\n" +
+                                                 "after " + hostile + "\n");
   CHECK_FALSE(std::filesystem::exists(marker));
 
   // What cannot be made literal is refused, naming the line.
@@ -212,8 +212,9 @@ TEST_CASE("a placeholder inside quotes or a here-document stays literal there", 
 }
 
 TEST_CASE("a template's own #SBATCH directives are those before its first command", "[slurm]") {
-  auto d = SbatchDirectives("#!/bin/bash\n#SBATCH --signal=B:USR1@45\n\n# a comment\n  #SBATCH --exclusive\n"
-                            "echo hi\n#SBATCH --ignored-by-sbatch\n");
+  auto d = SbatchDirectives(
+      "#!/bin/bash\n#SBATCH --signal=B:USR1@45\n\n# a comment\n  #SBATCH --exclusive\n"
+      "echo hi\n#SBATCH --ignored-by-sbatch\n");
   REQUIRE(d.size() == 2);
   CHECK(d[0] == "#SBATCH --signal=B:USR1@45");
   CHECK(d[1] == "#SBATCH --exclusive");
@@ -223,24 +224,30 @@ TEST_CASE("a template's own #SBATCH directives are those before its first comman
 
 TEST_CASE("a full submit quota is told from a bad job", "[slurm]") {
   // As sbatch prints them (Slurm 22.05 src/common/slurm_errno.c wording).
-  CHECK(IsSubmitLimit("sbatch: error: QOSMaxSubmitJobPerUserLimit\nsbatch: error: Batch job submission failed: "
-                      "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)\n"));
+  CHECK(
+      IsSubmitLimit("sbatch: error: QOSMaxSubmitJobPerUserLimit\nsbatch: error: Batch job submission failed: "
+                    "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)\n"));
   CHECK(IsSubmitLimit("sbatch: error: AssocMaxSubmitJobLimit\n"));
   // Refusals no trial can get past until the study file changes (Slurm 22.05's words).
-  CHECK(IsStudyWideRefusal("sbatch: error: invalid partition specified: gpu\nsbatch: error: Batch job submission "
-                           "failed: Invalid partition name specified"));
-  CHECK(IsStudyWideRefusal("sbatch: error: Batch job submission failed: Invalid account or account/partition "
-                           "combination specified"));
+  CHECK(
+      IsStudyWideRefusal("sbatch: error: invalid partition specified: gpu\nsbatch: error: Batch job submission "
+                         "failed: Invalid partition name specified"));
+  CHECK(
+      IsStudyWideRefusal("sbatch: error: Batch job submission failed: Invalid account or account/partition "
+                         "combination specified"));
   CHECK(IsStudyWideRefusal("sbatch: error: Batch job submission failed: Invalid qos specification"));
-  CHECK_FALSE(IsStudyWideRefusal("sbatch: error: Batch job submission failed: Requested node configuration is not "
-                                 "available"));
+  CHECK_FALSE(
+      IsStudyWideRefusal("sbatch: error: Batch job submission failed: Requested node configuration is not "
+                         "available"));
   CHECK_FALSE(IsStudyWideRefusal("sbatch: error: AssocMaxSubmitJobLimit\n"));
   // Seen on the test cluster with MaxJobCount reached (sbatch keeps retrying until stopped).
   CHECK(IsSubmitLimit("sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying\n"));
   CHECK_FALSE(IsSubmitLimit("sbatch: error: Batch job submission failed: Invalid partition name specified\n"));
-  CHECK_FALSE(IsSubmitLimit("sbatch: error: QOSMaxWallDurationPerJobLimit\nsbatch: error: Batch job submission failed: "
-                            "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)\n"));
-  CHECK_FALSE(IsSubmitLimit("sbatch: error: Batch job submission failed: Requested node configuration is not available\n"));
+  CHECK_FALSE(
+      IsSubmitLimit("sbatch: error: QOSMaxWallDurationPerJobLimit\nsbatch: error: Batch job submission failed: "
+                    "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)\n"));
+  CHECK_FALSE(
+      IsSubmitLimit("sbatch: error: Batch job submission failed: Requested node configuration is not available\n"));
   CHECK(ArrayBaseId("123_4") == "123");
   CHECK(ArrayBaseId("123") == "123");
 }
@@ -274,14 +281,15 @@ TEST_CASE("each run starts its log afresh, and a template cannot set what the he
   REQUIRE(s.ok());
   // Whatever the site's JobFileAppend, a requeued run does not append to the previous run's log.
   CHECK_THAT(*s, Catch::Contains("#SBATCH --output=/w/logs/t-abc.1.out\n#SBATCH --open-mode=truncate\n"));
-  for (std::string line : {"#SBATCH --open-mode=append", "#SBATCH --open=append", "#SBATCH -o /tmp/x.out",
-                           "#SBATCH --output /tmp/x.out", "#SBATCH -J other", "#SBATCH --job-name=x",
-                           "#SBATCH --comment=x", "#SBATCH --array=0-3", "#SBATCH -D /tmp"}) {
+  for (std::string line :
+       {"#SBATCH --open-mode=append", "#SBATCH --open=append", "#SBATCH -o /tmp/x.out", "#SBATCH --output /tmp/x.out",
+        "#SBATCH -J other", "#SBATCH --job-name=x", "#SBATCH --comment=x", "#SBATCH --array=0-3", "#SBATCH -D /tmp"}) {
     Status st = CheckOwnDirectives("#!/bin/bash\n#SBATCH --time=5\n" + line + "\necho\n", "t.sbatch");
     INFO(line);
     CHECK_THAT(st.message(), Catch::StartsWith("t.sbatch:3: '" + line + "'") && Catch::Contains("remove the line"));
   }
-  CHECK(CheckOwnDirectives("#!/bin/bash\n#SBATCH --time=5\n#SBATCH --account=a -c 4\n#SBATCH --constraint=x\n", "t").ok());
+  CHECK(CheckOwnDirectives("#!/bin/bash\n#SBATCH --time=5\n#SBATCH --account=a -c 4\n#SBATCH --constraint=x\n", "t")
+            .ok());
   // Past the first command sbatch reads no directive: nothing to refuse there.
   CHECK(CheckOwnDirectives("#!/bin/bash\necho\n#SBATCH --open-mode=append\n", "t").ok());
 }
@@ -309,8 +317,14 @@ class ScriptedTransport final : public Transport {
 TEST_CASE("FindByName asks accounting for the names squeue has purged, and stops asking where there is none",
           "[slurm]") {
   ScriptedTransport t;
-  t.rules = {{"squeue", {0, "12|RUNNING|None|0|ss-s-t-a|2026-12-02T17:18:01|NONE|slurmsweep:study=s:trial=t-a:attempt=1|0\n", ""}},
-             {"sacct", {0, "9|COMPLETED|0:0|None|ss-s-t-b|2026-12-02T17:00:01|2026-12-02T17:00:09|slurmsweep:study=s:trial=t-b:attempt=1\n", ""}}};
+  t.rules = {
+      {"squeue",
+       {0, "12|RUNNING|None|0|ss-s-t-a|2026-12-02T17:18:01|NONE|slurmsweep:study=s:trial=t-a:attempt=1|0\n", ""}},
+      {"sacct",
+       {0,
+        "9|COMPLETED|0:0|None|ss-s-t-b|2026-12-02T17:00:01|2026-12-02T17:00:09|slurmsweep:study=s:trial=t-b:attempt="
+        "1\n",
+        ""}}};
   SlurmClient client(t);
   auto found = client.FindByName({"ss-s-t-a", "ss-s-t-b"});
   REQUIRE(found.ok());
@@ -321,8 +335,7 @@ TEST_CASE("FindByName asks accounting for the names squeue has purged, and stops
   CHECK_THAT(t.commands[1], Catch::Contains("--name='ss-s-t-b'"));  // only the name squeue did not list
 
   ScriptedTransport none;
-  none.rules = {{"squeue", {0, "", ""}},
-                {"sacct", {1, "", "sacct: error: Slurm accounting storage is disabled\n"}}};
+  none.rules = {{"squeue", {0, "", ""}}, {"sacct", {1, "", "sacct: error: Slurm accounting storage is disabled\n"}}};
   SlurmClient no_accounting(none);
   REQUIRE(no_accounting.FindByName({"ss-s-t-a"}).ok());
   REQUIRE(no_accounting.FindByName({"ss-s-t-a"}).ok());

@@ -107,10 +107,10 @@ class CountingTransport final : public Transport {
 struct SshOptions {
   std::string host;
   int port = 22;
-  std::string user;               // empty: from ~/.ssh/config or the local user name
-  std::string identity_file;      // empty: ssh-agent, then ~/.ssh/config and default keys, as ssh(1)
-  std::string known_hosts_file;   // empty: ~/.ssh/known_hosts
-  bool process_ssh_config = true; // tests turn this off to stay hermetic
+  std::string user;                // empty: from ~/.ssh/config or the local user name
+  std::string identity_file;       // empty: ssh-agent, then ~/.ssh/config and default keys, as ssh(1)
+  std::string known_hosts_file;    // empty: ~/.ssh/known_hosts
+  bool process_ssh_config = true;  // tests turn this off to stay hermetic
   int connect_timeout_s = 15;
   // "SHA256:..." the user verified out of band: an unknown host key with exactly this
   // fingerprint is accepted and recorded in known_hosts. Never overrides a CHANGED key.

@@ -55,8 +55,8 @@ class LocalTransport final : public Transport {
       // Both pipes are drained by one io_context, so a child that fills stderr while we
       // wait on stdout cannot block. stdin is /dev/null: a command that reads it must
       // not hang on (or steal) our own stdin.
-      bp::child child(bp::exe = "/bin/sh", bp::args = {"-c", command}, bp::std_in < bp::null,
-                      bp::std_out > out, bp::std_err > err, io);
+      bp::child child(bp::exe = "/bin/sh", bp::args = {"-c", command}, bp::std_in<bp::null, bp::std_out> out,
+                      bp::std_err > err, io);
       io.run();
       child.wait();
       int raw = child.native_exit_code();

@@ -121,8 +121,8 @@ Status VerifyHostKey(ssh_session s, const std::string& host_port, const std::str
   std::string fingerprint = ServerFingerprint(s);
   if ((state == SSH_KNOWN_HOSTS_UNKNOWN || state == SSH_KNOWN_HOSTS_NOT_FOUND) && !accept_fingerprint.empty()) {
     if (accept_fingerprint != fingerprint) {
-      return Status::FailedPrecondition("host key for " + host_port + " has fingerprint " + fingerprint +
-                                        ", not the " + accept_fingerprint + " you accepted; refusing");
+      return Status::FailedPrecondition("host key for " + host_port + " has fingerprint " + fingerprint + ", not the " +
+                                        accept_fingerprint + " you accepted; refusing");
     }
     if (ssh_session_update_known_hosts(s) != SSH_OK) {
       return Status::IOError("cannot record the host key of " + host_port + " in " + known_hosts + ": " + ErrorText(s));
@@ -233,17 +233,28 @@ Result<SessionPtr> OpenSession(const SshOptions& o, std::string* where) {
 
 std::string SftpCodeText(int code) {
   switch (code) {
-    case SSH_FX_EOF: return "end of file";
-    case SSH_FX_NO_SUCH_FILE: return "no such file";
-    case SSH_FX_PERMISSION_DENIED: return "permission denied";
-    case SSH_FX_FAILURE: return "failure";
-    case SSH_FX_BAD_MESSAGE: return "bad message";
-    case SSH_FX_OP_UNSUPPORTED: return "operation unsupported";
-    case SSH_FX_NO_SUCH_PATH: return "no such path";
-    case SSH_FX_FILE_ALREADY_EXISTS: return "file already exists";
-    case SSH_FX_WRITE_PROTECT: return "write-protected";
-    case SSH_FX_NO_MEDIA: return "no media";
-    default: return "SFTP error " + std::to_string(code);
+    case SSH_FX_EOF:
+      return "end of file";
+    case SSH_FX_NO_SUCH_FILE:
+      return "no such file";
+    case SSH_FX_PERMISSION_DENIED:
+      return "permission denied";
+    case SSH_FX_FAILURE:
+      return "failure";
+    case SSH_FX_BAD_MESSAGE:
+      return "bad message";
+    case SSH_FX_OP_UNSUPPORTED:
+      return "operation unsupported";
+    case SSH_FX_NO_SUCH_PATH:
+      return "no such path";
+    case SSH_FX_FILE_ALREADY_EXISTS:
+      return "file already exists";
+    case SSH_FX_WRITE_PROTECT:
+      return "write-protected";
+    case SSH_FX_NO_MEDIA:
+      return "no media";
+    default:
+      return "SFTP error " + std::to_string(code);
   }
 }
 
@@ -389,8 +400,8 @@ class SshTransport final : public Transport {
     if (!sftp) return Lost("cannot open an SFTP channel");
     if (sftp_init(sftp.get()) != SSH_OK) {
       if (SessionLost()) return Lost("cannot start SFTP");
-      return Status::FailedPrecondition(where_ + ": cannot start SFTP (is the sftp subsystem enabled?): " +
-                                        ErrorText(session_.get()));
+      return Status::FailedPrecondition(
+          where_ + ": cannot start SFTP (is the sftp subsystem enabled?): " + ErrorText(session_.get()));
     }
     sftp_ = std::move(sftp);
     return sftp_.get();

@@ -113,7 +113,8 @@ void CheckContract(Transport& t) {
     // read from the start, from the middle and past the end; one missing.
     std::vector<ReadRequest> reqs;
     for (int i = 0; i < 130; ++i) {
-      std::string content = i % 7 == 0 ? "" : std::string(static_cast<size_t>(i * 37 % 500), static_cast<char>('a' + i % 26));
+      std::string content =
+          i % 7 == 0 ? "" : std::string(static_cast<size_t>(i * 37 % 500), static_cast<char>('a' + i % 26));
       if (i % 11 == 0) content += std::string("\0\n\xff 'q' $(x)\n", 17);
       std::string path = dir.file(fmt::format("log {} $(touch pwned) '{}'.out", i, i));
       REQUIRE(t.WriteFile(path, content, 0644).ok());
@@ -161,7 +162,6 @@ TEST_CASE("LocalTransport keeps the Transport contract") {
   CHECK(t->Describe() == "local");
   CheckContract(*t);
 }
-
 
 // ---- SSH, against the test cluster ----
 

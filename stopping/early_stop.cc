@@ -9,7 +9,6 @@
 #include <map>
 #include <set>
 
-
 namespace sweep {
 namespace {
 
@@ -24,8 +23,8 @@ template <class X, class Y>
 double Lerp(const std::vector<X>& xs, const std::vector<Y>& ys, double x) {
   if (x <= static_cast<double>(xs.front())) return static_cast<double>(ys.front());
   if (x >= static_cast<double>(xs.back())) return static_cast<double>(ys.back());
-  size_t hi = std::upper_bound(xs.begin(), xs.end(), x, [](double v, X e) { return v < static_cast<double>(e); }) -
-              xs.begin();
+  size_t hi =
+      std::upper_bound(xs.begin(), xs.end(), x, [](double v, X e) { return v < static_cast<double>(e); }) - xs.begin();
   size_t lo = hi - 1;
   double x0 = static_cast<double>(xs[lo]), span = static_cast<double>(xs[hi]) - x0;
   double y0 = static_cast<double>(ys[lo]), y1 = static_cast<double>(ys[hi]);
@@ -35,7 +34,7 @@ double Lerp(const std::vector<X>& xs, const std::vector<Y>& ys, double x) {
 struct Series {
   std::vector<double> t;
   std::vector<int64_t> step;
-  std::vector<double> s;  // smoothed
+  std::vector<double> s;        // smoothed
   std::vector<double> area_to;  // integral of s from the first point to each point
   std::optional<CurvePoint> first_nonfinite;
   double now = 0;  // latest time on the axis of any point, NaN loss or not
@@ -138,8 +137,8 @@ void Divergence(Context& c) {
     const Series& s = c.series[i];
     if (cfg.nan && s.first_nonfinite) {
       const CurvePoint& p = *s.first_nonfinite;
-      c.Stop(i, "divergence", fmt::format("loss is {} at step {} (t={})", p.value, p.step, Secs(p.time_s)), p.value,
-             0, 0);
+      c.Stop(i, "divergence", fmt::format("loss is {} at step {} (t={})", p.value, p.step, Secs(p.time_s)), p.value, 0,
+             0);
       continue;
     }
     if (cfg.max_nan_iters) {
@@ -235,8 +234,8 @@ void Halving(Context& c) {
       }
       if (mine > cut && !best_live) {
         c.Stop(i, "halving",
-               fmt::format("rung at t={}: smoothed loss {} is not in the best {} of {} trials (cut-off {})",
-                           Secs(rung), Num(mine), keep, values.size(), Num(cut)),
+               fmt::format("rung at t={}: smoothed loss {} is not in the best {} of {} trials (cut-off {})", Secs(rung),
+                           Num(mine), keep, values.size(), Num(cut)),
                mine, cut, static_cast<int>(values.size()));
         break;
       }
@@ -417,10 +416,10 @@ class ThroughputModel {
 
  private:
   const Context& c_;
-  std::vector<int> group_;                         // per trial
-  std::vector<std::optional<double>> rate_;        // per trial: iterations per axis second
-  std::vector<std::vector<size_t>> members_;       // per group: trials with a curve
-  std::vector<double> min_step_, max_step_;        // per group
+  std::vector<int> group_;                    // per trial
+  std::vector<std::optional<double>> rate_;   // per trial: iterations per axis second
+  std::vector<std::vector<size_t>> members_;  // per group: trials with a curve
+  std::vector<double> min_step_, max_step_;   // per group
   mutable std::map<std::pair<int, int>, std::optional<std::pair<double, double>>> gaps_;
 };
 
@@ -430,9 +429,8 @@ void Throughput(Context& c) {
   // Slowest first, so that a chain of siblings collapses onto the fastest one.
   std::vector<size_t> order;
   for (size_t i = 0; i < c.trials.size(); ++i) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return model.rate(a).value_or(kInf) < model.rate(b).value_or(kInf);
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return model.rate(a).value_or(kInf) < model.rate(b).value_or(kInf); });
   for (size_t i : order) {
     if (!c.Candidate(i) || c.series[i].last_t() < cfg.grace_s || !model.rate(i)) continue;
     double mine = *model.rate(i);
@@ -482,8 +480,8 @@ void Throughput(Context& c) {
       c.Stop(i, "throughput",
              fmt::format("at t={}: trial {} runs {:.2f}x the iterations per second ({} vs {} it/s) and its loss "
                          "fell {:.4g} more by iteration {:.0f} (margin {})",
-                         Secs(c.series[i].last_t()), Name(c.trials[*rival_group]), theirs / mine, Num(theirs), Num(mine),
-                         gap.first, gap.second, Num(cfg.margin)),
+                         Secs(c.series[i].last_t()), Name(c.trials[*rival_group]), theirs / mine, Num(theirs),
+                         Num(mine), gap.first, gap.second, Num(cfg.margin)),
              gap.first, gap.first > cfg.margin ? cfg.margin : -cfg.margin, 1);
       continue;
     }
@@ -497,12 +495,13 @@ void Throughput(Context& c) {
       if (bound < best_bound) best_bound = bound, best = j;
     }
     if (!best) continue;
-    if (auto predicted = model.MeasuredAtBudget(i, c.config.budget_s); predicted && *predicted > best_bound + cfg.margin) {
+    if (auto predicted = model.MeasuredAtBudget(i, c.config.budget_s);
+        predicted && *predicted > best_bound + cfg.margin) {
       c.Stop(i, "throughput",
              fmt::format("at t={}: predicted loss at the budget {} (its group's loss at iteration {:.0f}) > {} "
                          "that trial {} will at most have, + margin {}",
-                         Secs(c.series[i].last_t()), Num(*predicted),
-                         *model.StepAt(i, c.config.budget_s), Num(best_bound), Name(c.trials[*best]), Num(cfg.margin)),
+                         Secs(c.series[i].last_t()), Num(*predicted), *model.StepAt(i, c.config.budget_s),
+                         Num(best_bound), Name(c.trials[*best]), Num(cfg.margin)),
              *predicted, best_bound, 1);
       continue;
     }

@@ -108,15 +108,15 @@ struct ThroughputRuleConfig {
   std::vector<std::string> params;  // parameters that change speed but not loss per iteration
   int min_points = 2;               // log lines before a trial's iteration rate is trusted
   double grace_s = 0;
-  double rate_margin = 0.02;        // (1): a sibling this much faster (0.02 = 2%)
-  double rival_speedup = 1.5;       // (2): another group's trial this many times faster; 0: off
-  double margin = 0.02;             // (2), (3), (4), (5): nats of loss
-  bool extrapolate = true;          // (5): its own recent descent, in a straight line, cannot catch up
+  double rate_margin = 0.02;   // (1): a sibling this much faster (0.02 = 2%)
+  double rival_speedup = 1.5;  // (2): another group's trial this many times faster; 0: off
+  double margin = 0.02;        // (2), (3), (4), (5): nats of loss
+  bool extrapolate = true;     // (5): its own recent descent, in a straight line, cannot catch up
 };
 
 struct RaceRuleConfig {
   bool enabled = false;
-  double slack = 0;    // a trial may run (1 + slack) x the best time to target before it is stopped
+  double slack = 0;  // a trial may run (1 + slack) x the best time to target before it is stopped
   double grace_s = 0;
 };
 

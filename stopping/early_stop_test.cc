@@ -229,8 +229,8 @@ TEST_CASE("race: past the best time to target without reaching it, a trial can n
   // Trial 4 got there too, later than trial 1, and goes on (its finish still ranks it).
   auto also = Curve(1.2, 50, [](int64_t step) { return Loss(step + 5); });  // there at t ~ 45.5
   // Trial 5 never logged, trial 6 logged once (at t = 0): nothing to judge.
-  std::vector<TrialProgress> trials = {Trial(1, fast), Trial(2, slow), Trial(3, late), Trial(4, also),
-                                       Trial(5, {}),   Trial(6, {{1, 0, 9.0}})};
+  std::vector<TrialProgress> trials = {Trial(1, fast), Trial(2, slow), Trial(3, late),
+                                       Trial(4, also), Trial(5, {}),   Trial(6, {{1, 0, 9.0}})};
   auto d = EvaluateStopping(c, trials);
   REQUIRE(StoppedIds(d) == std::vector<int64_t>{2});
   CHECK(d[0].rule == "race");

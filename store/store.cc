@@ -142,8 +142,7 @@ constexpr const char* kSqlRollback = "ROLLBACK";
 constexpr const char* kSqlUpsertStudy =
     "INSERT INTO studies (name, spec_path, spec_hash, created_at) VALUES (?1, ?2, ?3, ?4) "
     "ON CONFLICT (name) DO UPDATE SET spec_path = excluded.spec_path, spec_hash = excluded.spec_hash";
-constexpr const char* kSqlGetStudy =
-    "SELECT id, name, spec_path, spec_hash, created_at FROM studies WHERE name = ?1";
+constexpr const char* kSqlGetStudy = "SELECT id, name, spec_path, spec_hash, created_at FROM studies WHERE name = ?1";
 constexpr const char* kSqlStudyExists = "SELECT 1 FROM studies WHERE id = ?1";
 
 // DO NOTHING on the key only (not INSERT OR IGNORE, which would also swallow NOT NULL and
@@ -156,12 +155,11 @@ constexpr const char* kSqlInsertTrial =
 constexpr const char* kSqlTrialIdByKey = "SELECT id FROM trials WHERE study_id = ?1 AND trial_key = ?2";
 // A trial's columns in the order ReadTrial expects, written once for every query that reads a
 // trial (a macro only so that the literals concatenate).
-#define SWEEP_TRIAL_COLUMNS                                                                             \
-  "id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code, "               \
+#define SWEEP_TRIAL_COLUMNS                                                                                    \
+  "id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code, "                      \
   "attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request, array_name, array_index, " \
   "prior_run_s, job_restarts"
-constexpr const char* kSqlListTrials =
-    "SELECT " SWEEP_TRIAL_COLUMNS " FROM trials WHERE study_id = ?1 ORDER BY id";
+constexpr const char* kSqlListTrials = "SELECT " SWEEP_TRIAL_COLUMNS " FROM trials WHERE study_id = ?1 ORDER BY id";
 constexpr const char* kSqlGetTrial = "SELECT " SWEEP_TRIAL_COLUMNS " FROM trials WHERE id = ?1";
 #undef SWEEP_TRIAL_COLUMNS
 // log_offset is absent on purpose: only AppendMetrics moves it, together with the rows.
@@ -181,8 +179,7 @@ constexpr const char* kSqlInsertMetricName =
 constexpr const char* kSqlMetricNameId = "SELECT id FROM metric_names WHERE name = ?1";
 // In key order (step, then metric number): no sort and no join in SQL; Metrics() groups the rows
 // by name itself, which took the HTML report of 200 trials x 10k points from 4.6 s back to ~2.6 s.
-constexpr const char* kSqlMetrics =
-    "SELECT name_id, step, time_s, value FROM metrics WHERE trial_id = ?1";
+constexpr const char* kSqlMetrics = "SELECT name_id, step, time_s, value FROM metrics WHERE trial_id = ?1";
 constexpr const char* kSqlMetricNames = "SELECT id, name FROM metric_names";
 // A range of the primary key: one metric of one trial, already in step order.
 constexpr const char* kSqlMetricSeries =
@@ -195,8 +192,7 @@ constexpr const char* kSqlCountMetrics = "SELECT count(*) FROM metrics WHERE tri
 
 constexpr const char* kSqlAddEvent =
     "INSERT INTO events (study_id, trial_id, at, kind, message) VALUES (?1, ?2, ?3, ?4, ?5)";
-constexpr const char* kSqlEvents =
-    "SELECT id, trial_id, at, kind, message FROM events WHERE study_id = ?1 ORDER BY id";
+constexpr const char* kSqlEvents = "SELECT id, trial_id, at, kind, message FROM events WHERE study_id = ?1 ORDER BY id";
 
 // ---- SQLite plumbing ---------------------------------------------------------------------------
 
@@ -273,8 +269,8 @@ void RollbackIfOpen(sqlite3* db) {
 
 Status TooNew(const std::string& path, int64_t version) {
   return Status::FailedPrecondition(path + ": database schema version " + std::to_string(version) +
-                                    " is newer than this slurmsweep supports (" +
-                                    std::to_string(SchemaVersion()) + "); use a newer slurmsweep");
+                                    " is newer than this slurmsweep supports (" + std::to_string(SchemaVersion()) +
+                                    "); use a newer slurmsweep");
 }
 
 Status NotOurs(const std::string& path) {
@@ -291,8 +287,7 @@ Status Migrate(sqlite3* db, const std::string& path) {
     if (!version.ok()) return version.status();
     if (*version > SchemaVersion()) return TooNew(path, *version);
     for (int64_t v = *version; v < SchemaVersion(); ++v) {
-      SWEEP_RETURN_IF_ERROR(
-          ExecScript(db, path, kMigrations[v], "migrate to schema version " + std::to_string(v + 1)));
+      SWEEP_RETURN_IF_ERROR(ExecScript(db, path, kMigrations[v], "migrate to schema version " + std::to_string(v + 1)));
     }
     // PRAGMA arguments cannot be bound; the number is ours, not user input.
     std::string bump = kSqlSetUserVersionPrefix + std::to_string(SchemaVersion());
@@ -953,8 +948,6 @@ bool IsDatabaseBusy(const Status& s) { return s.IsUnavailable() && s.message().e
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path) { return SqliteStore::Create(path, false); }
 
-Result<std::unique_ptr<Store>> Store::OpenReadOnly(const std::string& path) {
-  return SqliteStore::Create(path, true);
-}
+Result<std::unique_ptr<Store>> Store::OpenReadOnly(const std::string& path) { return SqliteStore::Create(path, true); }
 
 }  // namespace sweep::store

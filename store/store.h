@@ -47,8 +47,8 @@ struct TrialRecord {
   std::string exit_code;    // Slurm's "42:0"
   int attempt = 0;
   std::optional<double> submitted_at, started_at, ended_at;  // Unix seconds
-  std::string log_path;     // on the cluster side
-  int64_t log_offset = 0;   // bytes of log_path already ingested
+  std::string log_path;                                      // on the cluster side
+  int64_t log_offset = 0;                                    // bytes of log_path already ingested
   // Why slurmsweep asked Slurm to stop the job ("cancelled by the user", "pruned: ..."); empty if
   // it did not. Kept apart from `reason` so an end the user caused is told from one they did not.
   std::string stop_request;
@@ -122,8 +122,8 @@ class Store {
   virtual Result<std::optional<MetricRow>> LastMetric(int64_t trial_id, const std::string& name) = 0;
   virtual Result<int64_t> CountMetrics(int64_t trial_id) = 0;
 
-  virtual Status AddEvent(int64_t study_id, std::optional<int64_t> trial_id, double at,
-                          const std::string& kind, const std::string& message) = 0;
+  virtual Status AddEvent(int64_t study_id, std::optional<int64_t> trial_id, double at, const std::string& kind,
+                          const std::string& message) = 0;
   virtual Result<std::vector<EventRecord>> Events(int64_t study_id) = 0;
 
   // Runs `fn` inside one transaction (BEGIN IMMEDIATE ... COMMIT, ROLLBACK on error).

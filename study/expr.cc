@@ -277,7 +277,8 @@ Result<ExprValue> EvalNode(const Expr::Node& n, const std::map<std::string, Expr
   if (op == "==") return ExprValue(*a == *b);
   if (op == "!=") return ExprValue(*a != *b);
   if (op == "<" || op == "<=" || op == ">" || op == ">=") {
-    if (std::holds_alternative<bool>(*a)) return Status::InvalidArgument(fmt::format("cannot order booleans with '{}'", op));
+    if (std::holds_alternative<bool>(*a))
+      return Status::InvalidArgument(fmt::format("cannot order booleans with '{}'", op));
     bool r = op == "<" ? *a < *b : op == "<=" ? *a <= *b : op == ">" ? *a > *b : *a >= *b;
     return ExprValue(r);
   }

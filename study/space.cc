@@ -14,7 +14,6 @@
 namespace sweep {
 namespace {
 
-
 ExprValue ToExpr(const ParamValue& v) {
   if (auto i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
   if (auto d = std::get_if<double>(&v)) return *d;

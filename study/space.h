@@ -16,10 +16,10 @@ namespace sweep {
 using Params = std::vector<std::pair<std::string, ParamValue>>;
 
 struct TrialSpec {
-  std::string key;                          // "t-" + 12 hex digits of a hash of the values
+  std::string key;                                         // "t-" + 12 hex digits of a hash of the values
   std::vector<std::pair<std::string, ParamValue>> params;  // in the study's parameter order
-  std::string params_json;                  // keys sorted, for the store
-  std::string dropped_reason;               // non-empty: a constraint failed
+  std::string params_json;                                 // keys sorted, for the store
+  std::string dropped_reason;                              // non-empty: a constraint failed
 };
 
 // Grid: the cartesian product, last parameter varying fastest. Random: `trials` distinct

@@ -109,7 +109,7 @@ Result<StoppingConfig> ParseStoppingConfig(const toml::table& table, const std::
   SWEEP_RETURN_IF_ERROR(top.Choice("axis", {"train_time", "gpu_time"}, &axis));
   c.axis = axis == "gpu_time" ? TimeAxis::kGpuTime : TimeAxis::kTrainTime;
   SWEEP_RETURN_IF_ERROR(top.Choice("smoothing", {"ema", "running_mean", "none"}, &smoothing));
-  c.smoothing.kind = smoothing == "ema" ? SmoothingKind::kEma
+  c.smoothing.kind = smoothing == "ema"            ? SmoothingKind::kEma
                      : smoothing == "running_mean" ? SmoothingKind::kRunningMean
                                                    : SmoothingKind::kNone;
   SWEEP_RETURN_IF_ERROR(top.Number("ema_alpha", 0, 1, &c.smoothing.ema_alpha));

@@ -48,19 +48,20 @@ namespace {
 
 bool IsIdentifier(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 bool IsSafeName(std::string_view s) {
   return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
-           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
-         });
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
 }
 
 bool IsSafePath(std::string_view s) {
   return !s.empty() && s.front() == '/' && std::all_of(s.begin(), s.end(), [](char c) {
-           return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/';
-         });
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/';
+  });
 }
 
 std::string Fnv1a64Hex(std::string_view data) {
@@ -90,7 +91,8 @@ class Loader {
 
   // Unknown keys are errors, with the closest allowed key suggested (toml_table.h).
   Status CheckKeys(const toml::table& table, std::string_view prefix, std::initializer_list<std::string_view> allowed) {
-    return TableReader(table, std::string(prefix), path_).CheckKeys(std::vector<std::string_view>(allowed), /*list_known=*/true);
+    return TableReader(table, std::string(prefix), path_)
+        .CheckKeys(std::vector<std::string_view>(allowed), /*list_known=*/true);
   }
 
   // The typed reads are the shared reader's (toml_table.h), for the table `t` named `prefix`.
@@ -134,10 +136,11 @@ class Loader {
     try {
       root = toml::parse(text, path_);
     } catch (const toml::parse_error& e) {
-      return Status::InvalidArgument(fmt::format("{}:{}:{}: {}", path_, e.source().begin.line,
-                                                 e.source().begin.column, e.description()));
+      return Status::InvalidArgument(
+          fmt::format("{}:{}:{}: {}", path_, e.source().begin.line, e.source().begin.column, e.description()));
     }
-    SWEEP_RETURN_IF_ERROR(CheckKeys(root, "", {"study", "objective", "cluster", "job", "search", "space", "retry", "stopping", "report"}));
+    SWEEP_RETURN_IF_ERROR(CheckKeys(
+        root, "", {"study", "objective", "cluster", "job", "search", "space", "retry", "stopping", "report"}));
 
     // [study]
     auto study = Table(root, "study", true);
@@ -165,7 +168,8 @@ class Loader {
       SWEEP_RETURN_IF_ERROR(String(**obj, "objective", "metric", &s.objective.metric, false));
       std::string mode = "min";
       SWEEP_RETURN_IF_ERROR(String(**obj, "objective", "mode", &mode, false));
-      if (mode != "min" && mode != "max") return Error((*obj)->get("mode"), "objective.mode", "must be \"min\" or \"max\"");
+      if (mode != "min" && mode != "max")
+        return Error((*obj)->get("mode"), "objective.mode", "must be \"min\" or \"max\"");
       s.objective.minimize = mode == "min";
       std::string rank_by = "final";
       SWEEP_RETURN_IF_ERROR(String(**obj, "objective", "rank_by", &rank_by, false));
@@ -272,7 +276,9 @@ class Loader {
       }
       if (const toml::node* n = t.get("seed_from")) {
         const toml::table* sf = n->as_table();
-        if (!sf) return Error(n, "search.seed_from", "must be a table: { study = \"phase1.toml\", top = 3, by = \"iters_per_s\" }");
+        if (!sf)
+          return Error(n, "search.seed_from",
+                       "must be a table: { study = \"phase1.toml\", top = 3, by = \"iters_per_s\" }");
         SWEEP_RETURN_IF_ERROR(CheckKeys(*sf, "search.seed_from", {"study", "top", "by"}));
         Study::SeedFrom seed;
         seed.line = static_cast<int>(n->source().begin.line);
@@ -281,7 +287,8 @@ class Loader {
         SWEEP_RETURN_IF_ERROR(Int(*sf, "search.seed_from", "top", &seed.top, 1, 10000));
         SWEEP_RETURN_IF_ERROR(String(*sf, "search.seed_from", "by", &seed.by, false));
         if (seed.by != "iters_per_s" && seed.by != "final" && seed.by != "time_to_target") {
-          return Error(sf->get("by"), "search.seed_from.by", "must be \"iters_per_s\", \"final\" or \"time_to_target\"");
+          return Error(sf->get("by"), "search.seed_from.by",
+                       "must be \"iters_per_s\", \"final\" or \"time_to_target\"");
         }
         if (s.sampler != "grid") return Error(n, "search.seed_from", "needs the grid sampler");
         s.seed_from = seed;
@@ -290,8 +297,9 @@ class Loader {
         return Error(&t, "search.trials", "the random sampler needs a trial budget (trials = N)");
       }
       if (s.sampler == "grid" && t.get("trials")) {
-        return Error(t.get("trials"), "search.trials",
-                     "is the random sampler's budget; the grid runs every combination (sampler = \"random\" to sample)");
+        return Error(
+            t.get("trials"), "search.trials",
+            "is the random sampler's budget; the grid runs every combination (sampler = \"random\" to sample)");
       }
     }
 
@@ -302,7 +310,8 @@ class Loader {
       p.name = k.str();
       p.line = static_cast<int>(k.source().begin.line);
       std::string full = "space." + p.name;
-      if (!IsIdentifier(p.name)) return ErrorAt(p.line, full, "parameter names must be identifiers (letters, digits, '_')");
+      if (!IsIdentifier(p.name))
+        return ErrorAt(p.line, full, "parameter names must be identifiers (letters, digits, '_')");
       if (IsBuiltinTemplateVar(p.name)) {
         return ErrorAt(p.line, full, "this name is reserved for a built-in template variable");
       }
@@ -338,7 +347,8 @@ class Loader {
         p.integer = range->get("int") && range->get("int")->value<bool>().value_or(false);
         if (p.log && lo <= 0) return Error(&node, full, "a log range needs min > 0");
         if (s.sampler == "grid") {
-          return Error(&node, full, "a range needs the random sampler ([search] sampler = \"random\"); grid takes lists");
+          return Error(&node, full,
+                       "a range needs the random sampler ([search] sampler = \"random\"); grid takes lists");
         }
       } else {
         return Error(&node, full, "must be a list of values, or a range { min = .., max = .. }");
@@ -364,7 +374,8 @@ class Loader {
       if (!e.ok()) return ErrorAt(c.line, "search.constraints", fmt::format("'{}': {}", c.expr, e.status().message()));
       for (const auto& v : e->Variables()) {
         if (!names.count(v)) {
-          return ErrorAt(c.line, "search.constraints", fmt::format("'{}' uses '{}', which is not a parameter", c.expr, v));
+          return ErrorAt(c.line, "search.constraints",
+                         fmt::format("'{}' uses '{}', which is not a parameter", c.expr, v));
         }
       }
     }
@@ -372,9 +383,8 @@ class Loader {
   }
 
   Status LoadReport(const toml::table& root, Study& s) {
-    std::string stem = s.database.size() > 3 && s.database.ends_with(".db")
-                           ? s.database.substr(0, s.database.size() - 3)
-                           : s.database;
+    std::string stem =
+        s.database.size() > 3 && s.database.ends_with(".db") ? s.database.substr(0, s.database.size() - 3) : s.database;
     s.report.html = stem + "-report.html";
     s.report.csv_dir = stem + "-csv";
     auto rt = Table(root, "report", false);
@@ -412,7 +422,8 @@ class Loader {
       }
     }
     if (const toml::node* t = r.get("target")) {
-      if (!t->is_number()) return Error(t, "report.target", "must be a number (objective value that counts as reached)");
+      if (!t->is_number())
+        return Error(t, "report.target", "must be a number (objective value that counts as reached)");
       s.report.target = t->value<double>();
     }
     return Status::OK();
@@ -453,12 +464,14 @@ class Loader {
     if (!job.mem.empty() && !std::regex_match(job.mem, kMem)) {
       return Error(j.get("mem"), "job.mem",
                    fmt::format("'{}' is not a Slurm memory size: a number with an optional K, M, G or T suffix, "
-                               "e.g. \"100M\" or \"64G\"", job.mem));
+                               "e.g. \"100M\" or \"64G\"",
+                               job.mem));
     }
     if (!job.time_limit.empty() && !std::regex_match(job.time_limit, kTime)) {
       return Error(j.get("time_limit"), "job.time_limit",
                    fmt::format("'{}' is not a Slurm time: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS, "
-                               "e.g. \"01:30:00\"", job.time_limit));
+                               "e.g. \"01:30:00\"",
+                               job.time_limit));
     }
     if (const toml::node* n = j.get("stage")) {
       const toml::array* arr = n->as_array();
@@ -477,7 +490,8 @@ class Loader {
       for (const auto& [k, v] : *vars) {
         std::string full = fmt::format("job.vars.{}", k.str());
         if (!IsIdentifier(k.str())) return Error(&v, full, "variable names must be identifiers");
-        if (IsBuiltinTemplateVar(k.str())) return Error(&v, full, "this name is reserved for a built-in template variable");
+        if (IsBuiltinTemplateVar(k.str()))
+          return Error(&v, full, "this name is reserved for a built-in template variable");
         if (auto str = v.value<std::string>(); v.is_string() && str) job.vars[std::string(k.str())] = *str;
         else if (auto i = v.as_integer()) job.vars[std::string(k.str())] = std::to_string(i->get());
         else if (auto d = v.as_floating_point()) job.vars[std::string(k.str())] = fmt::format("{}", d->get());
@@ -511,12 +525,14 @@ class Loader {
     if (s.seed_from) {
       static thread_local int depth = 0;  // a chain of phases, or a cycle of seed_from
       if (depth >= 8) {
-        return Status::InvalidArgument(fmt::format("{}: search.seed_from: more than 8 studies seed each other (a cycle?)", path_));
+        return Status::InvalidArgument(
+            fmt::format("{}: search.seed_from: more than 8 studies seed each other (a cycle?)", path_));
       }
       ++depth;
       auto phase1 = LoadStudy(s.seed_from->study_path);
       --depth;
-      if (!phase1.ok()) return phase1.status().WithContext(fmt::format("{}:{}: search.seed_from", path_, s.seed_from->line));
+      if (!phase1.ok())
+        return phase1.status().WithContext(fmt::format("{}:{}: search.seed_from", path_, s.seed_from->line));
       for (const auto& p : phase1->space) known[p.name] = "";
     }
     // Placeholders where no quoting can be proven safe are refused whatever the values.
@@ -533,9 +549,10 @@ class Loader {
     if (!used.ok()) return used.status();
     for (const auto& p : s.space) {
       if (std::find(used->begin(), used->end(), p.name) != used->end()) continue;
-      s.warnings.push_back(fmt::format("{}:{}: [space] parameter '{}' is not used by {}: trials that differ only in "
-                                       "it run the same job",
-                                       path_, p.line, p.name, job.template_path));
+      s.warnings.push_back(
+          fmt::format("{}:{}: [space] parameter '{}' is not used by {}: trials that differ only in "
+                      "it run the same job",
+                      path_, p.line, p.name, job.template_path));
     }
     return Status::OK();
   }

@@ -44,14 +44,14 @@ struct ClusterSpec {
   std::string identity_file;
   std::string known_hosts;
   std::string partition, account, qos;
-  std::string workdir;      // on the cluster; scripts/ and logs/ go under it
-  int max_concurrent = 4;   // trials running at once (arrays are throttled to it; see queue_ahead)
-  double poll_interval_s = 5;       // the wait right after something changed
-  double max_poll_interval_s = 0;   // the wait grows up to this while nothing changes (default 4x)
+  std::string workdir;             // on the cluster; scripts/ and logs/ go under it
+  int max_concurrent = 4;          // trials running at once (arrays are throttled to it; see queue_ahead)
+  double poll_interval_s = 5;      // the wait right after something changed
+  double max_poll_interval_s = 0;  // the wait grows up to this while nothing changes (default 4x)
   // Trials that share a template's directives and resources go to Slurm as one job array
   // (sbatch --array=...%N, N from max_concurrent). Off: one sbatch per trial.
   bool arrays = true;
-  int max_array_size = 1000;        // Slurm's default MaxArraySize is 1001 (indices 0-1000)
+  int max_array_size = 1000;  // Slurm's default MaxArraySize is 1001 (indices 0-1000)
   // How many trials may wait in the queue beyond max_concurrent: -1 = all of them (the sweep
   // is queued at once and ages in the queue), 0 = submit only what can run (every result, e.g.
   // a CUDA OOM, can still shape what is submitted next).
@@ -69,7 +69,7 @@ struct JobSpec {
   int cpus_per_task = 0;
   std::string mem;
   std::string time_limit;
-  std::vector<std::string> stage;  // local files copied into workdir before submission
+  std::vector<std::string> stage;           // local files copied into workdir before submission
   std::map<std::string, std::string> vars;  // extra template variables
   // Time-limit chaining: a job that ends (completed or timeout) with `resume_marker` in its log
   // stopped early and left a checkpoint; the trial goes on in a new job, up to `max_chain` jobs,
@@ -90,13 +90,13 @@ struct Objective {
 std::map<std::string, int> DefaultRetries();
 
 struct Study {
-  std::string path;       // the study file as given
-  std::string dir;        // its directory, absolute
-  std::string hash;       // of the file's bytes, for the report
+  std::string path;  // the study file as given
+  std::string dir;   // its directory, absolute
+  std::string hash;  // of the file's bytes, for the report
   // Loadable but likely wrong ("file:line: ..."): `run` and `plan` print them.
   std::vector<std::string> warnings;
   std::string name;
-  std::string database;   // local SQLite file, absolute
+  std::string database;  // local SQLite file, absolute
   MetricFormat metric_format = MetricFormat::kMegatron;
   Objective objective;
   ClusterSpec cluster;
@@ -122,7 +122,7 @@ struct Study {
   struct Seeds {
     Status status;  // not OK: why phase 1 cannot seed (yet); what expanding the study returns
     std::vector<std::vector<std::pair<std::string, ParamValue>>> configs;  // best first
-    std::vector<std::string> param_names;  // phase 1's parameters, in its file's order
+    std::vector<std::string> param_names;                                  // phase 1's parameters, in its file's order
   };
   std::optional<Seeds> seeds;
   // [report]: what the run loop keeps on disk while it works, and what the report compares with.

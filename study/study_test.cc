@@ -56,14 +56,16 @@ TEST_CASE("TOML syntax errors name file and line", "[study]") {
 
 TEST_CASE("wrong types and unknown keys name file, line and key", "[study]") {
   StudyDir d;
-  auto s = d.Parse("[study]\nname = \"t1\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"/tmp/x\"\n"
-                   "max_concurrent = \"four\"\n\n[job]\ntemplate = \"job.sbatch\"\n[space]\nlr = [1]\nopt = [\"a\"]\n");
+  auto s = d.Parse(
+      "[study]\nname = \"t1\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"/tmp/x\"\n"
+      "max_concurrent = \"four\"\n\n[job]\ntemplate = \"job.sbatch\"\n[space]\nlr = [1]\nopt = [\"a\"]\n");
   REQUIRE_FALSE(s.ok());
   CHECK_THAT(s.status().message(), Catch::Contains("study.toml:7") && Catch::Contains("cluster.max_concurrent") &&
                                        Catch::Contains("integer"));
 
-  auto typo = d.Parse("[study]\nname = \"t1\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"/tmp/x\"\n"
-                      "max_concurent = 3\n[job]\ntemplate = \"job.sbatch\"\n[space]\nlr = [1]\nopt = [\"a\"]\n");
+  auto typo = d.Parse(
+      "[study]\nname = \"t1\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"/tmp/x\"\n"
+      "max_concurent = 3\n[job]\ntemplate = \"job.sbatch\"\n[space]\nlr = [1]\nopt = [\"a\"]\n");
   REQUIRE_FALSE(typo.ok());
   CHECK_THAT(typo.status().message(), Catch::Contains("study.toml:7") && Catch::Contains("cluster.max_concurent") &&
                                           Catch::Contains("did you mean 'max_concurrent'"));
@@ -84,8 +86,7 @@ TEST_CASE("missing sections and bad values are reported", "[study]") {
   CHECK_THAT(empty_list.status().message(), Catch::Contains("space.lr") && Catch::Contains("empty"));
 }
 
-TEST_CASE("a [space] parameter the template never names is a warning: its trials would be the same job",
-          "[study]") {
+TEST_CASE("a [space] parameter the template never names is a warning: its trials would be the same job", "[study]") {
   StudyDir d("#!/bin/bash\ntrain --lr {{lr}}\n");
   auto s = d.Parse(MinimalStudy());
   REQUIRE(s.ok());
@@ -111,12 +112,14 @@ TEST_CASE("likely mistakes that used to load silently are errors", "[study]") {
              Catch::Contains("study.toml:") && Catch::Contains("space.opt") && Catch::Contains("mixes numbers"));
   CHECK(d.Parse(MinimalStudy("[space]\nlr = [1, 0.5]\nopt = [\"a\"]\n")).ok());  // ints and floats are numbers
   // A grid with a trial budget: the budget would be ignored.
-  CHECK_THAT(message(MinimalStudy("[space]\nlr = [0.1]\nopt = [\"a\"]\n", "[search]\nsampler = \"grid\"\ntrials = 5\n")),
-             Catch::Contains("study.toml:13: key 'search.trials'") && Catch::Contains("random sampler"));
+  CHECK_THAT(
+      message(MinimalStudy("[space]\nlr = [0.1]\nopt = [\"a\"]\n", "[search]\nsampler = \"grid\"\ntrials = 5\n")),
+      Catch::Contains("study.toml:13: key 'search.trials'") && Catch::Contains("random sampler"));
   // An empty path would quietly mean the default under ~/.ssh.
   std::string empty_key = MinimalStudy();
   empty_key.replace(empty_key.find("workdir"), 0, "identity_file = \"\"\n");
-  CHECK_THAT(message(empty_key), Catch::Contains("study.toml:6: key 'cluster.identity_file'") && Catch::Contains("empty"));
+  CHECK_THAT(message(empty_key),
+             Catch::Contains("study.toml:6: key 'cluster.identity_file'") && Catch::Contains("empty"));
   // log and int of a range are booleans: "yes" sampled uniformly before.
   std::string random = "[search]\nsampler = \"random\"\ntrials = 4\n";
   CHECK_THAT(message(MinimalStudy("[space]\nlr = { min = 0.001, max = 0.1, log = \"yes\" }\nopt = [\"a\"]\n", random)),
@@ -136,9 +139,9 @@ TEST_CASE("job.mem and job.time_limit are checked against Slurm's syntax when th
     text.replace(text.find("template = \"job.sbatch\"\n"), 24, "template = \"job.sbatch\"\n" + keys);
     return d.Parse(text);
   };
-  for (const char* good : {"mem = \"100M\"", "mem = \"64G\"", "mem = \"4096\"", "time_limit = \"30\"",
-                           "time_limit = \"01:30:00\"", "time_limit = \"2-12\"", "time_limit = \"1-00:00:00\"",
-                           "time_limit = \"UNLIMITED\""}) {
+  for (const char* good :
+       {"mem = \"100M\"", "mem = \"64G\"", "mem = \"4096\"", "time_limit = \"30\"", "time_limit = \"01:30:00\"",
+        "time_limit = \"2-12\"", "time_limit = \"1-00:00:00\"", "time_limit = \"UNLIMITED\""}) {
     auto s = with_job(std::string(good) + "\n");
     INFO(good << ": " << s.status().ToString());
     CHECK(s.ok());
@@ -146,8 +149,9 @@ TEST_CASE("job.mem and job.time_limit are checked against Slurm's syntax when th
   auto mem = with_job("mem = \"lots\"\n");
   REQUIRE_FALSE(mem.ok());
   CHECK(mem.status().message() ==
-        d.dir.file("study.toml") + ":10: key 'job.mem': 'lots' is not a Slurm memory size: a number with an optional "
-        "K, M, G or T suffix, e.g. \"100M\" or \"64G\"");
+        d.dir.file("study.toml") +
+            ":10: key 'job.mem': 'lots' is not a Slurm memory size: a number with an optional "
+            "K, M, G or T suffix, e.g. \"100M\" or \"64G\"");
   auto time = with_job("time_limit = \"1h\"\n");
   REQUIRE_FALSE(time.ok());
   CHECK_THAT(time.status().message(), Catch::Contains(":10: key 'job.time_limit': '1h' is not a Slurm time"));
@@ -252,14 +256,14 @@ TEST_CASE("the random sampler draws a reproducible budget of distinct trials", "
 TEST_CASE("hostile study input is an error, never a crash or a hang", "[study]") {
   StudyDir d;
   std::string deep(3000, '(');
-  auto nested = d.Parse(MinimalStudy("[space]\nlr = [0.1]\nopt = [\"a\"]\n",
-                                     "[search]\nconstraints = [\"" + deep + "lr < 1\"]\n"));
+  auto nested = d.Parse(
+      MinimalStudy("[space]\nlr = [0.1]\nopt = [\"a\"]\n", "[search]\nconstraints = [\"" + deep + "lr < 1\"]\n"));
   REQUIRE_FALSE(nested.ok());
   CHECK_THAT(nested.status().message(), Catch::Contains("nested more than"));
   std::string chain = "lr";
   for (int i = 0; i < 5000; ++i) chain += " + lr";
-  auto flat = d.Parse(MinimalStudy("[space]\nlr = [0.1]\nopt = [\"a\"]\n",
-                                   "[search]\nconstraints = [\"" + chain + " > 0\"]\n"));
+  auto flat = d.Parse(
+      MinimalStudy("[space]\nlr = [0.1]\nopt = [\"a\"]\n", "[search]\nconstraints = [\"" + chain + " > 0\"]\n"));
   REQUIRE_FALSE(flat.ok());
 
   std::string device = MinimalStudy();
@@ -285,10 +289,11 @@ TEST_CASE("job-array, queue and ranking keys load, and bad values name their key
   CHECK(s->cluster.query_gap_s == 0.5);
   CHECK_FALSE(s->objective.rank_by_time_to_target);
 
-  auto set = d.Parse("[study]\nname = \"t1\"\n[objective]\nrank_by = \"time_to_target\"\n[cluster]\n"
-                     "transport = \"local\"\nworkdir = \"/tmp/x\"\narrays = false\nqueue_ahead = 0\n"
-                     "max_array_size = 200\nquery_gap_s = 0\n[job]\ntemplate = \"job.sbatch\"\n"
-                     "[space]\nlr = [1]\nopt = [\"a\"]\n");
+  auto set = d.Parse(
+      "[study]\nname = \"t1\"\n[objective]\nrank_by = \"time_to_target\"\n[cluster]\n"
+      "transport = \"local\"\nworkdir = \"/tmp/x\"\narrays = false\nqueue_ahead = 0\n"
+      "max_array_size = 200\nquery_gap_s = 0\n[job]\ntemplate = \"job.sbatch\"\n"
+      "[space]\nlr = [1]\nopt = [\"a\"]\n");
   REQUIRE(set.ok());
   CHECK_FALSE(set->cluster.arrays);
   CHECK(set->cluster.queue_ahead == 0);
@@ -296,13 +301,15 @@ TEST_CASE("job-array, queue and ranking keys load, and bad values name their key
   CHECK(set->cluster.query_gap_s == 0);
   CHECK(set->objective.rank_by_time_to_target);
 
-  auto bad = d.Parse("[study]\nname = \"t1\"\n[objective]\nrank_by = \"speed\"\n[cluster]\ntransport = \"local\"\n"
-                     "workdir = \"/tmp/x\"\narrays = \"yes\"\n[job]\ntemplate = \"job.sbatch\"\n");
+  auto bad = d.Parse(
+      "[study]\nname = \"t1\"\n[objective]\nrank_by = \"speed\"\n[cluster]\ntransport = \"local\"\n"
+      "workdir = \"/tmp/x\"\narrays = \"yes\"\n[job]\ntemplate = \"job.sbatch\"\n");
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("study.toml:4") && Catch::Contains("objective.rank_by"));
-  auto bad_array = d.Parse("[study]\nname = \"t1\"\n[cluster]\ntransport = \"local\"\n"
-                           "workdir = \"/tmp/x\"\narrays = \"yes\"\n[job]\ntemplate = \"job.sbatch\"\n");
+  auto bad_array = d.Parse(
+      "[study]\nname = \"t1\"\n[cluster]\ntransport = \"local\"\n"
+      "workdir = \"/tmp/x\"\narrays = \"yes\"\n[job]\ntemplate = \"job.sbatch\"\n");
   REQUIRE_FALSE(bad_array.ok());
-  CHECK_THAT(bad_array.status().message(), Catch::Contains("study.toml:6") && Catch::Contains("cluster.arrays") &&
-                                               Catch::Contains("true or false"));
+  CHECK_THAT(bad_array.status().message(),
+             Catch::Contains("study.toml:6") && Catch::Contains("cluster.arrays") && Catch::Contains("true or false"));
 }

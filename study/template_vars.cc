@@ -6,8 +6,8 @@
 namespace sweep {
 
 const std::vector<std::string>& BuiltinTemplateVars() {
-  static const std::vector<std::string> kVars = {"study", "trial",         "attempt", "workdir",      "trial_dir",
-                                                 "log",   "gpus_per_node", "nodes",   "gpus",         "cpus_per_task"};
+  static const std::vector<std::string> kVars = {"study", "trial",         "attempt", "workdir", "trial_dir",
+                                                 "log",   "gpus_per_node", "nodes",   "gpus",    "cpus_per_task"};
   return kVars;
 }
 

@@ -32,8 +32,7 @@ class TableReader {
     return Status::InvalidArgument(fmt::format("{}:{}: key '{}': {}", path_, LineOf(node), Full(key), what));
   }
   Status Missing(std::string_view key, std::string_view why) const {
-    return Status::InvalidArgument(
-        fmt::format("{}:{}: missing key '{}' ({})", path_, LineOf(table_), Full(key), why));
+    return Status::InvalidArgument(fmt::format("{}:{}: missing key '{}' ({})", path_, LineOf(table_), Full(key), why));
   }
   // The key's full name: "prefix.key", or "key" in the file's top level (empty prefix).
   std::string Full(std::string_view key) const {
@@ -63,8 +62,9 @@ class TableReader {
     if (!n->is_number()) return Error(*n, key, "must be a number");
     double v = n->value<double>().value_or(0);
     if (!(v >= lo && v <= hi)) {
-      return Error(*n, key, hi == std::numeric_limits<double>::infinity() ? fmt::format("must be at least {}", lo)
-                                       : fmt::format("must be between {} and {}", lo, hi));
+      return Error(*n, key,
+                   hi == std::numeric_limits<double>::infinity() ? fmt::format("must be at least {}", lo)
+                                                                 : fmt::format("must be between {} and {}", lo, hi));
     }
     *out = v;
     return Status::OK();
@@ -156,6 +156,5 @@ class TableReader {
   std::string prefix_;
   const std::string& path_;
 };
-
 
 }  // namespace sweep

@@ -27,8 +27,9 @@ std::pair<int, std::string> Shell(const std::string& cmd) { return testing::RunS
 
 // A study file whose objective is `metric`, and a database in which two trials logged lm_loss.
 std::string StudyWithLoggedLoss(const testing::TempDir& dir, const std::string& metric) {
-  std::string path = testing::WriteLocalStudyFile(
-      dir, "typo", "train --lr {{lr}}", fmt::format("[objective]\nmetric = \"{}\"\n\n[space]\nlr = [0.1, 0.01]\n", metric));
+  std::string path =
+      testing::WriteLocalStudyFile(dir, "typo", "train --lr {{lr}}",
+                                   fmt::format("[objective]\nmetric = \"{}\"\n\n[space]\nlr = [0.1, 0.01]\n", metric));
   auto db = store::Store::Open(dir.file("typo.db"));
   REQUIRE(db.ok());
   auto study = (*db)->UpsertStudy("typo", path, "h", 1.0);
@@ -41,9 +42,13 @@ std::string StudyWithLoggedLoss(const testing::TempDir& dir, const std::string& 
   }
   REQUIRE((*db)->InsertTrialsIfAbsent(*study, trials).ok());
   for (const auto& t : trials) {
-    REQUIRE((*db)->AppendMetrics(t.id, {{10, 1.0, "lm_loss", 2.5}, {10, 1.0, "grad_norm", 0.7},
-                                        {20, 2.0, "lm_loss", 2.25}, {20, 2.0, "grad_norm", 0.6}},
-                                 100)
+    REQUIRE((*db)
+                ->AppendMetrics(t.id,
+                                {{10, 1.0, "lm_loss", 2.5},
+                                 {10, 1.0, "grad_norm", 0.7},
+                                 {20, 2.0, "lm_loss", 2.25},
+                                 {20, 2.0, "grad_norm", 0.6}},
+                                100)
                 .ok());
   }
   return dir.file("study.toml");
@@ -113,7 +118,8 @@ TEST_CASE("an unknown command is named, with the closest one; --help lists the e
   CHECK(rc3 == 0);
   CHECK_THAT(help, Catch::Contains("Exit codes: 0 success") && Catch::Contains("4 refused for safety"));
   // A negative tick count is bad input, not a run that submits nothing and exits 0.
-  auto [rc4, neg] = Shell(kBinary + " run --max-ticks -1 " + std::string(SLURMSWEEP_SOURCE_DIR) + "/examples/quickstart.toml");
+  auto [rc4, neg] =
+      Shell(kBinary + " run --max-ticks -1 " + std::string(SLURMSWEEP_SOURCE_DIR) + "/examples/quickstart.toml");
   CHECK(rc4 == 2);
   CHECK_THAT(neg, Catch::Contains("--max-ticks"));
   auto [rc5, typo] = Shell(kBinary + " run --resubmit cancled,failed " + std::string(SLURMSWEEP_SOURCE_DIR) +
@@ -224,7 +230,8 @@ TEST_CASE("status says whether a run is going on, and clears a killed detached r
 
 TEST_CASE("status names the log of each failed trial", "[cli]") {
   testing::TempDir dir;
-  std::string path = testing::WriteLocalStudyFile(dir, "fails", "train --lr {{lr}}", "[space]\nlr = [0.1, 0.01, 0.001]\n");
+  std::string path =
+      testing::WriteLocalStudyFile(dir, "fails", "train --lr {{lr}}", "[space]\nlr = [0.1, 0.01, 0.001]\n");
   auto db = store::Store::Open(dir.file("fails.db"));
   REQUIRE(db.ok());
   auto study = (*db)->UpsertStudy("fails", path, "h", 1.0);

@@ -40,7 +40,8 @@ std::string WriteStudy(const testing::TempDir& dir, const std::string& name, con
                        const std::string& vars, int max_concurrent = 8, const std::string& tmpl = kTemplate,
                        const std::string& known_hosts = "", const std::string& extra = "") {
   testing::WriteAll(dir.file("job.sbatch"), tmpl);
-  std::string text = fmt::format(R"([study]
+  std::string text = fmt::format(
+      R"([study]
 name = "{name}"
 
 [cluster]
@@ -69,8 +70,10 @@ stage = ["{bin}/bin/mlp_train"]
 
 {extra}
 )",
-      fmt::arg("name", name), fmt::arg("host", testing::ClusterVar("SLURMSWEEP_SSH_HOST")), fmt::arg("port", testing::ClusterVar("SLURMSWEEP_SSH_PORT")),
-      fmt::arg("user", testing::ClusterVar("SLURMSWEEP_SSH_USER")), fmt::arg("key", testing::ClusterVar("SLURMSWEEP_SSH_KEY")),
+      fmt::arg("name", name), fmt::arg("host", testing::ClusterVar("SLURMSWEEP_SSH_HOST")),
+      fmt::arg("port", testing::ClusterVar("SLURMSWEEP_SSH_PORT")),
+      fmt::arg("user", testing::ClusterVar("SLURMSWEEP_SSH_USER")),
+      fmt::arg("key", testing::ClusterVar("SLURMSWEEP_SSH_KEY")),
       fmt::arg("known", known_hosts.empty() ? testing::ClusterVar("SLURMSWEEP_SSH_KNOWN_HOSTS") : known_hosts),
       fmt::arg("partition", testing::ClusterVar("SLURMSWEEP_PARTITION")), fmt::arg("work", dir.file("work")),
       fmt::arg("maxc", max_concurrent), fmt::arg("bin", SLURMSWEEP_BINARY_DIR), fmt::arg("vars", vars),
@@ -83,8 +86,9 @@ stage = ["{bin}/bin/mlp_train"]
 
 TEST_CASE("a study runs to completion over SSH and a second run submits nothing", "[cluster]") {
   testing::TempDir dir;
-  std::string path = WriteStudy(dir, "happy", "[space]\noptimizer = [\"sgd\", \"adam\"]\nlr = [0.01, 0.05]\nmbs = [4]\n",
-                                "iters = 40\nsleep_ms = 0\nfail_at = 0\n");
+  std::string path =
+      WriteStudy(dir, "happy", "[space]\noptimizer = [\"sgd\", \"adam\"]\nlr = [0.01, 0.05]\nmbs = [4]\n",
+                 "iters = 40\nsleep_ms = 0\nfail_at = 0\n");
   {
     Harness h(path);
     REQUIRE(h.runner->Run(240).ok());
@@ -108,7 +112,8 @@ TEST_CASE("a study runs to completion over SSH and a second run submits nothing"
     CHECK(h.runner->slurm_stats().sbatch == 1);
     // The array script on the cluster side carries the comment tag it is found by after a crash.
     std::string script = testing::ReadAll(fmt::format("{}/scripts/{}.sbatch", dir.file("work"), trials[0].array_name));
-    CHECK_THAT(script, Catch::Contains(fmt::format("#SBATCH --comment=slurmsweep:study=happy:array={}", trials[0].array_name)));
+    CHECK_THAT(script,
+               Catch::Contains(fmt::format("#SBATCH --comment=slurmsweep:study=happy:array={}", trials[0].array_name)));
     CHECK_THAT(script, Catch::Contains("#SBATCH --array=0-3%4"));
     // The report has a row per trial with its final loss.
     auto rows = CollectTrialRows(*h.store, h.study, h.runner->study_id(), h.clock.Now());
@@ -249,8 +254,9 @@ TEST_CASE("cancelled trials run again from scratch with run --resubmit cancelled
 
 TEST_CASE("one squeue call per tick however many trials are active", "[cluster]") {
   testing::TempDir dir;
-  std::string path = WriteStudy(dir, "many", "[space]\nlr = [0.01, 0.02, 0.03, 0.04, 0.05, 0.06]\nmbs = [2, 4, 8, 16]\n",
-                                "iters = 20\nsleep_ms = 20\noptimizer = \"sgd\"\nfail_at = 0\n", /*max_concurrent=*/24);
+  std::string path =
+      WriteStudy(dir, "many", "[space]\nlr = [0.01, 0.02, 0.03, 0.04, 0.05, 0.06]\nmbs = [2, 4, 8, 16]\n",
+                 "iters = 20\nsleep_ms = 20\noptimizer = \"sgd\"\nfail_at = 0\n", /*max_concurrent=*/24);
   Harness h(path);
   REQUIRE(h.runner->Prepare().ok());
   int max_active = 0;
@@ -273,8 +279,9 @@ TEST_CASE("one squeue call per tick however many trials are active", "[cluster]"
 // Issue 7's acceptance: a 50+ trial study goes to Slurm as arrays (one sbatch per array), with a
 // constant number of squeue calls per tick; a CUDA OOM cancels the queued tasks it dominates and a
 // failed task is retried on its own (a mixed study).
-TEST_CASE("a 60-trial study is one job array: one sbatch, one squeue per tick; OOM-dominated tasks cancelled, a retry alone",
-          "[cluster]") {
+TEST_CASE(
+    "a 60-trial study is one job array: one sbatch, one squeue per tick; OOM-dominated tasks cancelled, a retry alone",
+    "[cluster]") {
   testing::TempDir dir;
   std::string tmpl = R"TPL(#!/bin/bash
 set -euo pipefail
@@ -340,8 +347,8 @@ exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --seed {{seed}} --lr 0.05 
   // while queued never ran, so Slurm keeps no record of it.
   CHECK_THAT(testing::ReadAll(fmt::format("{}/scripts/{}.sbatch", dir.file("work"), trials[0].array_name)),
              Catch::Contains("#SBATCH --array=0-59%12"));
-  std::string listed = testing::Capture(fmt::format("SLURM_CONF={} squeue -h -r -t all -j {} -o %i",
-                                                    testing::ClusterVar("SLURM_CONF"), array_id));
+  std::string listed = testing::Capture(
+      fmt::format("SLURM_CONF={} squeue -h -r -t all -j {} -o %i", testing::ClusterVar("SLURM_CONF"), array_id));
   CHECK(std::count(listed.begin(), listed.end(), '\n') == 59);
   CHECK_THAT(listed, !Catch::Contains(array_id + "_50\n"));
 }
@@ -393,10 +400,12 @@ TEST_CASE("an unknown host key is recorded only when the user names its exact fi
   std::string lab = testing::ClusterVar("SLURMSWEEP_LAB");
   auto [kc, fp_line] = testing::RunShell("ssh-keygen -l -E sha256 -f " + lab + "/ssh/ssh_host_ed25519_key.pub");
   REQUIRE(kc == 0);
-  std::string fingerprint = fp_line.substr(fp_line.find("SHA256:"), fp_line.find(' ', fp_line.find("SHA256:")) - fp_line.find("SHA256:"));
+  std::string fingerprint =
+      fp_line.substr(fp_line.find("SHA256:"), fp_line.find(' ', fp_line.find("SHA256:")) - fp_line.find("SHA256:"));
   std::string bin = std::string(SLURMSWEEP_BINARY_DIR) + "/bin/slurmsweep";
 
-  auto [wrong, wrong_out] = testing::RunShell(bin + " run --max-ticks 1 --accept-host-key SHA256:AAAAnotthekeyAAAA " + path + " 2>&1");
+  auto [wrong, wrong_out] =
+      testing::RunShell(bin + " run --max-ticks 1 --accept-host-key SHA256:AAAAnotthekeyAAAA " + path + " 2>&1");
   INFO(wrong_out);
   CHECK(wrong == 4);
   CHECK(testing::ReadAll(dir.file("known_hosts")).empty());
@@ -431,8 +440,8 @@ TEST_CASE("the Megatron replay sweep ranks layouts by loss versus time and the r
   replace("\"../build/bin/megatron_replay\"", "\"" + bin + "/bin/megatron_replay\"");
   replace("\"data/megatron-replay/cases.csv\"", "\"" + src + "/examples/data/megatron-replay/cases.csv\"");
   replace("\"data/megatron-replay/curves.csv\"", "\"" + src + "/examples/data/megatron-replay/curves.csv\"");
-  replace("refresh_minutes = 0.5", "refresh_minutes = 0.5\nhtml = \"" + dir.file("report.html") + "\"\ncsv_dir = \"" +
-                                       dir.file("csv") + "\"");
+  replace("refresh_minutes = 0.5",
+          "refresh_minutes = 0.5\nhtml = \"" + dir.file("report.html") + "\"\ncsv_dir = \"" + dir.file("csv") + "\"");
   testing::WriteAll(dir.file("replay.toml"), text);
 
   Harness h(dir.file("replay.toml"));
@@ -464,8 +473,7 @@ TEST_CASE("the Megatron replay sweep ranks layouts by loss versus time and the r
 
 // Issue 5's two-phase study, end to end on the test cluster: phase 1 screens speed, phase 2
 // takes its two fastest configurations and races the convergence knobs, ranked by time to target.
-TEST_CASE("a two-phase study: the race runs exactly the screen's fastest configurations x its own knobs",
-          "[cluster]") {
+TEST_CASE("a two-phase study: the race runs exactly the screen's fastest configurations x its own knobs", "[cluster]") {
   testing::TempDir dir;
   std::string src = SLURMSWEEP_SOURCE_DIR, bin = SLURMSWEEP_BINARY_DIR;
   for (const char* name : {"two-phase-screen", "two-phase-race"}) {
@@ -475,7 +483,8 @@ TEST_CASE("a two-phase study: the race runs exactly the screen's fastest configu
       REQUIRE(p != std::string::npos);
       text.replace(p, from.size(), to);
     };
-    replace(fmt::format("database = \"../build/{}.db\"", name), fmt::format("database = \"{}\"", dir.file(name) + ".db"));
+    replace(fmt::format("database = \"../build/{}.db\"", name),
+            fmt::format("database = \"{}\"", dir.file(name) + ".db"));
     replace("workdir = \"/tmp/slurmsweep-two-phase\"", "workdir = \"" + dir.file("work") + "\"");
     replace("poll_interval_s = 1", "poll_interval_s = 0.5");
     replace("../templates/", src + "/templates/");
@@ -504,8 +513,8 @@ TEST_CASE("a two-phase study: the race runs exactly the screen's fastest configu
   INFO(race.log.str());
   auto trials = race.Trials();
   REQUIRE(trials.size() == 8);  // 2 seeds x 2 optimizers x 2 learning rates
-  auto report = CollectReport(*race.store, race.study, race.runner->study_id(), ReportOptionsFor(race.study),
-                              race.clock.Now());
+  auto report =
+      CollectReport(*race.store, race.study, race.runner->study_id(), ReportOptionsFor(race.study), race.clock.Now());
   REQUIRE(report.ok());
   REQUIRE(report->meta.param_names == std::vector<std::string>{"hidden", "micro_batch_size", "lr", "optimizer"});
   std::set<std::string> seeds;
@@ -543,7 +552,8 @@ TEST_CASE("two studies against one cluster share one query pace", "[cluster]") {
   std::string b = WriteStudy(dir_b, "pace-b", "[space]\nlr = [0.03, 0.04]\n", extra_vars);
   for (const std::string& path : {a, b}) {
     std::string text = testing::ReadAll(path);
-    text.replace(text.find("poll_interval_s = 0.5"), 21, "poll_interval_s = 0.3\nmax_poll_interval_s = 0.3\nquery_gap_s = 3");
+    text.replace(text.find("poll_interval_s = 0.5"), 21,
+                 "poll_interval_s = 0.3\nmax_poll_interval_s = 0.3\nquery_gap_s = 3");
     testing::WriteAll(path, text);
   }
   Harness ha(a), hb(b);

@@ -50,8 +50,8 @@ TEST_CASE("metrics of a JSON-lines log, as JSON; a missing objective exits 5 wit
     CHECK_THAT(out, Catch::Contains("\"present\": false"));
   }
   SECTION("the study's format and a misspelt objective") {
-    std::string study = testing::WriteLocalStudyFile(dir, "j", "train",
-                                                     "[objective]\nmetric = \"los\"\n\n[space]\nlr = [0.1]\n");
+    std::string study =
+        testing::WriteLocalStudyFile(dir, "j", "train", "[objective]\nmetric = \"los\"\n\n[space]\nlr = [0.1]\n");
     std::string text = testing::ReadAll(study);
     text.insert(text.find('\n', text.find("name =")) + 1, "metric_format = \"jsonl\"\n");
     testing::WriteAll(study, text);

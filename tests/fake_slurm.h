@@ -56,12 +56,12 @@ class FakeSlurm final : public slurm::Transport {
   explicit FakeSlurm(const Clock& clock) : clock_(clock) {}
 
   // --- knobs ---------------------------------------------------------------------------------
-  int refuse_sbatch_quota = 0;  // the next N sbatch calls are refused: submit quota full
-  int lose_sbatch_answers = 0;  // the next N sbatch calls submit, then the link drops before the answer
-  int time_out_calls = 0;       // the next N Slurm commands fail as when slurmctld does not answer
+  int refuse_sbatch_quota = 0;     // the next N sbatch calls are refused: submit quota full
+  int lose_sbatch_answers = 0;     // the next N sbatch calls submit, then the link drops before the answer
+  int time_out_calls = 0;          // the next N Slurm commands fail as when slurmctld does not answer
   std::string refuse_sbatch_with;  // non-empty: the next sbatch exits 1 with this on stderr
-  int sbatch_hangs = 0;         // the next N sbatch calls submit, then are killed by `timeout` (exit 124, silent)
-  bool accounting = true;       // false: sacct says accounting storage is disabled
+  int sbatch_hangs = 0;            // the next N sbatch calls submit, then are killed by `timeout` (exit 124, silent)
+  bool accounting = true;          // false: sacct says accounting storage is disabled
 
   // --- what a test does to jobs ----------------------------------------------------------------
   // The job starts on `host`: running, its log truncated (a new run rewrites it) and a start mark
@@ -140,7 +140,8 @@ class FakeSlurm final : public slurm::Transport {
     commands_.push_back(command);
     std::string_view tool = Tool(command);
     if (tool == "mkdir") return slurm::CommandOutput{};
-    bool slurm_tool = tool == "sbatch" || tool == "squeue" || tool == "sacct" || tool == "scontrol" || tool == "scancel";
+    bool slurm_tool =
+        tool == "sbatch" || tool == "squeue" || tool == "sacct" || tool == "scontrol" || tool == "scancel";
     if (slurm_tool && time_out_calls > 0) {
       --time_out_calls;
       return slurm::CommandOutput{1, "", fmt::format("{}: error: Socket timed out on send/recv operation\n", tool)};
@@ -330,9 +331,10 @@ class FakeSlurm final : public slurm::Transport {
 
 // One Megatron training log line (the format logs/metrics_parser.h reads), 1 s per iteration.
 inline std::string MegatronLine(int iteration, int total, double loss) {
-  return fmt::format(" [2026-12-03 10:00:00] iteration {:>8}/{:>8} | consumed samples: {:>8} | elapsed time per "
-                     "iteration (ms): 1000.0 | lm loss: {:.6E} | number of nan iterations:   0 |\n",
-                     iteration, total, iteration * 8, loss);
+  return fmt::format(
+      " [2026-12-03 10:00:00] iteration {:>8}/{:>8} | consumed samples: {:>8} | elapsed time per "
+      "iteration (ms): 1000.0 | lm loss: {:.6E} | number of nan iterations:   0 |\n",
+      iteration, total, iteration * 8, loss);
 }
 
 }  // namespace sweep::testing

@@ -182,9 +182,8 @@ TEST_CASE("kill -9 at random moments: every attempt has exactly one job and no m
           "[cluster][fault]") {
   testing::TempDir dir;
   const std::string name = "killed" + std::to_string(getpid());  // jobs of earlier runs stay in squeue a while
-  std::string path = WriteLocalStudy(
-      dir, name, "[space]\nlr = [0.01, 0.02, 0.03, 0.04, 0.05]\nmbs = [2, 4, 6, 8]\n",
-      "iters = 60\nsleep_ms = 15\noptimizer = \"adam\"\n", kTrainTemplate, 6);
+  std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01, 0.02, 0.03, 0.04, 0.05]\nmbs = [2, 4, 6, 8]\n",
+                                     "iters = 60\nsleep_ms = 15\noptimizer = \"adam\"\n", kTrainTemplate, 6);
   std::mt19937 rng(20261202);
   std::string log = dir.file("orchestrator.log");
   for (int i = 0; i < 12; ++i) {
@@ -212,7 +211,8 @@ TEST_CASE("kill -9 at random moments: every attempt has exactly one job and no m
     // Every iteration line of the log is in the store once: 60 iterations, one line per 5.
     std::string trial_log = testing::ReadAll(t.log_path);
     size_t lines = 0;
-    for (size_t p = trial_log.find("| lm loss:"); p != std::string::npos; p = trial_log.find("| lm loss:", p + 1)) ++lines;
+    for (size_t p = trial_log.find("| lm loss:"); p != std::string::npos; p = trial_log.find("| lm loss:", p + 1))
+      ++lines;
     CHECK(lines == 12);
     CHECK(testing::CountPoints(*db, t.id, "lm_loss") == lines);
     CHECK(t.log_offset == static_cast<int64_t>(trial_log.size()));
@@ -222,8 +222,9 @@ TEST_CASE("kill -9 at random moments: every attempt has exactly one job and no m
 
 // The host OOM is real: 400 MiB touched under a 100M limit, killed by Slurm's memory enforcement
 // (OverMemoryKill samples every 30 s, so this test takes about that long).
-TEST_CASE("ended jobs are classed: diverged (also at exit 0), CUDA OOM, host OOM, cancelled outside slurmsweep; none retried",
-          "[cluster][fault]") {
+TEST_CASE(
+    "ended jobs are classed: diverged (also at exit 0), CUDA OOM, host OOM, cancelled outside slurmsweep; none retried",
+    "[cluster][fault]") {
   testing::TempDir dir;
   const std::string name = "classes";
   std::string tmpl = R"TPL(#!/bin/bash
@@ -242,7 +243,8 @@ case {{kind}} in
 esac
 )TPL";
   std::string path = WriteLocalStudy(
-      dir, name, "[space]\nkind = [\"diverge\", \"cudaoom\", \"hostoom\", \"external\", \"ok\", \"badarg\", \"nanok\"]\n",
+      dir, name,
+      "[space]\nkind = [\"diverge\", \"cudaoom\", \"hostoom\", \"external\", \"ok\", \"badarg\", \"nanok\"]\n",
       "x = 1\n", tmpl, 7);
   pid_t pid = Spawn({"run", path}, dir.file("orchestrator.log"));
   // Someone else cancels the sleeping job (an admin, or the user with scancel by hand).
@@ -575,8 +577,7 @@ TEST_CASE("a tick whose metrics transaction fails is read again: the curves are 
   }
 }
 
-TEST_CASE("a trial longer than its time limit runs as a chain of jobs and its curve is one curve",
-          "[cluster][fault]") {
+TEST_CASE("a trial longer than its time limit runs as a chain of jobs and its curve is one curve", "[cluster][fault]") {
   testing::TempDir dir;
   const std::string name = "chain" + std::to_string(getpid());
   // The batch shell traps the early warning Slurm sends (B:USR1, 45 s before the 1-minute limit)
@@ -653,7 +654,7 @@ TEST_CASE("early stopping cancels clearly worse trials while they run; the best 
   CHECK(slow->state == "pruned");
   CHECK_THAT(slow->reason, Catch::Contains("median rule"));
   CHECK_THAT(slow->slurm_state, Catch::StartsWith("CANCELLED"));  // Slurm cancelled it while it ran
-  CHECK(last_loss(*slow).step < 400);                              // before its end, metrics kept
+  CHECK(last_loss(*slow).step < 400);                             // before its end, metrics kept
   REQUIRE(best);
   CHECK(last_loss(*best).step == 400);
   for (const auto& t : trials) {
@@ -673,8 +674,8 @@ exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --train-iters 10 --log-int
 )TPL";
   // One at a time, in grid order: (4,1) runs first and OOMs; (8,1) needs more and is skipped;
   // (4,2) and (8,2) have more tensor parallelism and run; (2,1) needs less and runs.
-  std::string path = WriteLocalStudy(dir, name, "[space]\nmbs = [4, 8, 2]\ntp = [1, 2]\n", "x = 1\n", tmpl, 1, "",
-                                     "queue_ahead = 0");
+  std::string path =
+      WriteLocalStudy(dir, name, "[space]\nmbs = [4, 8, 2]\ntp = [1, 2]\n", "x = 1\n", tmpl, 1, "", "queue_ahead = 0");
   FinishedRun run = RunToEnd(dir, path);
   const std::string& log = run.log;
   INFO(log);
@@ -721,7 +722,8 @@ echo "[Rank 0] (after 10 iterations) memory (MB) | allocated: 1000.0 | max alloc
   REQUIRE(plan.ok());
   std::map<std::string, double> predicted_gib;  // model + activations, without headroom
   for (const auto& row : plan->rows) {
-    if (row.verdict == PlanRow::Verdict::kFits) predicted_gib[row.trial.params_json] = row.memory->Peak().Total() / (1 << 30);
+    if (row.verdict == PlanRow::Verdict::kFits)
+      predicted_gib[row.trial.params_json] = row.memory->Peak().Total() / (1 << 30);
   }
   REQUIRE(predicted_gib.size() == 3);
   double first = predicted_gib[R"({"mbs":1,"recompute":"full"})"];
@@ -848,12 +850,11 @@ TEST_CASE("a job Slurm runs again under the same id is a new attempt: the curve 
     return trials[0].state == "running" && testing::CountPoints(*h.store, trials[0].id, "lm_loss") >= 3;
   }));
   store::TrialRecord first = h.Trials()[0];
-  REQUIRE(testing::RunShell(fmt::format("SLURM_CONF={} scontrol requeue {}", testing::ClusterVar("SLURM_CONF"),
-                                        first.job_id))
+  REQUIRE(testing::RunShell(
+              fmt::format("SLURM_CONF={} scontrol requeue {}", testing::ClusterVar("SLURM_CONF"), first.job_id))
               .first == 0);
-  REQUIRE(h.TickUntil(400, [](const std::vector<store::TrialRecord>& trials) {
-    return IsFinalTrialState(trials[0].state);
-  }));
+  REQUIRE(h.TickUntil(
+      400, [](const std::vector<store::TrialRecord>& trials) { return IsFinalTrialState(trials[0].state); }));
   INFO(h.log.str());
   store::TrialRecord t = h.Trials()[0];
   CHECK(t.state == "completed");
@@ -864,9 +865,8 @@ TEST_CASE("a job Slurm runs again under the same id is a new attempt: the curve 
   CHECK_THAT(h.log.str(), Catch::Contains("was started again by Slurm (restart 1: preempted or requeued)"));
   auto events = h.store->Events(h.runner->study_id());
   REQUIRE(events.ok());
-  CHECK(std::any_of(events->begin(), events->end(), [&](const store::EventRecord& e) {
-    return e.kind == "requeue" && e.trial_id == t.id;
-  }));
+  CHECK(std::any_of(events->begin(), events->end(),
+                    [&](const store::EventRecord& e) { return e.kind == "requeue" && e.trial_id == t.id; }));
   // The stored curve is exactly the second run's log: no point of the first run survives.
   std::string whole = testing::ReadAll(t.log_path);
   ParserState fresh;
@@ -906,9 +906,8 @@ TEST_CASE("a preempted job is of the preempted class; with no retry left the tri
   REQUIRE(testing::RunShell(fmt::format("SLURM_CONF={} sbatch -p {} -w {} --exclusive -o /dev/null --wrap 'sleep 1'",
                                         conf, testing::ClusterVar("SLURMSWEEP_URGENT_PARTITION"), starts[0].host))
               .first == 0);
-  REQUIRE(h.TickUntil(200, [](const std::vector<store::TrialRecord>& trials) {
-    return IsFinalTrialState(trials[0].state);
-  }));
+  REQUIRE(h.TickUntil(
+      200, [](const std::vector<store::TrialRecord>& trials) { return IsFinalTrialState(trials[0].state); }));
   INFO(h.log.str());
   store::TrialRecord t = h.Trials()[0];
   CHECK(t.state == "preempted");
@@ -916,8 +915,8 @@ TEST_CASE("a preempted job is of the preempted class; with no retry left the tri
   CHECK(t.attempt == 1);
   CHECK(testing::CountPoints(*h.store, t.id, "lm_loss") >= 2);  // an ended attempt keeps its points
   // Slurm does not run it a second time: its requeued run was cancelled (or is already forgotten).
-  std::string state = testing::Capture(fmt::format("SLURM_CONF={} squeue -h -t all -j {} -o %T 2>/dev/null", conf,
-                                                   t.job_id));
+  std::string state =
+      testing::Capture(fmt::format("SLURM_CONF={} squeue -h -t all -j {} -o %T 2>/dev/null", conf, t.job_id));
   CHECK((state.empty() || state.rfind("CANCELLED", 0) == 0));
 }
 
@@ -954,9 +953,8 @@ TEST_CASE("a job requeued after its node failed is of the node_fail class; with 
     }
   } restore{link, node, conf};
   REQUIRE(testing::RunShell("ip link set " + link + " down").first == 0);
-  REQUIRE(h.TickUntil(400, [](const std::vector<store::TrialRecord>& trials) {
-    return IsFinalTrialState(trials[0].state);
-  }));
+  REQUIRE(h.TickUntil(
+      400, [](const std::vector<store::TrialRecord>& trials) { return IsFinalTrialState(trials[0].state); }));
   INFO(h.log.str());
   store::TrialRecord t = h.Trials()[0];
   CHECK(t.state == "node_fail");

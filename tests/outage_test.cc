@@ -26,7 +26,8 @@ namespace {
 std::string SshStudy(const testing::TempDir& dir, const std::string& name, const std::string& tmpl,
                      const std::string& space, const std::string& extra) {
   testing::WriteAll(dir.file("job.sbatch"), tmpl);
-  std::string text = fmt::format(R"([study]
+  std::string text =
+      fmt::format(R"([study]
 name = "{}"
 
 [cluster]
@@ -51,10 +52,10 @@ stage = ["{}/bin/mlp_train"]
 
 {}
 )",
-                                 name, testing::ClusterVar("SLURMSWEEP_SSH_HOST"), testing::ClusterVar("SLURMSWEEP_SSH_PORT"),
-                                 testing::ClusterVar("SLURMSWEEP_SSH_USER"), testing::ClusterVar("SLURMSWEEP_SSH_KEY"),
-                                 testing::ClusterVar("SLURMSWEEP_SSH_KNOWN_HOSTS"), testing::ClusterVar("SLURMSWEEP_PARTITION"), dir.file("work"),
-                                 SLURMSWEEP_BINARY_DIR, extra, space);
+                  name, testing::ClusterVar("SLURMSWEEP_SSH_HOST"), testing::ClusterVar("SLURMSWEEP_SSH_PORT"),
+                  testing::ClusterVar("SLURMSWEEP_SSH_USER"), testing::ClusterVar("SLURMSWEEP_SSH_KEY"),
+                  testing::ClusterVar("SLURMSWEEP_SSH_KNOWN_HOSTS"), testing::ClusterVar("SLURMSWEEP_PARTITION"),
+                  dir.file("work"), SLURMSWEEP_BINARY_DIR, extra, space);
   testing::WriteAll(dir.file("study.toml"), text);
   return dir.file("study.toml");
 }
@@ -68,8 +69,7 @@ void SshdOutage(double seconds) {
   int master = std::stoi(pid);
   testing::Capture(fmt::format("pkill -KILL -P {}; kill -KILL {}", master, master));
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  int rc = std::system(
-      fmt::format("/usr/sbin/sshd -f {}/ssh/sshd_config -E {}/log/sshd.log", lab, lab).c_str());
+  int rc = std::system(fmt::format("/usr/sbin/sshd -f {}/ssh/sshd_config -E {}/log/sshd.log", lab, lab).c_str());
   REQUIRE(rc == 0);
 }
 
@@ -155,8 +155,8 @@ TEST_CASE("a node dies mid-job: the trial ends as node failure, is retried per p
 
 TEST_CASE("slurmctld restarts mid-run: nothing is marked while it is away and the sweep completes", "[outage]") {
   testing::TempDir dir;
-  std::string path = SshStudy(dir, "ctldrestart", kTrain, "[space]\nlr = [0.01, 0.02]\n",
-                              "[job.vars]\niters = 200\nsleep_ms = 100\n");
+  std::string path =
+      SshStudy(dir, "ctldrestart", kTrain, "[space]\nlr = [0.01, 0.02]\n", "[job.vars]\niters = 200\nsleep_ms = 100\n");
   Harness h(path);
   Status result;
   std::thread loop([&] { result = h.runner->Run(600); });
@@ -175,9 +175,9 @@ TEST_CASE("slurmctld restarts mid-run: nothing is marked while it is away and th
   std::this_thread::sleep_for(std::chrono::seconds(20));
   std::string host = testing::Capture(fmt::format("sed -n 's/^SlurmctldHost=\\([^(]*\\).*/\\1/p' {}", conf));
   while (!host.empty() && host.back() == '\n') host.pop_back();
-  REQUIRE(std::system(fmt::format("SLURM_CONF={} unshare --uts sh -c 'hostname {} && exec slurmctld -f {}'", conf,
-                                  host, conf)
-                          .c_str()) == 0);
+  REQUIRE(std::system(
+              fmt::format("SLURM_CONF={} unshare --uts sh -c 'hostname {} && exec slurmctld -f {}'", conf, host, conf)
+                  .c_str()) == 0);
   loop.join();
   INFO(h.log.str());
   REQUIRE(result.ok());

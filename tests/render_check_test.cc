@@ -24,14 +24,13 @@ std::pair<int, std::string> Shell(const std::string& cmd) { return testing::RunS
 TEST_CASE("a value its template cannot carry stops run before anything is stored or submitted", "[cli]") {
   testing::TempDir dir;
   // The second trial's value has a line break; in a comment, its second line would run.
-  std::string study = testing::WriteLocalStudyFile(
-      dir, "carry", "# tag: {{tag}}\nprintf '%s\\n' {{tag}}",
-      "[space]\ntag = [\"fine\", \"x\\ntouch PWNED\"]\n");
+  std::string study = testing::WriteLocalStudyFile(dir, "carry", "# tag: {{tag}}\nprintf '%s\\n' {{tag}}",
+                                                   "[space]\ntag = [\"fine\", \"x\\ntouch PWNED\"]\n");
   auto [plan_rc, plan_out] = Shell(kBinary + " plan " + study);
   INFO(plan_out);
   CHECK(plan_rc == 2);
-  CHECK_THAT(plan_out, Catch::Contains("refused") && Catch::Contains("job.sbatch:2") &&
-                           Catch::Contains("line break") && Catch::Contains("1 trial(s) cannot be rendered"));
+  CHECK_THAT(plan_out, Catch::Contains("refused") && Catch::Contains("job.sbatch:2") && Catch::Contains("line break") &&
+                           Catch::Contains("1 trial(s) cannot be rendered"));
   auto [run_rc, run_out] = Shell(kBinary + " run " + study);
   INFO(run_out);
   CHECK(run_rc == 2);
@@ -45,7 +44,8 @@ TEST_CASE("a value its template cannot carry stops run before anything is stored
 
 TEST_CASE("a placeholder in a place no quoting makes safe is refused when the study loads", "[cli]") {
   testing::TempDir dir;
-  std::string study = testing::WriteLocalStudyFile(dir, "place", "X=`echo {{lr}}`\necho \"$X\"", "[space]\nlr = [0.1]\n");
+  std::string study =
+      testing::WriteLocalStudyFile(dir, "place", "X=`echo {{lr}}`\necho \"$X\"", "[space]\nlr = [0.1]\n");
   auto [rc, out] = Shell(kBinary + " plan " + study);
   INFO(out);
   CHECK(rc == 2);

@@ -83,8 +83,16 @@ void CheckLossesAreRecorded(const std::string& log, const std::vector<RecordedSt
 
 // The settings of one recorded run and of a run logged every 5th step.
 const std::vector<std::string> kTp4Pp2 = {
-    "--tensor-model-parallel-size", "4", "--pipeline-model-parallel-size", "2", "--micro-batch-size", "4",
-    "--use-distributed-optimizer", "true", "--train-iters", "100",
+    "--tensor-model-parallel-size",
+    "4",
+    "--pipeline-model-parallel-size",
+    "2",
+    "--micro-batch-size",
+    "4",
+    "--use-distributed-optimizer",
+    "true",
+    "--train-iters",
+    "100",
 };
 
 }  // namespace
@@ -178,9 +186,10 @@ TEST_CASE("the replay reads CSV as other tools write it", "[replay]") {
     testing::WriteAll(dir.file(name), out);
   }
   auto replay = [&](const std::string& data) {
-    auto out = Run(fmt::format("{} --data {} --speedup 1e6 --tensor-model-parallel-size 2 | grep -v '^>' | "
-                               "sed 's/[0-9-]* [0-9:]*]/TIME]/; s/datetime: .*/datetime:/'",
-                               slurm::ShellQuote(kReplay), slurm::ShellQuote(data)));
+    auto out =
+        Run(fmt::format("{} --data {} --speedup 1e6 --tensor-model-parallel-size 2 | grep -v '^>' | "
+                        "sed 's/[0-9-]* [0-9:]*]/TIME]/; s/datetime: .*/datetime:/'",
+                        slurm::ShellQuote(kReplay), slurm::ShellQuote(data)));
     INFO(out.err);
     CHECK(out.exit_code == 0);
     return out.out;

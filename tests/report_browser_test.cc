@@ -56,8 +56,8 @@ BrowserRun RunChromium(const std::string& chromium, const TempDir& dir, const st
   std::string cmd = "timeout 120 '" + chromium +
                     "' --headless --no-sandbox --disable-gpu --disable-quic --no-first-run"
                     " --disable-background-networking --disable-component-update --disable-sync"
-                    " --host-resolver-rules='MAP * ~NOTFOUND' --user-data-dir='" + profile +
-                    "' --enable-logging=stderr --v=0 --log-net-log='" + netlog +
+                    " --host-resolver-rules='MAP * ~NOTFOUND' --user-data-dir='" +
+                    profile + "' --enable-logging=stderr --v=0 --log-net-log='" + netlog +
                     "' --window-size=1280,2000 --hide-scrollbars " + action + " 'file://" + file + "' >'" + out +
                     "' 2>'" + err + "' </dev/null";
   BrowserRun run;
@@ -95,8 +95,9 @@ BrowserRun RunChromium(const std::string& chromium, const TempDir& dir, const st
 std::string Chromium() {
   std::string chromium = FindChromium();
   if (chromium.empty()) {
-    FAIL("chromium not found in PATH: the browser test needs Debian's `chromium` package "
-         "(scripts/setup.sh installs it; or: apt-get install -y --no-install-recommends chromium)");
+    FAIL(
+        "chromium not found in PATH: the browser test needs Debian's `chromium` package "
+        "(scripts/setup.sh installs it; or: apt-get install -y --no-install-recommends chromium)");
   }
   return chromium;
 }
@@ -157,8 +158,8 @@ TEST_CASE("The browser checks catch a page that fetches", "[browser]") {
   REQUIRE(open.page_requests == std::vector<std::string>{"http://report-test.invalid/pixel.png"});
 
   // With the report's policy it is blocked, and Chromium says so on the console.
-  testing::WriteAll(dir.file("csp.html"),
-                    page(std::string("<meta http-equiv=\"Content-Security-Policy\" content=\"") + reports::kReportCsp + "\">"));
+  testing::WriteAll(dir.file("csp.html"), page(std::string("<meta http-equiv=\"Content-Security-Policy\" content=\"") +
+                                               reports::kReportCsp + "\">"));
   BrowserRun blocked = RunChromium(chromium, dir, dir.file("csp.html"), "--dump-dom");
   REQUIRE(blocked.status == 0);
   REQUIRE(blocked.page_requests.empty());

@@ -30,7 +30,8 @@ class Sweep {
         const std::string& command = "echo {{lr}}") {
     testing::WriteAll(dir_.file("job.sbatch"), "#!/bin/bash\n" + command + "\n");
     std::string text = fmt::format(
-        "[study]\nname = \"fk\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"/fake/work\"\nmax_concurrent = {}\n{}\n\n"
+        "[study]\nname = \"fk\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"/fake/work\"\nmax_concurrent = "
+        "{}\n{}\n\n"
         "[job]\ntemplate = \"job.sbatch\"\n{}\n",
         max_concurrent, cluster_extra, tables);
     auto study = ParseStudy(text, dir_.file("study.toml"));
@@ -92,8 +93,7 @@ class Sweep {
 
 }  // namespace
 
-TEST_CASE("submit: trials that share #SBATCH lines go as one job array, throttled to max_concurrent",
-          "[runner]") {
+TEST_CASE("submit: trials that share #SBATCH lines go as one job array, throttled to max_concurrent", "[runner]") {
   Sweep s("[space]\nlr = [0.1, 0.2, 0.3]\n", 2);
   TickReport first = s.Tick();
   CHECK(first.submitted == 3);
@@ -242,12 +242,12 @@ TEST_CASE("retry: a failed attempt starts over from scratch while [retry] allows
   CHECK(s.slurm.issued("sbatch").size() == 2);  // no retry left
 }
 
-TEST_CASE("chain: a job stopped at its time limit with a checkpoint continues in a new job, one curve",
-          "[runner]") {
+TEST_CASE("chain: a job stopped at its time limit with a checkpoint continues in a new job, one curve", "[runner]") {
   Sweep s("max_chain = 3\n\n[space]\nlr = [0.1]\n", 1);
   s.Tick();
   s.slurm.Start("100");
-  s.slurm.AppendLog("100", MegatronLine(10, 40, 3.0) + MegatronLine(20, 40, 2.5) + "saved checkpoint at iteration 20\n");
+  s.slurm.AppendLog("100",
+                    MegatronLine(10, 40, 3.0) + MegatronLine(20, 40, 2.5) + "saved checkpoint at iteration 20\n");
   s.slurm.End("100", "TIMEOUT");
   s.Tick();
   auto t = s.Trials()[0];
@@ -291,8 +291,7 @@ TEST_CASE("prune: a stopping rule cancels a clearly worse running trial with one
   CHECK(s.Trial("0.2").state == "running");
 }
 
-TEST_CASE("OOM skip: a CUDA OOM cancels queued configs that need at least as much memory, stored skipped",
-          "[runner]") {
+TEST_CASE("OOM skip: a CUDA OOM cancels queued configs that need at least as much memory, stored skipped", "[runner]") {
   Sweep s("[space]\nmbs = [4, 8, 2]\ntp = [1, 2]\n", 1, "", "echo {{mbs}} {{tp}}");
   s.Tick();  // one array of 6, one task at a time
   REQUIRE(s.slurm.issued("sbatch").size() == 1);
@@ -333,8 +332,7 @@ TEST_CASE("OOM skip: with queue_ahead = 0 a dominated config never reaches sbatc
   CHECK(s.slurm.issued("sbatch").size() == 1);
 }
 
-TEST_CASE("quota pause: a full submit quota pauses submission, then smaller arrays go in; no trial fails",
-          "[runner]") {
+TEST_CASE("quota pause: a full submit quota pauses submission, then smaller arrays go in; no trial fails", "[runner]") {
   Sweep s("[space]\nlr = [0.1, 0.2, 0.3, 0.4]\n", 4);
   s.slurm.refuse_sbatch_quota = 1;
   s.Tick();
@@ -426,8 +424,9 @@ TEST_CASE("refused: sbatch refusing a study-wide setting stops the run with tria
   CHECK_THAT(r.status().message(), Catch::Contains("partition"));
   for (const auto& t : s.Trials()) CHECK(t.state == "new");
 
-  s.slurm.refuse_sbatch_with = "sbatch: error: Batch job submission failed: Requested node configuration is not "
-                               "available\n";
+  s.slurm.refuse_sbatch_with =
+      "sbatch: error: Batch job submission failed: Requested node configuration is not "
+      "available\n";
   s.Tick();
   for (const auto& t : s.Trials()) {
     CHECK(t.state == "failed");
@@ -438,8 +437,7 @@ TEST_CASE("refused: sbatch refusing a study-wide setting stops the run with tria
   CHECK(s.slurm.issued("sbatch").size() == 2);
 }
 
-TEST_CASE("lost: a tracked job that leaves squeue on a cluster without accounting is lost, then retried",
-          "[runner]") {
+TEST_CASE("lost: a tracked job that leaves squeue on a cluster without accounting is lost, then retried", "[runner]") {
   Sweep s("[space]\nlr = [0.1]\n", 1);  // [retry] lost = 1 by default
   s.slurm.accounting = false;
   s.Tick();

@@ -58,7 +58,8 @@ TEST_CASE("a run of an edited study file warns that earlier trials keep the old 
 
 TEST_CASE("trials whose values left [space] are not listed, ranked or recommended any more", "[runner]") {
   testing::TempDir dir;
-  std::string path = testing::WriteLocalStudyFile(dir, "shrunk", "train --lr {{lr}}", "[space]\nlr = [0.1, 0.01, 0.001]\n");
+  std::string path =
+      testing::WriteLocalStudyFile(dir, "shrunk", "train --lr {{lr}}", "[space]\nlr = [0.1, 0.01, 0.001]\n");
   Prepare(path);
   testing::WriteLocalStudyFile(dir, "shrunk", "train --lr {{lr}}", "[space]\nlr = [0.1, 0.01]\n");
   Prepare(path);

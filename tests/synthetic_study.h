@@ -19,9 +19,9 @@ namespace sweep::testing {
 
 struct SyntheticOptions {
   int trials = 12;
-  int points = 200;          // logged iterations of a trial that runs to the end
-  int log_interval = 10;     // steps between logged points
-  std::string hostile_value;  // if set, the optimizer of trial 2: a value the report must escape
+  int points = 200;            // logged iterations of a trial that runs to the end
+  int log_interval = 10;       // steps between logged points
+  std::string hostile_value;   // if set, the optimizer of trial 2: a value the report must escape
   double now = 1'800'000'000;  // "current" time: ends of finished trials lie before it
 };
 
@@ -75,8 +75,8 @@ inline int64_t FillSyntheticStudy(store::Store& store, const Study& study, const
     if (i == 1 && !o.hostile_value.empty()) opt = o.hostile_value;
     store::TrialRecord t;
     t.trial_key = fmt::format("t-{:012x}", 0x5eed0000 + i);
-    nlohmann::json params = {{"lr", std::stod(lr)}, {"micro_batch_size", mbs}, {"optimizer", opt},
-                             {"weight_decay", 0.01 * (1 + i % 40)}};
+    nlohmann::json params = {
+        {"lr", std::stod(lr)}, {"micro_batch_size", mbs}, {"optimizer", opt}, {"weight_decay", 0.01 * (1 + i % 40)}};
     t.params_json = params.dump();
     t.state = "new";
     trials.push_back(t);

@@ -41,7 +41,9 @@ inline std::vector<Construct> OracleConstructs() {
   auto fixed = [](std::string name, std::string code) {
     return Construct{std::move(name), std::move(code), true, "<<ok>>", "", true, false};
   };
-  auto bad = [](std::string name, std::string code) { return Construct{std::move(name), std::move(code), false, "", "", false, true}; };
+  auto bad = [](std::string name, std::string code) {
+    return Construct{std::move(name), std::move(code), false, "", "", false, true};
+  };
   return {
       ok("unquoted word", "printf '<<%s>>\\n' {{v}}"),
       ok("double quotes", "printf '<<%s>>\\n' \"{{v}}\""),
@@ -80,7 +82,8 @@ inline std::vector<Construct> OracleConstructs() {
       ok("$# before", "printf '<<%s>>\\n' \"$#\" {{v}}"),
       ok("case subject", "case {{v}} in\n  *) printf '<<%s>>\\n' {{v}} ;;\nesac"),
       ok("case pattern", "case zzz in\n  {{v}}) printf '<<match>>\\n' ;;\n  *) printf '<<%s>>\\n' {{v}} ;;\nesac"),
-      ok("case pattern list", "case zzz in\n  (a|{{v}}) printf '<<match>>\\n' ;;\n  *) printf '<<%s>>\\n' \"{{v}}\" ;;\nesac"),
+      ok("case pattern list",
+         "case zzz in\n  (a|{{v}}) printf '<<match>>\\n' ;;\n  *) printf '<<%s>>\\n' \"{{v}}\" ;;\nesac"),
       ok("array", "a=({{v}} x)\nprintf '<<%s>>\\n' \"${a[0]}\""),
       ok("array over lines", "a=(\n  \"{{v}}\"\n  y\n)\nprintf '<<%s>>\\n' \"${a[0]}\""),
       ok("array append", "a=()\na+=('{{v}}')\nprintf '<<%s>>\\n' \"${a[0]}\""),
@@ -145,12 +148,66 @@ inline std::vector<Construct> OracleConstructs() {
 // Values hostile in every way a study can make them (no NUL: refused before any rendering).
 inline std::vector<std::string> OracleValues() {
   std::vector<std::string> v = {
-      "plain", "", " ", "a b", "it's", "\"q\"", "`touch PWNED`", "$(touch PWNED)", "x;touch PWNED", "x&&touch PWNED",
-      "x|touch PWNED", "x\ntouch PWNED", "x\r\ntouch PWNED", "\rtouch PWNED", "EOF", "END", "A", "B", "\tEOF",
-      "EOF\ntouch PWNED\nEOF", "'; touch PWNED; '", "\"; touch PWNED; \"", "\\", "\\\"$(touch PWNED)",
-      "'\"`$(touch PWNED)`\"'", "*", "?", "[a]", "~", "-n", "--help", "-e", "$HOME", "${HOME}", "$((1+1))",
-      "a[$(touch PWNED)]", "!", "!!", "\u00e9 \U0001F4A5 \u00fc", "$'\\x41'", "#", "# x", "}}", "{{v}}", "%s%n", "1<<20",
-      ")", "(", "esac", ";;", "\\\n", "<<EOF", "$(", "`", "'", "\"", "\t", "\n", "x\n", "\\$(touch PWNED)",
+      "plain",
+      "",
+      " ",
+      "a b",
+      "it's",
+      "\"q\"",
+      "`touch PWNED`",
+      "$(touch PWNED)",
+      "x;touch PWNED",
+      "x&&touch PWNED",
+      "x|touch PWNED",
+      "x\ntouch PWNED",
+      "x\r\ntouch PWNED",
+      "\rtouch PWNED",
+      "EOF",
+      "END",
+      "A",
+      "B",
+      "\tEOF",
+      "EOF\ntouch PWNED\nEOF",
+      "'; touch PWNED; '",
+      "\"; touch PWNED; \"",
+      "\\",
+      "\\\"$(touch PWNED)",
+      "'\"`$(touch PWNED)`\"'",
+      "*",
+      "?",
+      "[a]",
+      "~",
+      "-n",
+      "--help",
+      "-e",
+      "$HOME",
+      "${HOME}",
+      "$((1+1))",
+      "a[$(touch PWNED)]",
+      "!",
+      "!!",
+      "\u00e9 \U0001F4A5 \u00fc",
+      "$'\\x41'",
+      "#",
+      "# x",
+      "}}",
+      "{{v}}",
+      "%s%n",
+      "1<<20",
+      ")",
+      "(",
+      "esac",
+      ";;",
+      "\\\n",
+      "<<EOF",
+      "$(",
+      "`",
+      "'",
+      "\"",
+      "\t",
+      "\n",
+      "x\n",
+      "\\$(touch PWNED)",
   };
   v.push_back(std::string(100000, 'A') + "$(touch PWNED)`touch PWNED`'\"");
   return v;
@@ -165,9 +222,13 @@ inline int RunBash(const std::string& script_path, const std::string& dir, const
   posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addchdir_np(&fa, dir.c_str());
   std::string timeout = "10";
-  std::vector<char*> argv = {const_cast<char*>("timeout"), timeout.data(), const_cast<char*>("bash"),
-                             const_cast<char*>("--norc"), const_cast<char*>("--noprofile"),
-                             const_cast<char*>(script_path.c_str()), nullptr};
+  std::vector<char*> argv = {const_cast<char*>("timeout"),
+                             timeout.data(),
+                             const_cast<char*>("bash"),
+                             const_cast<char*>("--norc"),
+                             const_cast<char*>("--noprofile"),
+                             const_cast<char*>(script_path.c_str()),
+                             nullptr};
   std::vector<std::string> env_s = {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "LC_ALL=C.UTF-8"};
   std::vector<char*> envp;
   for (auto& e : env_s) envp.push_back(e.data());
@@ -200,8 +261,8 @@ struct OracleOutcome {
 
 // Renders `tmpl` with v = `value`; if accepted, runs it in a fresh scratch dir under `work`.
 // `expect`: what the output must contain (empty: nothing checked).
-inline OracleOutcome CheckRendered(const std::string& tmpl, const std::string& value, const std::vector<std::string>& expect,
-                                   const std::filesystem::path& work) {
+inline OracleOutcome CheckRendered(const std::string& tmpl, const std::string& value,
+                                   const std::vector<std::string>& expect, const std::filesystem::path& work) {
   OracleOutcome o;
   auto r = slurm::RenderTemplate(tmpl, "oracle.sbatch", {{"v", value}});
   if (!r.ok()) {

@@ -59,8 +59,8 @@ TEST_CASE("a value its place cannot carry is refused, naming the place", "[slurm
   // A line break in a comment would run the rest of the value.
   auto comment = render("#!/bin/bash\n# lr: {{v}}\n", "x\ntouch PWNED");
   REQUIRE_FALSE(comment.ok());
-  CHECK_THAT(comment.status().message(), Catch::Contains("t.sbatch:2") && Catch::Contains("comment") &&
-                                             Catch::Contains("line break"));
+  CHECK_THAT(comment.status().message(),
+             Catch::Contains("t.sbatch:2") && Catch::Contains("comment") && Catch::Contains("line break"));
   // A here-document line equal to the delimiter would end it early.
   auto delim = render("cat <<EOF\n{{v}}\nEOF\n", "EOF");
   REQUIRE_FALSE(delim.ok());

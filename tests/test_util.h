@@ -61,8 +61,9 @@ inline void WriteAll(const std::string& path, const std::string& content) {
 inline std::string WriteLocalStudyFile(const TempDir& dir, const std::string& name, const std::string& command,
                                        const std::string& tables) {
   WriteAll(dir.file("job.sbatch"), "#!/bin/bash\n" + command + "\n");
-  WriteAll(dir.file("study.toml"), "[study]\nname = \"" + name + "\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"" +
-                                       dir.file("work") + "\"\n\n[job]\ntemplate = \"job.sbatch\"\n\n" + tables);
+  WriteAll(dir.file("study.toml"), "[study]\nname = \"" + name +
+                                       "\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"" + dir.file("work") +
+                                       "\"\n\n[job]\ntemplate = \"job.sbatch\"\n\n" + tables);
   return dir.file("study.toml");
 }
 

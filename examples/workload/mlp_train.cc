@@ -79,9 +79,12 @@ enum class Optimizer { kSgd, kMomentum, kAdam };
 
 const char* OptimizerName(Optimizer o) {
   switch (o) {
-    case Optimizer::kSgd: return "sgd";
-    case Optimizer::kMomentum: return "momentum";
-    case Optimizer::kAdam: return "adam";
+    case Optimizer::kSgd:
+      return "sgd";
+    case Optimizer::kMomentum:
+      return "momentum";
+    case Optimizer::kAdam:
+      return "adam";
   }
   return "?";
 }
@@ -140,8 +143,8 @@ T ParseNumber(std::string_view flag, std::string_view text, T min, T max) {
       if constexpr (std::is_floating_point_v<T>) return Format("%g", static_cast<double>(v));
       else return std::to_string(v);
     };
-    UsageError("invalid value '" + std::string(text) + "' for " + std::string(flag) +
-               " (expected a number in [" + show(min) + ", " + show(max) + "])");
+    UsageError("invalid value '" + std::string(text) + "' for " + std::string(flag) + " (expected a number in [" +
+               show(min) + ", " + show(max) + "])");
   }
   return value;
 }
@@ -160,31 +163,18 @@ Config ParseArgs(int argc, char** argv) {
          if (v == "sgd") c.optimizer = Optimizer::kSgd;
          else if (v == "momentum") c.optimizer = Optimizer::kMomentum;
          else if (v == "adam") c.optimizer = Optimizer::kAdam;
-         else UsageError("invalid value '" + std::string(v) +
-                         "' for --optimizer (expected sgd, momentum or adam)");
+         else UsageError("invalid value '" + std::string(v) + "' for --optimizer (expected sgd, momentum or adam)");
        }},
-      {"--hidden",
-       [&](std::string_view v) { c.hidden = ParseNumber<std::int64_t>("--hidden", v, 1, 4096); }},
+      {"--hidden", [&](std::string_view v) { c.hidden = ParseNumber<std::int64_t>("--hidden", v, 1, 4096); }},
       {"--train-iters",
-       [&](std::string_view v) {
-         c.train_iters = ParseNumber<std::int64_t>("--train-iters", v, 1, kBig);
-       }},
+       [&](std::string_view v) { c.train_iters = ParseNumber<std::int64_t>("--train-iters", v, 1, kBig); }},
       {"--log-interval",
-       [&](std::string_view v) {
-         c.log_interval = ParseNumber<std::int64_t>("--log-interval", v, 1, kBig);
-       }},
-      {"--seed",
-       [&](std::string_view v) {
-         c.seed = ParseNumber<std::uint64_t>("--seed", v, 0, UINT64_MAX);
-       }},
+       [&](std::string_view v) { c.log_interval = ParseNumber<std::int64_t>("--log-interval", v, 1, kBig); }},
+      {"--seed", [&](std::string_view v) { c.seed = ParseNumber<std::uint64_t>("--seed", v, 0, UINT64_MAX); }},
       {"--sleep-ms",
-       [&](std::string_view v) {
-         c.sleep_ms = ParseNumber<std::int64_t>("--sleep-ms", v, 0, 3600 * 1000);
-       }},
+       [&](std::string_view v) { c.sleep_ms = ParseNumber<std::int64_t>("--sleep-ms", v, 0, 3600 * 1000); }},
       {"--fail-at-iter",
-       [&](std::string_view v) {
-         c.fail_at_iter = ParseNumber<std::int64_t>("--fail-at-iter", v, 0, kBig);
-       }},
+       [&](std::string_view v) { c.fail_at_iter = ParseNumber<std::int64_t>("--fail-at-iter", v, 0, kBig); }},
       {"--checkpoint", [&](std::string_view v) { c.checkpoint = std::string(v); }},
       {"--data-size",
        [&](std::string_view v) {
@@ -198,8 +188,7 @@ Config ParseArgs(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       std::exit(0);
     }
-    const auto it = std::find_if(flags.begin(), flags.end(),
-                                 [&](const auto& f) { return f.first == arg; });
+    const auto it = std::find_if(flags.begin(), flags.end(), [&](const auto& f) { return f.first == arg; });
     if (it == flags.end()) {
       UsageError("unknown argument '" + std::string(arg) + "'" +
                  (arg.find('=') != std::string_view::npos ? " (use '--name value', not '=')" : ""));
@@ -302,8 +291,7 @@ class Mlp {
     // LeCun-normal keeps pre-activations at unit scale so tanh starts out unsaturated.
     auto init = [&](std::size_t offset, std::size_t count, double fan_in) {
       const double std_dev = 1.0 / std::sqrt(fan_in);
-      for (std::size_t i = 0; i < count; ++i)
-        params_[offset + i] = static_cast<float>(std_dev * rng.Normal());
+      for (std::size_t i = 0; i < count; ++i) params_[offset + i] = static_cast<float>(std_dev * rng.Normal());
     };
     init(w1_, kTokenDim * h_, kTokenDim);
     init(w2_, h_ * h_, static_cast<double>(h_));
@@ -432,7 +420,7 @@ class OptimizerState {
     }
   }
 
- // The moments and step count: what a resumed run needs to continue the same trajectory.
+  // The moments and step count: what a resumed run needs to continue the same trajectory.
   void Save(std::FILE* f) const {
     std::fwrite(&t_, sizeof t_, 1, f);
     std::fwrite(m_.data(), sizeof(float), m_.size(), f);
@@ -502,8 +490,8 @@ void InterruptibleSleep(std::int64_t ms) {
   while (g_signal == 0) {
     const auto now = std::chrono::steady_clock::now();
     if (now >= until) break;
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-        until - now, std::chrono::milliseconds(10)));
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(until - now, std::chrono::milliseconds(10)));
   }
 }
 
@@ -559,14 +547,16 @@ int main(int argc, char** argv) {
   std::signal(SIGUSR1, OnSignal);
   const Config cfg = ParseArgs(argc, argv);
 
-  Emit("using world size: 1, data-parallel size: 1, tensor-model-parallel size: 1, "
-       "pipeline-model-parallel size: 1");
+  Emit(
+      "using world size: 1, data-parallel size: 1, tensor-model-parallel size: 1, "
+      "pipeline-model-parallel size: 1");
   PrintArguments(cfg);
 
-  Emit(Format("> building synthetic regression dataset (teacher MLP, %lld train + %d validation "
-              "sequences of %d tokens x %d features, data seed %llu) ...",
-              static_cast<long long>(cfg.data_size), kValidationSize, kSeqLength, kTokenDim,
-              static_cast<unsigned long long>(kDataSeed)));
+  Emit(
+      Format("> building synthetic regression dataset (teacher MLP, %lld train + %d validation "
+             "sequences of %d tokens x %d features, data seed %llu) ...",
+             static_cast<long long>(cfg.data_size), kValidationSize, kSeqLength, kTokenDim,
+             static_cast<unsigned long long>(kDataSeed)));
   Rng data_rng(kDataSeed);
   const Teacher teacher(data_rng);
   // A separate stream keeps the validation set identical across --data-size values.
@@ -580,10 +570,8 @@ int main(int argc, char** argv) {
   Emit(Format(" > number of parameters: %zu", model.NumParams()));
   OptimizerState optimizer(cfg.optimizer, cfg.lr, model.NumParams());
   Sampler sampler(cfg.data_size, rng);
-  Emit(Format("> optimizer: %s, learning rate: %s (constant)", OptimizerName(cfg.optimizer),
-              Sci(cfg.lr).c_str()));
-  Emit("[after model, optimizer, and learning rate scheduler are built] datetime: " +
-       Timestamp());
+  Emit(Format("> optimizer: %s, learning rate: %s (constant)", OptimizerName(cfg.optimizer), Sci(cfg.lr).c_str()));
+  Emit("[after model, optimizer, and learning rate scheduler are built] datetime: " + Timestamp());
 
   std::int64_t start_iter = 1;
   if (!cfg.checkpoint.empty()) {
@@ -618,8 +606,8 @@ int main(int argc, char** argv) {
   Emit("[before the start of training step] datetime: " + Timestamp());
 
   // Megatron's estimate: 6 FLOPs per parameter per token (forward 2, backward 4).
-  const double flops_per_iter = 6.0 * static_cast<double>(model.NumParams()) *
-                                static_cast<double>(cfg.micro_batch_size * kSeqLength);
+  const double flops_per_iter =
+      6.0 * static_cast<double>(model.NumParams()) * static_cast<double>(cfg.micro_batch_size * kSeqLength);
   std::vector<std::size_t> batch;
   auto interval_start = std::chrono::steady_clock::now();
   std::int64_t interval_iters = 0;
@@ -627,8 +615,7 @@ int main(int argc, char** argv) {
 
   for (std::int64_t it = start_iter; it <= cfg.train_iters; ++it) {
     if (it == cfg.fail_at_iter) {
-      std::fprintf(stderr, "ERROR: injected failure at iteration %lld (--fail-at-iter)\n",
-                   static_cast<long long>(it));
+      std::fprintf(stderr, "ERROR: injected failure at iteration %lld (--fail-at-iter)\n", static_cast<long long>(it));
       return kExitInjectedFailure;
     }
     sampler.Next(static_cast<std::size_t>(cfg.micro_batch_size), batch);
@@ -636,8 +623,7 @@ int main(int argc, char** argv) {
     double sq = 0;
     for (float gv : model.Grads()) sq += double{gv} * gv;
     const double grad_norm = std::sqrt(sq);
-    const bool diverged =
-        !std::isfinite(loss) || loss > kDivergenceLoss || !std::isfinite(grad_norm);
+    const bool diverged = !std::isfinite(loss) || loss > kDivergenceLoss || !std::isfinite(grad_norm);
     if (!diverged) optimizer.Apply(model.Params(), model.Grads());
 
     ++interval_iters;
@@ -648,36 +634,28 @@ int main(int argc, char** argv) {
       const auto now = std::chrono::steady_clock::now();
       const double secs = std::chrono::duration<double>(now - interval_start).count();
       const double ms_per_iter = 1e3 * secs / static_cast<double>(interval_iters);
-      const double tflops =
-          flops_per_iter * static_cast<double>(interval_iters) / std::max(secs, 1e-9) / 1e12;
+      const double tflops = flops_per_iter * static_cast<double>(interval_iters) / std::max(secs, 1e-9) / 1e12;
       // A diverged interval is reported as Megatron reports a NaN loss, whatever the actual
       // overflowing value: "nan" is what log scrapers look for.
-      const double mean_loss =
-          diverged ? std::nan("") : interval_loss / static_cast<double>(interval_iters);
+      const double mean_loss = diverged ? std::nan("") : interval_loss / static_cast<double>(interval_iters);
       // Field names and widths copy Megatron-LM's training_log() so its parsers read this as is.
       // TFLOP/s gets 6 decimals instead of 1 because a CPU MLP runs at a few GFLOP/s.
       Emit(" [" + Timestamp() + "]" +
-           Format(" iteration %8lld/%8lld |", static_cast<long long>(it),
-                  static_cast<long long>(cfg.train_iters)) +
-           Format(" consumed samples: %12lld |",
-                  static_cast<long long>(it * cfg.micro_batch_size)) +
+           Format(" iteration %8lld/%8lld |", static_cast<long long>(it), static_cast<long long>(cfg.train_iters)) +
+           Format(" consumed samples: %12lld |", static_cast<long long>(it * cfg.micro_batch_size)) +
            Format(" elapsed time per iteration (ms): %.1f |", ms_per_iter) +
-           Format(" throughput per GPU (TFLOP/s/GPU): %.6f |", tflops) +
-           " learning rate: " + Sci(cfg.lr) + " |" +
+           Format(" throughput per GPU (TFLOP/s/GPU): %.6f |", tflops) + " learning rate: " + Sci(cfg.lr) + " |" +
            Format(" global batch size: %5lld |", static_cast<long long>(cfg.micro_batch_size)) +
-           " lm loss: " + Sci(mean_loss) + " |" + " loss scale: 1.0 |" +
-           " grad norm: " + Fixed3(grad_norm) + " |" +
-           " number of skipped iterations:   0 |" +
-           Format(" number of nan iterations: %3d |", diverged ? 1 : 0));
+           " lm loss: " + Sci(mean_loss) + " |" + " loss scale: 1.0 |" + " grad norm: " + Fixed3(grad_norm) + " |" +
+           " number of skipped iterations:   0 |" + Format(" number of nan iterations: %3d |", diverged ? 1 : 0));
       interval_start = now;
       interval_iters = 0;
       interval_loss = 0;
     }
     if (diverged) {
-      std::fprintf(stderr, "lm loss %s, grad norm %s (divergence threshold %g)\n",
-                   Sci(loss).c_str(), Sci(grad_norm).c_str(), kDivergenceLoss);
-      std::fprintf(stderr, "ERROR: training diverged at iteration %lld\n",
-                   static_cast<long long>(it));
+      std::fprintf(stderr, "lm loss %s, grad norm %s (divergence threshold %g)\n", Sci(loss).c_str(),
+                   Sci(grad_norm).c_str(), kDivergenceLoss);
+      std::fprintf(stderr, "ERROR: training diverged at iteration %lld\n", static_cast<long long>(it));
       return kExitDiverged;
     }
     if (g_signal != 0) return stop(it);
@@ -686,10 +664,11 @@ int main(int argc, char** argv) {
   const double val_loss = model.Evaluate(valid);
   const std::string rule(100, '-');
   Emit(rule);
-  Emit(Format(" validation loss at iteration %lld on validation set | lm loss value: %s | "
-              "lm loss PPL: %s | ",
-              static_cast<long long>(cfg.train_iters), Sci(val_loss).c_str(),
-              Sci(std::exp(std::min(val_loss, 700.0))).c_str()));
+  Emit(
+      Format(" validation loss at iteration %lld on validation set | lm loss value: %s | "
+             "lm loss PPL: %s | ",
+             static_cast<long long>(cfg.train_iters), Sci(val_loss).c_str(),
+             Sci(std::exp(std::min(val_loss, 700.0))).c_str()));
   Emit(rule);
   Emit("[after training is done] datetime: " + Timestamp());
   return 0;

@@ -21,9 +21,18 @@ namespace {
 // mixed types are reachable.
 const std::map<std::string, sweep::ExprValue>& Vars() {
   static const std::map<std::string, sweep::ExprValue> kVars = {
-      {"nodes", 2.0},      {"gpus_per_node", 4.0}, {"gpus", 8.0}, {"tp", 2.0},     {"pp", 1.0},  {"mbs", 0.0},
-      {"lr", 1e-3},        {"neg", -1.5},          {"precision", std::string("fp8")},
-      {"opt", std::string("")},                    {"flag", true}, {"off", false},
+      {"nodes", 2.0},
+      {"gpus_per_node", 4.0},
+      {"gpus", 8.0},
+      {"tp", 2.0},
+      {"pp", 1.0},
+      {"mbs", 0.0},
+      {"lr", 1e-3},
+      {"neg", -1.5},
+      {"precision", std::string("fp8")},
+      {"opt", std::string("")},
+      {"flag", true},
+      {"off", false},
   };
   return kVars;
 }

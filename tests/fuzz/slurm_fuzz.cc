@@ -39,8 +39,8 @@ size_t NonBlankLines(std::string_view text) {
 }
 
 bool HasNewline(const slurm::JobInfo& j) {
-  for (const std::string* f : {&j.job_id, &j.slurm_state, &j.reason, &j.exit_code, &j.name, &j.start_time,
-                               &j.end_time, &j.comment}) {
+  for (const std::string* f :
+       {&j.job_id, &j.slurm_state, &j.reason, &j.exit_code, &j.name, &j.start_time, &j.end_time, &j.comment}) {
     if (f->find('\n') != std::string::npos) return true;
   }
   return false;
@@ -146,7 +146,8 @@ void CheckTemplate(std::string_view tmpl) {
     bool place = !slurm::CheckTemplateContexts(tmpl, kTemplateName).ok();
     bool value_refused = m.find("line break") != std::string::npos || m.find("delimiter") != std::string::npos ||
                          m.find("starts with a tab") != std::string::npos || m.find("GBK") != std::string::npos;
-    if (!place && !value_refused) Die("RenderTemplate failed with every placeholder bound: " + rendered.status().ToString());
+    if (!place && !value_refused)
+      Die("RenderTemplate failed with every placeholder bound: " + rendered.status().ToString());
   }
   for (const auto& st : {names.status(), rendered.status()}) {
     if (!st.ok() && (st.code() != Status::Code::kInvalidArgument || st.message().rfind(kTemplateName, 0) != 0)) {

@@ -26,8 +26,9 @@ struct FixtureFile {
   const char* text;
 };
 constexpr FixtureFile kFixtures[] = {
-    {"job.sbatch", "#!/bin/bash\necho {{study}} {{trial}} {{attempt}} {{workdir}} {{trial_dir}} {{log}}\n"
-                   "srun -N {{nodes}} --gpus={{gpus}} --cpus={{cpus_per_task}} {{raw:gpus_per_node}}\n"},
+    {"job.sbatch",
+     "#!/bin/bash\necho {{study}} {{trial}} {{attempt}} {{workdir}} {{trial_dir}} {{log}}\n"
+     "srun -N {{nodes}} --gpus={{gpus}} --cpus={{cpus_per_task}} {{raw:gpus_per_node}}\n"},
     {"params.sbatch", "#!/bin/bash\ntrain --lr {{lr}} --opt {{ opt }} {{raw:extra}} --trial {{trial}}\n"},
     {"bad.sbatch", "#!/bin/bash\necho {{nope}}\necho {{lr\n"},
     {"stage.bin", "payload\n"},

@@ -51,9 +51,44 @@ const char* kPreambles[] = {
     "printf '%s' \"$(printf '%s' \"$(echo nested)\")\" >/dev/null",
 };
 
-const char* kTokens[] = {"$(touch PWNED)", "`touch PWNED`", ";touch PWNED;", "'", "\"", "\\", "\n", "\r", "EOF", "$",
-                         "(", ")", "{", "}", "[", "]", "*", "?", "~", "#", "!", "&", "|", "<", ">", " ", "\t", "%s",
-                         "\u00e9", "\xF0\x9F\x92\xA5", "$'\\n'", "${x}", "a[$(touch PWNED)]", "--", "-n", "esac", ";;", "A"};
+const char* kTokens[] = {"$(touch PWNED)",
+                         "`touch PWNED`",
+                         ";touch PWNED;",
+                         "'",
+                         "\"",
+                         "\\",
+                         "\n",
+                         "\r",
+                         "EOF",
+                         "$",
+                         "(",
+                         ")",
+                         "{",
+                         "}",
+                         "[",
+                         "]",
+                         "*",
+                         "?",
+                         "~",
+                         "#",
+                         "!",
+                         "&",
+                         "|",
+                         "<",
+                         ">",
+                         " ",
+                         "\t",
+                         "%s",
+                         "\u00e9",
+                         "\xF0\x9F\x92\xA5",
+                         "$'\\n'",
+                         "${x}",
+                         "a[$(touch PWNED)]",
+                         "--",
+                         "-n",
+                         "esac",
+                         ";;",
+                         "A"};
 
 std::string Mutate(std::mt19937& rng, const std::vector<std::string>& corpus) {
   std::string v = corpus[rng() % corpus.size()];
@@ -138,8 +173,9 @@ int main(int argc, char** argv) {
     }
   }
   std::filesystem::remove_all(work);
-  std::printf("template_oracle_fuzz: %ld scripts run, %ld values refused, %ld templates refused (%ld without a known "
-              "unsafe construct), no failure\n",
-              runs, refused_values, refused_templates, over_refused);
+  std::printf(
+      "template_oracle_fuzz: %ld scripts run, %ld values refused, %ld templates refused (%ld without a known "
+      "unsafe construct), no failure\n",
+      runs, refused_values, refused_templates, over_refused);
   return 0;
 }
