@@ -26,6 +26,7 @@
 #include "base/clock.h"
 #include "base/terminal.h"
 #include "base/text.h"
+#include "orchestrator/compare.h"
 #include "orchestrator/connect.h"
 #include "orchestrator/metrics_check.h"
 #include "orchestrator/phases.h"
@@ -67,6 +68,8 @@ struct App {
   std::string study_path;
   std::string csv_path;
   std::string html_path;
+  std::vector<std::string> compare_paths;
+  std::optional<double> compare_target;
   int max_ticks = 0;
   bool detach = false;
   double cancel_wait_s = 30;
@@ -485,6 +488,20 @@ struct App {
     return Status::OK();
   }
 
+  Status CmdCompare() {
+    // Neither given: the HTML beside the first study's database.
+    if (html_path.empty() && csv_path.empty()) html_path = "compare-report.html";
+    CompareOptions o;
+    o.target = compare_target;
+    o.version = SLURMSWEEP_VERSION;
+    auto c = CollectComparison(compare_paths, o, clock.Now());
+    if (!c.ok()) return c.status();
+    SWEEP_RETURN_IF_ERROR(WriteComparison(*c, html_path, csv_path));
+    if (!html_path.empty()) std::cout << fmt::format("wrote {}\n", html_path);
+    if (!csv_path.empty()) std::cout << fmt::format("wrote {}/compare.csv\n", csv_path);
+    return Status::OK();
+  }
+
   Status CmdReport() {
     SWEEP_RETURN_IF_ERROR(LoadStudyFile());
     // Neither given: both, where the run loop writes them ([report] html and csv_dir).
@@ -508,7 +525,7 @@ struct App {
         WriteReports(*store, study, rec->id, html_path, csv_dir, clock.Now(), ReportOptionsFor(study)));
     if (!html_path.empty()) std::cout << fmt::format("wrote {}\n", html_path);
     if (!csv_dir.empty()) {
-      std::cout << fmt::format("wrote {0}/trials.csv and {0}/metrics.csv\n", csv_dir);
+      std::cout << fmt::format("wrote {0}/trials.csv, {0}/metrics.csv and {0}/importance.csv\n", csv_dir);
     }
     return Status::OK();
   }
@@ -537,6 +554,11 @@ constexpr Command kCommands[] = {
      "Write the HTML report (recommendation, speedup over the baseline, ranking, charts, cost) and/or "
      "trials.csv and metrics.csv; with neither option, both, to the study's [report] html and csv_dir.",
      &App::CmdReport},
+    {"compare",
+     "Studies side by side (the same model on other GPUs, or after a framework upgrade): the best "
+     "configuration of each, its throughput, time to a common target and cost, and the gain over the first "
+     "study split into throughput x convergence = time to target.",
+     &App::CmdCompare},
     {"metrics",
      "Check a training log before a sweep: the metrics slurmsweep would store (points, steps), the time "
      "axis and the key that gives it, malformed lines, and whether the objective is there (exit 5 if not).",
@@ -582,6 +604,17 @@ int main(int argc, char** argv) {
       sub->add_option("--format", app.format_name, "Log format: megatron (default) or jsonl; overrides --study's")
           ->type_name("FORMAT");
       sub->add_flag("--json", app.json, "Print JSON (schema version 1, see README)");
+    } else if (std::string_view(c.name) == "compare") {
+      sub->add_option("studies", app.compare_paths, "Study files (TOML); the first is the reference")
+          ->required()
+          ->expected(2, 64)
+          ->check(CLI::ExistingFile);
+      sub->add_option("--html", app.html_path, "Write the comparison as HTML to FILE (default compare-report.html)")
+          ->type_name("FILE");
+      sub->add_option("--csv", app.csv_path, "Write compare.csv into DIR")->type_name("DIR");
+      sub->add_option("--target", app.compare_target,
+                      "Objective value to measure time to (default: the worst of the studies' best final values)")
+          ->type_name("VALUE");
     } else {
       sub->add_option("study", app.study_path, "Study file (TOML)")->required()->check(CLI::ExistingFile);
     }

@@ -6,6 +6,7 @@
 #include "planner/planner.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 
 #include "base/atomic_file.h"
 #include "base/clock.h"
+#include "base/final_objective.h"
 #include "base/trial_state.h"
 #include "reports/lttb.h"
 
@@ -83,18 +85,16 @@ reports::TrialRow MakeTrialRow(const store::TrialRecord& t, const nlohmann::json
   if (!t.stop_request.empty() && !IsFinalTrialState(t.state)) r.reason = "stopping: " + t.stop_request;
   r.job_id = t.job_id;
   r.exit_code = t.exit_code;
-  std::vector<double> iter_ms;
-  int64_t loss_step = -1, objective_step = -1;
+  std::vector<double> iter_ms, objective_values;
   for (const auto& m : metrics) {
-    if (m.name == objective && m.step >= objective_step) objective_step = m.step, r.objective_value = m.value;
+    // Store::Metrics orders a metric's rows by step.
+    if (m.name == objective) objective_values.push_back(m.value);
     r.steps = std::max(r.steps, m.step);
     if (!r.train_time_s || m.time_s > *r.train_time_s) r.train_time_s = m.time_s;
-    if ((m.name == "lm_loss" || m.name == "loss") && m.step >= loss_step) {
-      loss_step = m.step;
-      r.final_loss = m.value;
-    }
     if (m.name == "iter_time_ms" && m.value > 0) iter_ms.push_back(m.value);
   }
+  // The one final value (base/final_objective.h): `status`, trials.csv and the report agree.
+  if (auto f = FinalObjectiveOf(objective_values)) r.objective_value = f->value;
   // Steady state: the first logged interval carries start-up (CUDA context, compilation, data
   // loader warm-up) and is left out once there are three or more; the median shrugs off stalls.
   if (iter_ms.size() >= 3) iter_ms.erase(iter_ms.begin());
@@ -111,9 +111,6 @@ struct SummaryContext {
   std::string objective;
   bool minimize = true;
   std::optional<double> target;
-  // How the target crossing is smoothed: the study's [stopping] smoothing (EMA by default), the
-  // same for every trial whatever its length, and the one the race rule decides with.
-  Smoothing crossing;
   size_t curve_points = 500;
   std::optional<double> seq_length;  // from [job.vars], unless a parameter gives it per trial
   // MFU: the model (a planner preset named by [job.vars] model) and the GPU's dense peak TFLOP/s
@@ -181,23 +178,24 @@ reports::TrialSummary Summarize(const store::TrialRecord& t, const nlohmann::jso
     }
   }
 
+  if (t.started_at) s.started_at = *t.started_at;
+  if (t.ended_at) s.ended_at = *t.ended_at;
   Series objective = SeriesOf(metrics, ctx.objective);
-  if (!objective.values.empty()) {
-    s.final_value = objective.values.back();
-    s.smoothed_final = reports::SmoothedFinal(objective.values);
-    std::vector<double> smoothed = reports::Smoothed(objective.values);
+  if (auto f = FinalObjectiveOf(objective.values)) {
+    s.final_value = f->value;
+    s.final_spread = f->spread;
+    s.final_points = f->points;
+    s.last_value = f->last;
+    // One smoothed curve (base/final_objective.h): the target is crossed on it, the charts draw
+    // it, and its last point is the final value, so a trial reaches a target equal to its own
+    // final value. Its window is the same number of points for every trial.
+    std::vector<double> smoothed = TrailingMean(objective.values);
     if (ctx.target) {
-      // Not the charts' smoothing, whose window grows with the trial's length: a trial that ran
-      // longer would reach the target later on paper.
-      std::vector<CurvePoint> points;
-      for (size_t i = 0; i < objective.values.size(); ++i) {
-        points.push_back({objective.steps[i], objective.times[i], objective.values[i]});
-      }
-      auto reached = reports::FirstReach(Smooth(points, ctx.crossing), *ctx.target, ctx.minimize);
+      auto reached = FirstReach(smoothed, *ctx.target, ctx.minimize);
       if (reached) s.steps_to_target = objective.steps[*reached];
     }
-    // The charts draw the trailing-mean curve (not the crossing's smoothing above): downsampling
-    // raw noisy points would draw the noise's envelope. Finite points only; a diverged tail ends the line.
+    // Downsampling raw noisy points would draw the noise's envelope. Finite points only; a
+    // diverged tail ends the line.
     std::vector<double> x, y;
     std::vector<size_t> finite;
     for (size_t i = 0; i < smoothed.size(); ++i) {
@@ -275,6 +273,33 @@ std::string ClusterText(const ClusterSpec& c) {
   return s;
 }
 
+// Performance or hyperparameter study (reports::StudyKind), and which parameters were sampled on
+// a log scale.
+void ClassifyStudy(const Study& study, reports::StudyMeta& meta) {
+  meta.param_log.assign(meta.param_names.size(), false);
+  for (size_t i = 0; i < meta.param_names.size(); ++i) {
+    for (const auto& p : study.space) {
+      if (p.name == meta.param_names[i]) meta.param_log[i] = p.log;
+    }
+  }
+  std::vector<std::string> knobs;
+  for (const auto& name : meta.param_names) {
+    bool named = std::find(study.stopping.throughput.params.begin(), study.stopping.throughput.params.end(), name) !=
+                 study.stopping.throughput.params.end();
+    if (named || reports::IsThroughputKnob(name)) knobs.push_back(name);
+  }
+  if (!knobs.empty()) {
+    meta.kind = reports::StudyKind::kPerformance;
+    meta.kind_basis = fmt::format("{} change{} the speed", fmt::join(knobs, ", "), knobs.size() == 1 ? "s" : "");
+  } else if (study.objective.rank_by_time_to_target) {
+    meta.kind = reports::StudyKind::kPerformance;
+    meta.kind_basis = "ranked by time to target";
+  } else {
+    meta.kind = reports::StudyKind::kHyperparameter;
+    meta.kind_basis = "no parameter changes the speed of training";
+  }
+}
+
 using MetricsSink = std::function<Status(const store::TrialRecord&, const std::vector<store::MetricRow>&)>;
 
 struct Collected {
@@ -294,15 +319,16 @@ Status ChooseTarget(store::Store& store, const std::vector<store::TrialRecord>& 
   auto smoothed_final = [&](const store::TrialRecord& t) -> Result<std::optional<double>> {
     auto metrics = store.Metrics(t.id);
     if (!metrics.ok()) return metrics.status();
-    auto v = reports::SmoothedFinal(SeriesOf(*metrics, ctx.objective).values);
-    return v && std::isfinite(*v) ? v : std::nullopt;
+    auto f = FinalObjectiveOf(SeriesOf(*metrics, ctx.objective).values);
+    return f && std::isfinite(f->value) ? std::optional<double>(f->value) : std::nullopt;
   };
   if (report.baseline && trials[*report.baseline].state == "completed") {
     auto v = smoothed_final(trials[*report.baseline]);
     if (!v.ok()) return v.status();
     if (*v) {
       report.target = **v;
-      report.target_basis = fmt::format("the baseline's final {}, smoothed", ctx.objective);
+      report.target_basis =
+          fmt::format("the baseline's final {} (mean of its last {} points)", ctx.objective, kFinalWindow);
       return Status::OK();
     }
   }
@@ -347,11 +373,11 @@ Result<Collected> Collect(store::Store& store, const Study& study, int64_t study
   meta.gpus_per_node = study.job.gpus_per_node;
   meta.cpus_per_task = study.job.cpus_per_task;
   meta.param_names = ParamNames(study);
+  ClassifyStudy(study, meta);
 
   SummaryContext ctx;
   ctx.objective = study.objective.metric;
   ctx.minimize = study.objective.minimize;
-  ctx.crossing = study.stopping.smoothing;
   size_t with_curves = std::count_if(trials->begin(), trials->end(), [](const store::TrialRecord& t) {
     return t.state != "dropped" && t.state != "new";
   });
@@ -371,6 +397,7 @@ Result<Collected> Collect(store::Store& store, const Study& study, int64_t study
   ctx.gpus = study.job.nodes * study.job.gpus_per_node;
 
   report.baseline = FindBaseline(*trials, options.baseline, report.baseline_note);
+  report.baseline_named = report.baseline && !options.baseline.empty();
   SWEEP_RETURN_IF_ERROR(ChooseTarget(store, *trials, ctx, options, report));
   ctx.target = report.target;
 
@@ -434,7 +461,8 @@ Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, con
   for (const auto& t : *trials) {
     auto metrics = store.Metrics(t.id);
     if (!metrics.ok()) return metrics.status();
-    rows.push_back(MakeTrialRow(t, ParseParams(t.params_json), *metrics, param_names, now, objective));
+    rows.push_back(MakeTrialRow(t, ParseParams(t.params_json), *metrics, param_names, now,
+                                objective.empty() ? study.objective.metric : objective));
   }
   return rows;
 }
@@ -480,6 +508,9 @@ Status WriteReports(store::Store& store, const Study& study, int64_t study_id, c
     AtomicFile trials_csv((fs::path(csv_dir) / "trials.csv").string());
     trials_csv.Append(reports::RenderTrialsCsv(c->report.meta.param_names, c->rows));
     SWEEP_RETURN_IF_ERROR(trials_csv.Commit());
+    AtomicFile importance_csv((fs::path(csv_dir) / "importance.csv").string());
+    importance_csv.Append(reports::RenderImportanceCsv(c->report));
+    SWEEP_RETURN_IF_ERROR(importance_csv.Commit());
     SWEEP_RETURN_IF_ERROR(metrics_csv->Commit());
   }
   if (!html_path.empty()) {

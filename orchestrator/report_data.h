@@ -24,7 +24,8 @@ Result<std::vector<store::TrialRecord>> StudyTrials(store::Store& store, const S
                                                     int* left_out = nullptr);
 
 // One row per trial of the study (StudyTrials), in trial id order. `now` fills the wall time of
-// running trials; `objective` (a metric name) fills objective_value.
+// running trials; objective_value is the final value (base/final_objective.h) of `objective`, by
+// default the study's.
 Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, const Study& study, int64_t study_id,
                                                         double now, const std::string& objective = "",
                                                         int* left_out = nullptr);

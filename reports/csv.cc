@@ -2,6 +2,8 @@
 // a parameter value, metric name or failure reason cannot run as a spreadsheet formula.
 #include "reports/csv.h"
 
+#include "reports/study_report.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -89,7 +91,7 @@ std::string RenderTrialsCsv(const std::vector<std::string>& param_names, const s
     AppendText(name, out);
   }
   out.append(
-      ",state,reason,job_id,exit_code,steps,final_loss,median_iter_time_ms,iters_per_s,train_time_s,"
+      ",state,reason,job_id,exit_code,steps,final_objective,median_iter_time_ms,iters_per_s,train_time_s,"
       "wall_time_s\n");
 
   for (const TrialRow& row : rows) {
@@ -105,7 +107,7 @@ std::string RenderTrialsCsv(const std::vector<std::string>& param_names, const s
     }
     fmt::format_to(std::back_inserter(out), ",{},", row.steps);
     // Loss keeps six significant digits, enough to rank trials; times need no more than 0.1.
-    AppendNumber(row.final_loss, "{:.6g}", out);
+    AppendNumber(row.objective_value, "{:.6g}", out);
     out.push_back(',');
     AppendNumber(row.median_iter_time_ms, "{:.1f}", out);
     out.push_back(',');
@@ -117,6 +119,27 @@ std::string RenderTrialsCsv(const std::vector<std::string>& param_names, const s
     out.push_back('\n');
   }
   return out;
+}
+
+void AppendCsvText(std::string_view text, std::string& out) { AppendText(text, out); }
+
+std::string RenderImportanceCsv(const StudyReport& report) {
+  std::string out = "param,log,groups,epsilon2,share,trials\n";
+  Importances imp = ParamImportances(report);
+  if (!imp.why_none.empty()) return out;
+  for (const ParamImportance& p : imp.params) {
+    AppendText(report.meta.param_names[p.param], out);
+    bool log = p.param < report.meta.param_log.size() && report.meta.param_log[p.param];
+    fmt::format_to(std::back_inserter(out), ",{},{},", log ? "true" : "false", p.groups);
+    AppendExact(p.epsilon2, out);
+    out.push_back(',');
+    AppendExact(p.share, out);
+    fmt::format_to(std::back_inserter(out), ",{}\n", imp.trials);
+  }
+  return out;
+}
+void AppendCsvNumber(const std::optional<double>& value, std::string& out) {
+  if (value) AppendExact(*value, out);
 }
 
 std::string MetricsCsvHeader() { return "trial_id,trial_key,step,time_s,name,value\n"; }

@@ -12,24 +12,25 @@
 
 namespace sweep::reports {
 
-// Version 1 columns:
-//   trial_id,trial_key,<param names...>,state,reason,job_id,exit_code,steps,final_loss,
+// Version 2 columns:
+//   trial_id,trial_key,<param names...>,state,reason,job_id,exit_code,steps,final_objective,
 //   median_iter_time_ms,iters_per_s,train_time_s,wall_time_s
-// Bump when a column is renamed, removed or reordered; the README documents each version.
-inline constexpr int kTrialsCsvVersion = 1;
+// (version 1 had final_loss, the raw last lm_loss, where final_objective is the study's objective,
+// smoothed: base/final_objective.h). Bump when a column is renamed, removed or reordered; the
+// README documents each version.
+inline constexpr int kTrialsCsvVersion = 2;
 
 struct TrialRow {
   int64_t trial_id = 0;
   std::string trial_key;
   std::vector<std::string> param_values;  // same order as param_names
   std::string state, reason, job_id, exit_code;
-  int64_t steps = 0;                 // last logged step
-  std::optional<double> final_loss;  // last lm_loss (or 'loss')
+  int64_t steps = 0;  // last logged step
   std::optional<double> median_iter_time_ms;
   std::optional<double> iters_per_s;      // 1000 / median_iter_time_ms
   std::optional<double> train_time_s;     // training time axis at the last point
   std::optional<double> wall_time_s;      // job end - start (or now - start if running)
-  std::optional<double> objective_value;  // last value of the study's objective (`status`); not a CSV column
+  std::optional<double> objective_value;  // the study's objective, final value (base/final_objective.h)
 };
 
 // A header row then one row per trial, RFC 4180 quoting, '\n' line ends. Missing values are
@@ -46,5 +47,15 @@ inline constexpr int kMetricsCsvVersion = 1;
 std::string MetricsCsvHeader();
 void AppendMetricsCsvRow(int64_t trial_id, std::string_view trial_key, int64_t step, double time_s,
                          std::string_view name, double value, std::string& out);
+
+// importance.csv (version 1): param,log,groups,epsilon2,share,trials, one row per parameter,
+// largest share first (reports::ParamImportances); only the header when there are too few trials.
+struct StudyReport;
+std::string RenderImportanceCsv(const StudyReport& report);
+
+// One cell of user text (formula-guarded, RFC 4180 quoted when needed), and one number in the
+// shortest form that reads back to the same double (empty for none): for the other CSV files.
+void AppendCsvText(std::string_view text, std::string& out);
+void AppendCsvNumber(const std::optional<double>& value, std::string& out);
 
 }  // namespace sweep::reports

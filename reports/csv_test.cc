@@ -29,7 +29,7 @@ TrialRow FullRow() {
   row.job_id = "4242";
   row.exit_code = "0:0";
   row.steps = 500;
-  row.final_loss = 2.34567891;
+  row.objective_value = 2.34567891;
   row.median_iter_time_ms = 123.456;
   row.iters_per_s = 1000 / 123.456;
   row.train_time_s = 61.728;
@@ -37,11 +37,11 @@ TrialRow FullRow() {
   return row;
 }
 
-TEST_CASE("trials.csv header lists the version 1 columns around the params", "[csv]") {
+TEST_CASE("trials.csv header lists the version 2 columns around the params", "[csv]") {
   std::string csv = RenderTrialsCsv({"lr", "batch_size"}, {});
-  REQUIRE(kTrialsCsvVersion == 1);
+  REQUIRE(kTrialsCsvVersion == 2);
   REQUIRE(csv ==
-          "trial_id,trial_key,lr,batch_size,state,reason,job_id,exit_code,steps,final_loss,median_iter_time_ms,"
+          "trial_id,trial_key,lr,batch_size,state,reason,job_id,exit_code,steps,final_objective,median_iter_time_ms,"
           "iters_per_s,train_time_s,wall_time_s\n");
   REQUIRE(RenderTrialsCsv({}, {}).starts_with("trial_id,trial_key,state,"));
 }
@@ -116,15 +116,15 @@ TEST_CASE("trials.csv number formats keep precision without noise", "[csv]") {
   TrialRow row;
   row.trial_id = 1;
   row.steps = 123456789012;
-  row.final_loss = 0.1 + 0.2;
+  row.objective_value = 0.1 + 0.2;
   row.median_iter_time_ms = 12137.8;
   row.iters_per_s = 1000 / 12137.8;
   row.train_time_s = 242.756;
   row.wall_time_s = 0.04;
   REQUIRE(Lines(RenderTrialsCsv({}, {row}))[1] == "1,,,,,,123456789012,0.3,12137.8,0.08239,242.8,0.0");
-  row.final_loss = 1.5e-7;
+  row.objective_value = 1.5e-7;
   REQUIRE(Lines(RenderTrialsCsv({}, {row}))[1].find(",1.5e-07,") != std::string::npos);
-  row.final_loss = std::numeric_limits<double>::quiet_NaN();  // a diverged trial
+  row.objective_value = std::numeric_limits<double>::quiet_NaN();  // a diverged trial
   REQUIRE(Lines(RenderTrialsCsv({}, {row}))[1].find(",nan,") != std::string::npos);
 }
 

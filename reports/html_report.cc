@@ -193,6 +193,9 @@ class Page {
     Curves();
     Throughput();
     ParameterEffects();
+    ParallelCoordinates();
+    Importance();
+    BestSoFarChart();
     Cost();
     About();
     out_.append("</main></body></html>\n");
@@ -254,8 +257,77 @@ class Page {
                    css, value, label, detail);
   }
 
+  bool Hpo() const { return r_.meta.kind == StudyKind::kHyperparameter; }
+
+  // "0.1234 ± 0.0012"
+  std::string ValueSpread(const TrialSummary& t) const {
+    std::string s = FormatLoss(t.final_value);
+    if (Finite(t.final_spread) && Finite(t.final_value)) s += " ± " + FormatSig(*t.final_spread, 2);
+    return s;
+  }
+
+  // A hyperparameter study: the best final value, how noisy its end is, and how far ahead of the
+  // runner-up it is. No speedup boxes: the trials run at the same speed.
+  void HpoHeadline() {
+    size_t rec = *a_.recommended;
+    const TrialSummary& t = T(rec);
+    fmt::format_to(Out(out_), "<p class=\"rec\">Use {}: the best final {} among {}.</p><div class=\"cards\">",
+                   TrialName(rec), Esc(metric_), CompletedText());
+    fmt::format_to(Out(out_),
+                   "<div class=\"card\"><div class=\"v\">{}</div><div class=\"l\">final {} (mean of its last {} "
+                   "logged points) ± their standard deviation: how much the end of the curve still moves</div></div>",
+                   Esc(ValueSpread(t)), Esc(metric_), t.final_points);
+    std::optional<double> gap;
+    double noise = Finite(t.final_spread) ? *t.final_spread : 0;
+    if (a_.runner_up) {
+      const TrialSummary& u = T(*a_.runner_up);
+      gap = std::fabs(*t.final_value - *u.final_value);
+      if (Finite(u.final_spread)) noise = std::max(noise, *u.final_spread);
+      fmt::format_to(Out(out_),
+                     "<div class=\"card\"><div class=\"v\">{}</div><div class=\"l\">ahead of the runner-up "
+                     "<span class=\"key\">{}</span> ({}), final {} {}</div></div>",
+                     FormatSig(*gap, 3), Esc(u.key), Esc(Ellipsize(ParamsText(r_, u), 60)), Esc(metric_),
+                     Esc(ValueSpread(u)));
+    }
+    if (r_.baseline && r_.baseline_named && !IsBaseline(rec) && Finite(T(*r_.baseline).final_value)) {
+      const TrialSummary& b = T(*r_.baseline);
+      fmt::format_to(Out(out_),
+                     "<div class=\"card\"><div class=\"v\">{}</div><div class=\"l\">better than the baseline "
+                     "<span class=\"key\">{}</span>, final {} {}</div></div>",
+                     FormatSig(std::fabs(*t.final_value - *b.final_value), 3), Esc(b.key), Esc(metric_),
+                     Esc(ValueSpread(b)));
+    }
+    out_.append("</div>");
+    if (gap) {
+      if (noise > 0 && *gap <= noise) {
+        fmt::format_to(Out(out_),
+                       "<p class=\"basis\">The gap to the runner-up is within the noise of the last points ({} ≤ "
+                       "{}): these runs do not tell the two apart; rerun both with other seeds before choosing.</p>",
+                       FormatSig(*gap, 2), FormatSig(noise, 2));
+      } else if (noise > 0) {
+        fmt::format_to(Out(out_),
+                       "<p class=\"basis\">The gap to the runner-up is {} the larger spread of their last "
+                       "points.</p>",
+                       FormatFactor(*gap / noise));
+      }
+    } else {
+      out_.append("<p class=\"basis\">Only one trial has completed: nothing to compare it with yet.</p>");
+    }
+    fmt::format_to(Out(out_),
+                   "<p class=\"note\">A hyperparameter study ({}): the headline is the final value, not speed.</p>",
+                   Esc(r_.meta.kind_basis));
+    if (r_.baseline && r_.baseline_named && IsBaseline(rec))
+      out_.append("<p class=\"basis\">This is the baseline configuration: no other trial did better.</p>");
+    if (r_.target && r_.target_basis == "set for this report") TargetLine();
+  }
+
   void Headline() {
     out_.append("<section id=\"recommendation\" class=\"headline\"><h2>Recommendation</h2>");
+    if (a_.recommended && Hpo()) {
+      HpoHeadline();
+      out_.append("</section>\n");
+      return;
+    }
     if (!a_.recommended) {
       out_.append("<p class=\"rec\">No trial has completed with a value of the objective yet.</p>");
       TargetLine();
@@ -541,6 +613,16 @@ class Page {
     }
     std::stable_sort(with.begin(), with.end(),
                      [&](size_t x, size_t y) { return *T(x).iters_per_s > *T(y).iters_per_s; });
+    if (FlatThroughput()) {
+      fmt::format_to(Out(out_),
+                     "<p class=\"note\">Every configuration runs at the same speed within {:.0f}% ({} to {} "
+                     "iterations per second over {} trials): this study's parameters change what is learnt, not "
+                     "the speed.</p></section>\n",
+                     100 * (*T(with.front()).iters_per_s / *T(with.back()).iters_per_s - 1),
+                     FormatSig(*T(with.back()).iters_per_s, 3), FormatSig(*T(with.front()).iters_per_s, 3),
+                     with.size());
+      return;
+    }
     size_t shown = std::min(o_.throughput_bars, with.size());
     // The baseline always has a bar, as the reference the others are read against.
     if (r_.baseline) {
@@ -585,82 +667,282 @@ class Page {
     return ec == std::errc() && ptr == end && std::isfinite(v);
   }
 
+  // A hyperparameter study whose trials all run within 10% of each other's speed: no
+  // throughput charts, one sentence instead.
+  bool FlatThroughput() const {
+    if (!Hpo()) return false;
+    double lo = 0, hi = 0;
+    for (const auto& t : r_.trials) {
+      if (!Finite(t.iters_per_s) || *t.iters_per_s <= 0) continue;
+      lo = lo == 0 ? *t.iters_per_s : std::min(lo, *t.iters_per_s);
+      hi = std::max(hi, *t.iters_per_s);
+    }
+    return lo > 0 && hi / lo < 1.10;
+  }
+
+  // How a parameter is drawn: categories, or a numeric axis (log where it was sampled on a log
+  // scale or spans a factor of 20 or more) for a continuous one.
+  struct ParamAxis {
+    std::vector<std::string> categories;  // empty: numeric
+    bool log = false;
+    std::map<std::string, size_t> index;
+  };
+  std::optional<ParamAxis> AxisOf(size_t p) const {
+    std::set<std::string> distinct;
+    bool numeric = true, integers = true;
+    double lo = 0, hi = 0;
+    for (const auto& t : r_.trials) {
+      if (OutcomeOf(t.state) == Outcome::kDropped || p >= t.param_values.size()) continue;
+      if (!distinct.insert(t.param_values[p]).second) continue;
+      double v;
+      if (!ParseNumber(t.param_values[p], v)) {
+        numeric = false;
+        continue;
+      }
+      integers = integers && v == std::floor(v);
+      lo = distinct.size() == 1 ? v : std::min(lo, v);
+      hi = distinct.size() == 1 ? v : std::max(hi, v);
+    }
+    if (distinct.empty()) return std::nullopt;
+    bool sampled_log = p < r_.meta.param_log.size() && r_.meta.param_log[p];
+    ParamAxis axis;
+    bool continuous = numeric && (sampled_log || distinct.size() > 12 || (!integers && distinct.size() >= 3));
+    if (continuous) {
+      axis.log = lo > 0 && (sampled_log || hi / lo >= 20);
+      return axis;
+    }
+    if (!numeric && distinct.size() > 24) return std::nullopt;
+    axis.categories.assign(distinct.begin(), distinct.end());
+    if (numeric) {
+      std::sort(axis.categories.begin(), axis.categories.end(), [](const std::string& x, const std::string& y) {
+        double a = 0, b = 0;
+        ParseNumber(x, a);
+        ParseNumber(y, b);
+        return a < b;
+      });
+    }
+    for (size_t c = 0; c < axis.categories.size(); ++c) axis.index[axis.categories[c]] = c;
+    return axis;
+  }
+
+  // The axis position of trial t's value of parameter p: a category index or the number.
+  double AxisValue(const ParamAxis& axis, const TrialSummary& t, size_t p) const {
+    if (p >= t.param_values.size()) return std::nan("");
+    if (!axis.categories.empty()) {
+      auto it = axis.index.find(t.param_values[p]);
+      return it == axis.index.end() ? std::nan("") : static_cast<double>(it->second);
+    }
+    double v;
+    return ParseNumber(t.param_values[p], v) ? v : std::nan("");
+  }
+
+  // Trials shown by the final-value views: completed ones, and those stopped early (pruned,
+  // cancelled, failed) or still running, at the value they had when they stopped.
+  static bool HasFinal(const TrialSummary& t) {
+    Outcome o = OutcomeOf(t.state);
+    return Finite(t.final_value) && o != Outcome::kDropped && o != Outcome::kQueued;
+  }
+
   // One pair of charts per parameter: throughput and final objective by its value.
   void ParameterEffects() {
     if (r_.meta.param_names.empty()) return;
     out_.append("<section id=\"parameters\"><h2>Effect of each parameter</h2><div class=\"grid3\">");
+    const bool flat = FlatThroughput();
     for (size_t p = 0; p < r_.meta.param_names.size(); ++p) {
-      std::set<std::string> distinct;
-      bool numeric = true;
-      for (const auto& t : r_.trials) {
-        if (OutcomeOf(t.state) == Outcome::kDropped || p >= t.param_values.size()) continue;
-        distinct.insert(t.param_values[p]);
-        double v;
-        numeric = numeric && ParseNumber(t.param_values[p], v);
-      }
-      if (distinct.empty()) continue;
-      std::vector<std::string> categories(distinct.begin(), distinct.end());
-      if (numeric) {
-        std::sort(categories.begin(), categories.end(), [](const std::string& x, const std::string& y) {
-          double a = 0, b = 0;
-          ParseNumber(x, a);
-          ParseNumber(y, b);
-          return a < b;
-        });
-      }
-      // Many distinct numbers (a random search): a scatter against the value instead of columns.
-      bool scatter = numeric && categories.size() > 12;
-      if (!numeric && categories.size() > 24) {
-        fmt::format_to(Out(out_), "<p class=\"note\">{}: {} distinct values, too many to chart.</p>",
-                       Esc(r_.meta.param_names[p]), categories.size());
+      auto axis = AxisOf(p);
+      if (!axis) {
+        fmt::format_to(Out(out_), "<p class=\"note\">{}: too many distinct values to chart.</p>",
+                       Esc(r_.meta.param_names[p]));
         continue;
       }
-      double lo = 0, hi = 0;
-      if (scatter) {
-        ParseNumber(categories.front(), lo);
-        ParseNumber(categories.back(), hi);
-      }
-      std::map<std::string, size_t> index;
-      for (size_t c = 0; c < categories.size(); ++c) index[categories[c]] = c;
-
       auto chart = [&](bool throughput) {
         DotChart d;
         const std::string& name = r_.meta.param_names[p];
         d.title = (throughput ? "iterations per second" : "final " + metric_) + " by " + name;
-        d.x.label = name;
+        d.x.label = name + (axis->log ? " (log scale)" : "");
         d.y.label = throughput ? "iter/s" : "final " + metric_;
         if (throughput) d.y.min = 0;
-        if (scatter) d.x.log = lo > 0 && hi / lo >= 100;
-        else d.categories = categories;
+        d.x.log = axis->log;
+        d.categories = axis->categories;
         for (size_t i = 0; i < r_.trials.size(); ++i) {
           const TrialSummary& t = T(i);
-          if (p >= t.param_values.size()) continue;
           Outcome o = OutcomeOf(t.state);
           std::optional<double> y = throughput ? t.iters_per_s : t.final_value;
-          if (!Finite(y) || (!throughput && o != Outcome::kCompleted)) continue;
+          if (!Finite(y) || (!throughput && !HasFinal(t))) continue;
           Dot dot;
-          double xv = 0;
-          if (scatter) ParseNumber(t.param_values[p], xv);
-          dot.x = scatter ? xv : static_cast<double>(index[t.param_values[p]]);
+          dot.x = AxisValue(*axis, t, p);
+          if (!std::isfinite(dot.x)) continue;
           dot.y = *y;
+          bool stopped = o != Outcome::kCompleted;
+          dot.hollow = !throughput && stopped;
           dot.color = IsRecommended(i)                                     ? kRecommendedColor
                       : IsBaseline(i)                                      ? kBaselineColor
                       : o == Outcome::kCompleted || o == Outcome::kRunning ? "#4e79a7"
                                                                            : "#8c959f";
-          dot.opacity = o == Outcome::kCompleted || IsBaseline(i) ? 0.85 : 0.45;
-          dot.tooltip = t.key + ": " + FormatSig(*y, 4);
+          dot.opacity = o == Outcome::kCompleted || IsBaseline(i) ? 0.85 : 0.6;
+          dot.tooltip = t.key + " (" + StateLabel(t.state) +
+                        (stopped ? fmt::format(" at step {}", t.steps) : std::string()) + "): " + FormatSig(*y, 4);
           d.dots.push_back(std::move(dot));
         }
         if (d.dots.empty()) return std::string();
         return fmt::format("<figure><figcaption>{}</figcaption>{}</figure>", Esc(d.title), RenderDotChart(d));
       };
-      out_.append(chart(true));
+      if (!flat) out_.append(chart(true));
       out_.append(chart(false));
     }
-    out_.append(
-        "</div><p class=\"note\">One dot per trial (green: recommended, black: baseline, grey: not completed); "
-        "the bar is the median of each value. Throughput includes running and stopped trials; the final value "
-        "only completed ones.</p></section>\n");
+    fmt::format_to(Out(out_),
+                   "</div><p class=\"note\">One dot per trial (green: recommended, black: baseline). Final value: "
+                   "filled dots completed, rings stopped early (pruned, cancelled, failed) or still running, at the "
+                   "value they had then (the last {} points' mean); the bar is the median of the completed trials "
+                   "of each value. Continuous parameters are on a numeric axis, logarithmic where sampled so."
+                   "{}</p></section>\n",
+                   kFinalWindow, flat ? "" : " Throughput includes running and stopped trials.");
+  }
+
+  // Colour of the i-th best of n trials: dark blue for the best, pale for the worst.
+  static std::string RankColor(size_t rank, size_t n) {
+    double f = n > 1 ? static_cast<double>(rank) / static_cast<double>(n - 1) : 0;
+    auto mix = [&](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * f)); };
+    return fmt::format("#{:02x}{:02x}{:02x}", mix(0x08, 0xb8), mix(0x45, 0xcf), mix(0x94, 0xe4));
+  }
+
+  void ParallelCoordinates() {
+    if (r_.meta.param_names.empty()) return;
+    ParallelChart chart;
+    chart.title = "parallel coordinates: parameters and final " + metric_;
+    std::vector<ParamAxis> axes;
+    std::vector<size_t> params;
+    for (size_t p = 0; p < r_.meta.param_names.size(); ++p) {
+      auto axis = AxisOf(p);
+      if (!axis) continue;
+      ParallelAxis pa;
+      pa.label = r_.meta.param_names[p];
+      pa.categories = axis->categories;
+      pa.log = axis->log;
+      chart.axes.push_back(pa);
+      axes.push_back(*axis);
+      params.push_back(p);
+    }
+    ParallelAxis objective;
+    objective.label = "final " + metric_;
+    objective.reversed = r_.meta.minimize;  // the best at the top
+    chart.axes.push_back(objective);
+    std::vector<size_t> completed, stopped;
+    for (size_t i : a_.ranking) {
+      if (!HasFinal(T(i))) continue;
+      (OutcomeOf(T(i).state) == Outcome::kCompleted ? completed : stopped).push_back(i);
+    }
+    if (completed.empty() && stopped.empty()) return;
+    auto line = [&](size_t i) {
+      ParallelLine l;
+      for (size_t k = 0; k < params.size(); ++k) l.values.push_back(AxisValue(axes[k], T(i), params[k]));
+      l.values.push_back(*T(i).final_value);
+      l.tooltip = T(i).key + " (" + StateLabel(T(i).state) + "): " + ParamsText(r_, T(i)) + "; final " +
+                  FormatLoss(T(i).final_value);
+      return l;
+    };
+    for (size_t i : stopped) {
+      ParallelLine l = line(i);
+      l.color = "#8c959f";
+      l.opacity = 0.35;
+      l.dashed = true;
+      chart.lines.push_back(std::move(l));
+    }
+    // Worst first, so the best lie on top.
+    for (size_t k = completed.size(); k-- > 0;) {
+      ParallelLine l = line(completed[k]);
+      l.color = IsRecommended(completed[k]) ? kRecommendedColor : RankColor(k, completed.size());
+      l.width = IsRecommended(completed[k]) ? 2.6 : 1.4;
+      l.opacity = IsRecommended(completed[k]) ? 1 : 0.75;
+      chart.lines.push_back(std::move(l));
+    }
+    if (a_.recommended)
+      std::stable_partition(chart.lines.begin(), chart.lines.end(),
+                            [&](const ParallelLine& l) { return l.color != kRecommendedColor; });
+    fmt::format_to(Out(out_),
+                   "<section id=\"parallel\"><h2>Parallel coordinates</h2><figure>{}</figure><p class=\"note\">One "
+                   "line per trial through its parameter values to its final {} ({} at the top). Completed trials "
+                   "from dark (best) to pale (worst), the recommendation in green; dashed grey: stopped early or "
+                   "still running, at their value then.</p></section>\n",
+                   RenderParallelChart(chart), Esc(metric_), r_.meta.minimize ? "lowest" : "highest");
+  }
+
+  void Importance() {
+    if (r_.meta.param_names.size() < 1) return;
+    Importances imp = ParamImportances(r_);
+    out_.append("<section id=\"importance\"><h2>Parameter importance</h2>");
+    if (!imp.why_none.empty()) {
+      fmt::format_to(Out(out_), "<p class=\"note\">Not estimated: {}.</p></section>\n", Esc(imp.why_none));
+      return;
+    }
+    BarChart chart;
+    chart.title = "share of the variance of the final value explained by each parameter";
+    chart.x.label = "share of the explained variance";
+    chart.x.min = 0;
+    chart.x.max = 1;
+    for (const ParamImportance& p : imp.params) {
+      Bar b;
+      b.label = r_.meta.param_names[p.param];
+      b.value = p.share;
+      b.value_text = fmt::format("{:.0f}% (ε² {:.2f}, {} groups)", 100 * p.share, p.epsilon2, p.groups);
+      b.tooltip = b.label + ": " + b.value_text;
+      b.color = "#4e79a7";
+      chart.bars.push_back(std::move(b));
+    }
+    chart.width = 1100;
+    chart.label_width = 260;
+    fmt::format_to(Out(out_),
+                   "<figure>{}</figure><p class=\"note\">From the {} completed trials' final {}. Method: for each "
+                   "parameter alone, a one-way analysis of variance of the final value grouped by the parameter's "
+                   "value (a numeric parameter with more than 6 values: up to 5 groups of equal size by rank); "
+                   "ε² = (between-group sum of squares − (groups − 1) × within-group mean square) / total sum of "
+                   "squares, the share of the variance the parameter explains beyond what as many random groups "
+                   "would, clipped at 0; the bars are each ε² over their sum. Main effects only: an effect that "
+                   "exists only in combination with another parameter is not shown. "
+                   "<code>bench/importance_vs_optuna.py</code> checks it against Optuna's fANOVA.</p></section>\n",
+                   RenderBarChart(chart), imp.trials, Esc(metric_));
+  }
+
+  void BestSoFarChart() {
+    auto points = BestSoFar(r_);
+    if (std::none_of(points.begin(), points.end(), [](const BestSoFarPoint& p) { return p.improved; })) return;
+    LineSeries s;
+    s.color = kRecommendedColor;
+    s.width = 2;
+    std::optional<double> prev;
+    double found_at = 0;
+    for (const BestSoFarPoint& p : points) {
+      if (!p.best) continue;
+      if (prev && p.improved) {
+        s.x.push_back(p.hours);
+        s.y.push_back(*prev);
+      }
+      s.x.push_back(p.hours);
+      s.y.push_back(*p.best);
+      prev = p.best;
+      if (p.improved && a_.recommended && p.trial == *a_.recommended) found_at = p.hours;
+    }
+    LineChart chart;
+    chart.id = "best-so-far";
+    chart.title = "best final " + metric_ + " so far by " + HoursUnit(a_) + " spent";
+    chart.x.label = "cumulative " + HoursUnit(a_) + " (trials in the order they ended)";
+    chart.y.label = "best final " + metric_;
+    chart.clip_y = LineChart::Clip::kNone;
+    chart.series.push_back(std::move(s));
+    chart.width = 1100;
+    chart.height = 300;
+    double total = points.back().hours;
+    std::string found;
+    if (found_at > 0 && total > 0) {
+      found = fmt::format(" The recommendation was found after {} of the {} {} spent on ended trials ({:.0f}%).",
+                          FormatHours(found_at), FormatHours(total), HoursUnit(a_), 100 * found_at / total);
+    }
+    fmt::format_to(Out(out_),
+                   "<section id=\"best-so-far\"><h2>Best so far against cost</h2><figure>{}</figure><p "
+                   "class=\"note\">Each ended trial (completed, pruned or failed) adds its {} in the order the "
+                   "trials ended; the line is the best final {} among the completed ones by then: what the search "
+                   "cost to find its winner.{}</p></section>\n",
+                   RenderLineChart(chart), HoursUnit(a_), Esc(metric_), found);
   }
 
   void Cost() {
@@ -761,10 +1043,10 @@ class Page {
         "</dl><h3 style=\"margin-top:12px\">How the numbers are computed</h3><ul class=\"defs\">"
         "<li>Throughput: iterations per second = 1000 / median logged iteration time (ms). TFLOP/s per GPU: median "
         "of the throughput_tflops metric.</li>"
-        "<li>Smoothed value (final values, charts): mean of the last n/10 logged points (1 to 50). Steps to "
-        "target: first logged step at which the objective, smoothed the same way for every trial (the study's "
-        "[stopping] smoothing; default an exponential moving average, weight 0.3 on the newest point), reaches "
-        "the target.</li>"
+        "<li>Final value (ranking, recommendation, target, status, trials.csv): mean of the objective's last 10 "
+        "logged points (fewer for a shorter trial); ± is their standard deviation. The same trailing mean at every "
+        "point is the smoothed curve the charts draw; steps to target is the first logged step at which it reaches "
+        "the target, so a trial whose final value is the target reaches it.</li>"
         "<li>Time to target = steps to target / throughput (steady state, start-up excluded). Throughput factor × "
         "convergence factor = time-to-target factor, all relative to the baseline.</li>"
         "<li>GPU-hours = wall time (Slurm start to end, every attempt of a retried trial) × nodes × GPUs per node; "
@@ -785,6 +1067,8 @@ class Page {
 };
 
 }  // namespace
+
+const char* ReportStyle() { return kStyle; }
 
 std::string RenderHtmlReport(const StudyReport& report, const HtmlOptions& options) {
   return Page(report, options).Render();

@@ -23,6 +23,9 @@ struct HtmlOptions {
 // images only. Exposed for the browser test.
 inline constexpr const char* kReportCsp = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
 
+// The report's stylesheet, shared with the comparison of studies (compare_report.h).
+const char* ReportStyle();
+
 std::string RenderHtmlReport(const StudyReport& report, const HtmlOptions& options = {});
 
 }  // namespace sweep::reports

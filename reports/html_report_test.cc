@@ -26,7 +26,8 @@ TrialSummary Completed(int64_t id, double loss, double ips, int64_t steps_to_tar
   t.key = "t-00000000000" + std::to_string(id);
   t.state = "completed";
   t.final_value = loss;
-  t.smoothed_final = loss;
+  t.final_spread = 0.01;
+  t.final_points = 10;
   t.iters_per_s = ips;
   t.steps_to_target = steps_to_target;
   t.steps = 1000;

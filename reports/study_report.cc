@@ -3,9 +3,12 @@
 #include "reports/study_report.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <tuple>
+
+#include <fmt/format.h>
 
 namespace sweep::reports {
 namespace {
@@ -31,6 +34,12 @@ int GroupRank(Outcome o) {
   return 6;
 }
 
+bool ParseDouble(const std::string& s, double& v) {
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, v);
+  return !s.empty() && ec == std::errc() && ptr == end && std::isfinite(v);
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
@@ -50,35 +59,38 @@ std::string StateLabel(const std::string& state) {
   return s && !s->label.empty() ? std::string(s->label) : state;
 }
 
-size_t SmoothingWindow(size_t points) { return std::clamp<size_t>(points / 10, 1, 50); }
-
-std::optional<double> SmoothedFinal(const std::vector<double>& values) {
-  if (values.empty()) return std::nullopt;
-  size_t w = SmoothingWindow(values.size());
-  double sum = 0;
-  for (size_t i = values.size() - w; i < values.size(); ++i) sum += values[i];
-  return sum / static_cast<double>(w);
-}
-
-std::vector<double> Smoothed(const std::vector<double>& values) {
-  const size_t w = SmoothingWindow(values.size());
-  std::vector<double> out(values.size());
-  for (size_t i = 0; i < values.size(); ++i) {
-    // Summed afresh in SmoothedFinal's order, not as a running sum: the baseline's own smoothed
-    // final value is the default target, and it must compare equal to itself at its last point.
-    size_t first = i + 1 >= w ? i + 1 - w : 0;
-    double sum = 0;
-    for (size_t k = first; k <= i; ++k) sum += values[k];
-    out[i] = sum / static_cast<double>(i + 1 - first);
+bool IsThroughputKnob(const std::string& param) {
+  static const char* const kKnobs[] = {"tp",
+                                       "pp",
+                                       "cp",
+                                       "ep",
+                                       "vp",
+                                       "dp",
+                                       "mbs",
+                                       "micro_batch_size",
+                                       "micro_batch",
+                                       "tensor_parallel",
+                                       "tensor_model_parallel_size",
+                                       "pipeline_parallel",
+                                       "pipeline_model_parallel_size",
+                                       "context_parallel_size",
+                                       "virtual_pipeline",
+                                       "precision",
+                                       "recompute",
+                                       "recompute_granularity",
+                                       "dist_opt",
+                                       "use_distributed_optimizer",
+                                       "sequence_parallel",
+                                       "overlap_grad_reduce",
+                                       "overlap_param_gather",
+                                       "fp8",
+                                       "zero_stage",
+                                       "activation_checkpointing",
+                                       "num_workers"};
+  for (const char* k : kKnobs) {
+    if (param == k) return true;
   }
-  return out;
-}
-
-std::optional<size_t> FirstReach(const std::vector<double>& smoothed, double target, bool minimize) {
-  for (size_t i = 0; i < smoothed.size(); ++i) {
-    if (minimize ? smoothed[i] <= target : smoothed[i] >= target) return i;
-  }
-  return std::nullopt;
+  return false;
 }
 
 std::optional<double> ResourceHours(const TrialSummary& trial, const StudyMeta& meta) {
@@ -126,8 +138,12 @@ Analysis Analyze(const StudyReport& report) {
 
   for (size_t i : a.ranking) {
     if (OutcomeOf(trials[i].state) == Outcome::kCompleted && Finite(trials[i].final_value)) {
-      a.recommended = i;
-      break;
+      if (!a.recommended) {
+        a.recommended = i;
+      } else {
+        a.runner_up = i;
+        break;
+      }
     }
   }
   for (size_t i = 0; i < trials.size(); ++i) {
@@ -195,6 +211,103 @@ Analysis Analyze(const StudyReport& report) {
   for (double q : queue) c.queue_total_s += q, c.queue_max_s = std::max(c.queue_max_s, q);
   c.queue_median_s = Median(queue);
   return a;
+}
+
+Importances ParamImportances(const StudyReport& report) {
+  Importances out;
+  std::vector<size_t> rows;
+  for (size_t i = 0; i < report.trials.size(); ++i) {
+    const TrialSummary& t = report.trials[i];
+    if (OutcomeOf(t.state) == Outcome::kCompleted && Finite(t.final_value)) rows.push_back(i);
+  }
+  out.trials = static_cast<int>(rows.size());
+  const size_t n = rows.size();
+  if (n < 4) {
+    out.why_none = fmt::format("{} completed trial{} with a final value: at least 4 are needed", n, n == 1 ? "" : "s");
+    return out;
+  }
+  double mean = 0;
+  for (size_t i : rows) mean += *report.trials[i].final_value;
+  mean /= static_cast<double>(n);
+  double ss_total = 0;
+  for (size_t i : rows) ss_total += std::pow(*report.trials[i].final_value - mean, 2);
+  for (size_t p = 0; p < report.meta.param_names.size(); ++p) {
+    // Group of each row: its value, or its rank bin for a numeric parameter with many values.
+    std::vector<std::string> value(n);
+    std::vector<double> number(n);
+    bool numeric = true;
+    for (size_t r = 0; r < n; ++r) {
+      const TrialSummary& t = report.trials[rows[r]];
+      value[r] = p < t.param_values.size() ? t.param_values[p] : "";
+      numeric = numeric && ParseDouble(value[r], number[r]);
+    }
+    std::map<std::string, int> distinct;
+    for (const auto& v : value) distinct.emplace(v, 0);
+    std::vector<int> group(n);
+    int k = 0;
+    if (numeric && distinct.size() > 6) {
+      k = static_cast<int>(std::clamp<size_t>(n / 4, 2, 5));
+      std::vector<size_t> order(n);
+      for (size_t r = 0; r < n; ++r) order[r] = r;
+      std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return number[x] < number[y]; });
+      for (size_t q = 0; q < n; ++q) group[order[q]] = static_cast<int>(q * static_cast<size_t>(k) / n);
+    } else {
+      for (auto& [v, g] : distinct) g = k++;
+      for (size_t r = 0; r < n; ++r) group[r] = distinct[value[r]];
+    }
+    ParamImportance imp;
+    imp.param = p;
+    imp.groups = k;
+    if (k >= 2 && n > static_cast<size_t>(k) && ss_total > 0) {
+      std::vector<double> sum(k, 0), count(k, 0);
+      for (size_t r = 0; r < n; ++r) sum[group[r]] += *report.trials[rows[r]].final_value, ++count[group[r]];
+      double ss_between = 0;
+      for (int g = 0; g < k; ++g) {
+        if (count[g] > 0) ss_between += count[g] * std::pow(sum[g] / count[g] - mean, 2);
+      }
+      double ms_within = (ss_total - ss_between) / static_cast<double>(n - static_cast<size_t>(k));
+      imp.epsilon2 = std::max(0.0, (ss_between - (k - 1) * ms_within) / ss_total);
+    }
+    out.params.push_back(imp);
+  }
+  double total = 0;
+  for (const auto& imp : out.params) total += imp.epsilon2;
+  for (auto& imp : out.params) imp.share = total > 0 ? imp.epsilon2 / total : 0;
+  std::stable_sort(out.params.begin(), out.params.end(),
+                   [](const ParamImportance& x, const ParamImportance& y) { return x.epsilon2 > y.epsilon2; });
+  if (ss_total <= 0) out.why_none = "every completed trial has the same final value";
+  return out;
+}
+
+std::vector<BestSoFarPoint> BestSoFar(const StudyReport& report) {
+  std::vector<size_t> ended;
+  for (size_t i = 0; i < report.trials.size(); ++i) {
+    const TrialSummary& t = report.trials[i];
+    Outcome o = OutcomeOf(t.state);
+    if (t.ended_at && (o == Outcome::kCompleted || o == Outcome::kFailed || o == Outcome::kCancelled)) {
+      ended.push_back(i);
+    }
+  }
+  std::stable_sort(ended.begin(), ended.end(),
+                   [&](size_t x, size_t y) { return *report.trials[x].ended_at < *report.trials[y].ended_at; });
+  std::vector<BestSoFarPoint> out;
+  double hours = 0;
+  std::optional<double> best;
+  for (size_t i : ended) {
+    const TrialSummary& t = report.trials[i];
+    hours += ResourceHours(t, report.meta).value_or(0);
+    BestSoFarPoint p;
+    p.hours = hours;
+    p.trial = i;
+    if (OutcomeOf(t.state) == Outcome::kCompleted && Finite(t.final_value) &&
+        (!best || Better(*t.final_value, *best, report.meta.minimize))) {
+      best = t.final_value;
+      p.improved = true;
+    }
+    p.best = best;
+    out.push_back(p);
+  }
+  return out;
 }
 
 }  // namespace sweep::reports

@@ -5,11 +5,10 @@
 //
 // Definitions (stated in the report too):
 //   throughput       = iterations per second, 1000 / median iter_time_ms of the trial
-//   smoothed value   = trailing mean of the objective over the last SmoothingWindow(n) logged points
-//                      (the final value, the charts)
-//   steps to target  = first logged step at which the objective, smoothed as the study's [stopping]
-//                      says (EMA by default, the same for every trial whatever its length; filled
-//                      in by report_data.cc), reaches the target
+//   final value      = base/final_objective.h: mean of the objective's last kFinalWindow logged
+//                      points; the same trailing mean at every point is the smoothed curve
+//   steps to target  = first logged step at which that smoothed curve reaches the target (filled
+//                      in by report_data.cc); a trial whose final value is the target reaches it
 //   time to target   = steps to target / throughput (steady-state; start-up time is not counted)
 //   throughput factor  = recommended iter/s / baseline iter/s
 //   convergence factor = baseline steps to target / recommended steps to target
@@ -23,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "base/final_objective.h"
 #include "base/metric_point.h"
 #include "base/trial_state.h"
 
@@ -43,8 +43,11 @@ struct TrialSummary {
   int64_t steps = 0;                   // last logged step of any metric
   std::optional<int64_t> train_iters;  // the run's length, when the log says ("iteration N/ M")
   std::optional<double> train_time_s;
-  std::optional<double> final_value;     // objective at its last logged step
-  std::optional<double> smoothed_final;  // smoothed objective at its last logged step
+  std::optional<double> final_value;           // FinalObjectiveOf: the smoothed objective at its end
+  std::optional<double> final_spread;          // sample sd of the points final_value averages
+  size_t final_points = 0;                     // how many (kFinalWindow, or fewer for a short trial)
+  std::optional<double> last_value;            // the objective's last logged point, raw
+  std::optional<double> started_at, ended_at;  // Unix seconds (Slurm's start and end)
   std::optional<int64_t> steps_to_target;
   std::optional<double> iters_per_s;
   std::optional<double> tokens_per_s;
@@ -52,6 +55,13 @@ struct TrialSummary {
   std::optional<double> mfu;             // model FLOPs utilisation, 0..1, when the study gives the peak
   std::vector<CurvePoint> curve;         // smoothed objective, downsampled for the charts
 };
+
+// What the study is for, which decides the headline. A performance study varies knobs that change
+// the speed (micro-batch size, parallelism, precision, recompute, ... or what [stopping.throughput]
+// names): the headline splits the gain into throughput x convergence = time to target. A
+// hyperparameter study varies what the model learns (learning rate, optimizer, width): the
+// headline is the best final value, its uncertainty and the gap to the runner-up.
+enum class StudyKind { kPerformance, kHyperparameter };
 
 struct StudyMeta {
   std::string study_name;
@@ -64,6 +74,9 @@ struct StudyMeta {
   bool rank_by_time_to_target = false;  // else by the final objective value
   int nodes = 1, gpus_per_node = 0, cpus_per_task = 0;
   std::vector<std::string> param_names;
+  std::vector<bool> param_log;  // same order: sampled on a log scale (a [space] range with log = true)
+  StudyKind kind = StudyKind::kPerformance;
+  std::string kind_basis;   // why, for the reader: "micro_batch_size changes the speed"
   int trials_left_out = 0;  // trials of earlier versions of the study file whose values left [space]
 };
 
@@ -72,6 +85,7 @@ struct StudyReport {
   std::vector<TrialSummary> trials;  // trial id order
   std::optional<size_t> baseline;    // index into trials
   std::string baseline_note;         // why there is none, or how it was chosen
+  bool baseline_named = false;       // the study (or the caller) named it; else the first completed trial
   std::optional<double> target;      // objective value that counts as "reached"
   std::string target_basis;          // how the target was chosen, for the reader
 };
@@ -82,16 +96,9 @@ Outcome OutcomeOf(const std::string& state);
 // Short label of a state for the table: "completed", "OOM", "timeout", "node failure", ...
 std::string StateLabel(const std::string& state);
 
-// Window of the trailing mean: a tenth of the logged points, 1 to 50.
-size_t SmoothingWindow(size_t points);
-// The smoothed curve: at each point, the mean of the last SmoothingWindow(n) points up to it
-// (fewer at the start). A NaN spoils only the windows that contain it.
-std::vector<double> Smoothed(const std::vector<double>& values);
-// Smoothed value at the last point; nullopt for no points.
-std::optional<double> SmoothedFinal(const std::vector<double>& values);
-// Index of the first point whose smoothed value reaches `target` (<= when minimising), given the
-// smoothed curve.
-std::optional<size_t> FirstReach(const std::vector<double>& smoothed, double target, bool minimize);
+// Parameter names that change a training job's speed rather than what it learns (Megatron's
+// parallelism and batching knobs): a study varying one is a performance study.
+bool IsThroughputKnob(const std::string& param);
 
 struct Decomposition {
   double throughput = 0;      // recommended iter/s ÷ baseline iter/s
@@ -116,9 +123,41 @@ struct CostSummary {
   double pruned_saved_hours = 0;
 };
 
+// How much of the spread of the completed trials' final values each parameter explains alone.
+// Method (epsilon-squared of a one-way analysis of variance): the trials are grouped by the
+// parameter's value (a numeric parameter with more than 6 distinct values: in up to 5 groups of
+// equal count by rank, which is the same on a log scale); epsilon^2 = (SS_between - (k - 1) x
+// SS_within / (n - k)) / SS_total, the between-group share of the variance corrected for what
+// k groups explain by chance, clipped at 0; `share` normalises them to sum to 1, as Optuna's
+// get_param_importances does. Main effects only, like fANOVA's single-parameter terms.
+struct ParamImportance {
+  size_t param = 0;     // index into StudyMeta::param_names
+  double epsilon2 = 0;  // 0..1
+  double share = 0;     // epsilon2 / sum over parameters (0 when all are 0)
+  int groups = 0;       // k
+};
+struct Importances {
+  std::vector<ParamImportance> params;  // largest share first
+  int trials = 0;                       // n: completed trials with a finite final value
+  std::string why_none;                 // set when there are too few trials to say
+};
+Importances ParamImportances(const StudyReport& report);
+
+// Best final value so far against the resources spent so far: trials in the order they ended,
+// each adding its GPU-hours (every ended trial, pruned and failed ones too); the best value
+// among completed trials ended by then.
+struct BestSoFarPoint {
+  double hours = 0;            // cumulative, at this trial's end
+  std::optional<double> best;  // best final value so far (none before the first result)
+  size_t trial = 0;            // the trial that ended here
+  bool improved = false;       // this trial set a new best
+};
+std::vector<BestSoFarPoint> BestSoFar(const StudyReport& report);
+
 struct Analysis {
   std::vector<size_t> ranking;                 // every trial, best first (see Rank in study_report.cc)
   std::optional<size_t> recommended;           // first completed trial of the ranking with a value
+  std::optional<size_t> runner_up;             // the next one
   std::optional<size_t> fastest;               // shortest time to target among completed trials
   std::optional<Decomposition> decomposition;  // recommended vs baseline, when both reach the target
   CostSummary cost;

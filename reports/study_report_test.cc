@@ -21,44 +21,6 @@ TrialSummary Trial(int64_t id, const std::string& state, std::optional<double> f
   return t;
 }
 
-TEST_CASE("Smoothing is a trailing mean over a tenth of the points", "[report]") {
-  REQUIRE(SmoothingWindow(1) == 1);
-  REQUIRE(SmoothingWindow(30) == 3);
-  REQUIRE(SmoothingWindow(10'000) == 50);
-  REQUIRE(!SmoothedFinal({}));
-  REQUIRE(*SmoothedFinal({5, 4, 3}) == 3);  // fewer than 20 points: the last one alone
-  REQUIRE(*SmoothedFinal(std::vector<double>(20, 2.0)) == 2.0);
-  std::vector<double> v = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 3, 3, 3, 3, 3, 3, 3, 3, 3, 6};  // w = 2
-  REQUIRE(*SmoothedFinal(v) == Approx(4.5));
-}
-
-TEST_CASE("A curve reaches its own smoothed final value", "[report]") {
-  // A noisy curve whose running mean only gets down to its final value at the very end.
-  std::vector<double> v;
-  for (int i = 0; i < 997; ++i) v.push_back(3.0 + 1.0 / (1 + i * 0.01) + 0.1 * std::sin(i * 0.7));
-  double target = *SmoothedFinal(v);
-  auto smoothed = Smoothed(v);
-  REQUIRE(smoothed.size() == v.size());
-  REQUIRE(smoothed.front() == v.front());
-  REQUIRE(smoothed.back() == target);
-  auto reached = FirstReach(smoothed, target, true);
-  REQUIRE(reached);
-  REQUIRE(*reached <= v.size() - 1);
-  REQUIRE(!FirstReach(smoothed, target - 1, true));
-  REQUIRE(FirstReach(smoothed, 100, true) == size_t{0});
-  // Maximising: reaching means getting above.
-  std::vector<double> acc = {0.1, 0.2, 0.5, 0.6, 0.7};
-  REQUIRE(FirstReach(Smoothed(acc), 0.5, false) == size_t{2});
-  // A NaN (diverged) reaches nothing, and spoils only the windows that hold it.
-  REQUIRE(!FirstReach(Smoothed({std::numeric_limits<double>::quiet_NaN()}), 1e9, true));
-  std::vector<double> spike(40, 1.0);  // window 4
-  spike[10] = std::numeric_limits<double>::quiet_NaN();
-  auto s = Smoothed(spike);
-  REQUIRE(std::isnan(s[10]));
-  REQUIRE(std::isnan(s[13]));
-  REQUIRE(s[14] == 1.0);
-}
-
 TEST_CASE("Throughput factor x convergence factor = time-to-target factor", "[report]") {
   TrialSummary base = Trial(1, "completed", 2.5, 2.0, 3000);
   TrialSummary cand = Trial(2, "completed", 2.4, 3.4, 2000);

@@ -74,7 +74,8 @@ struct Ticks {
 // Labels of the ticks: decimals as the step needs; thousands as "20k" and millions as "3M" so
 // the labels of an iteration axis stay short.
 std::string TickLabel(double v, const Ticks& ticks, bool log) {
-  if (log) return FormatSig(std::pow(10.0, v), 2);
+  // Log ticks sit at 1, 2 and 5 times a power of ten: one significant digit ("0.001", not "0.0010").
+  if (log) return FormatSig(std::pow(10.0, v), 1);
   double top = 0;
   for (double t : ticks.values) top = std::max(top, std::fabs(t));
   double unit = top >= 1e7 ? 1e6 : top >= 1e4 ? 1e3 : 1;
@@ -400,14 +401,21 @@ std::string RenderDotChart(const DotChart& chart) {
       if (c < 0 || c >= static_cast<long>(chart.categories.size())) continue;
       double jitter = std::fmod(0.618034 * seen[c]++, 1.0) - 0.5;
       px = left + band * (static_cast<double>(c) + 0.5 + 0.5 * jitter);
-      by_category[c].push_back(d.y);
+      if (!d.hollow) by_category[c].push_back(d.y);
     } else {
       if (!x.Drawable(d.x)) continue;
       px = x(d.x);
     }
-    fmt::format_to(std::back_inserter(out),
-                   "<circle cx=\"{}\" cy=\"{}\" r=\"3.2\" fill=\"{}\" fill-opacity=\"{:.2f}\">", Coord(px),
-                   Coord(y(d.y)), d.color, d.opacity);
+    if (d.hollow) {
+      fmt::format_to(std::back_inserter(out),
+                     "<circle cx=\"{}\" cy=\"{}\" r=\"3\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.3\" "
+                     "stroke-opacity=\"{:.2f}\">",
+                     Coord(px), Coord(y(d.y)), d.color, d.opacity);
+    } else {
+      fmt::format_to(std::back_inserter(out),
+                     "<circle cx=\"{}\" cy=\"{}\" r=\"3.2\" fill=\"{}\" fill-opacity=\"{:.2f}\">", Coord(px),
+                     Coord(y(d.y)), d.color, d.opacity);
+    }
     AppendTitle(d.tooltip, out);
     out.append("</circle>");
   }
@@ -420,6 +428,95 @@ std::string RenderDotChart(const DotChart& chart) {
         std::back_inserter(out),
         "<line class=\"median\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\"><title>median {3}</title></line>",
         Coord(cx - band * 0.35), Coord(cx + band * 0.35), Coord(y(median)), HtmlEscape(FormatSig(median, 3)));
+  }
+  out.append("</svg>");
+  return out;
+}
+
+std::string RenderParallelChart(const ParallelChart& chart) {
+  const double w = chart.width, h = chart.height;
+  const double left = 70, right = w - 70, top = 26, bottom = h - 40;
+  const size_t n = chart.axes.size();
+  std::string out;
+  OpenSvg(out, w, h, chart.title);
+  if (n == 0) {
+    out.append("</svg>");
+    return out;
+  }
+  auto axis_x = [&](size_t a) {
+    return n == 1 ? (left + right) / 2 : left + (right - left) * static_cast<double>(a) / static_cast<double>(n - 1);
+  };
+  // Each axis maps its values onto [bottom, top]; categories evenly, with a little room at the ends.
+  std::vector<Scale> scales(n);
+  std::vector<Ticks> ticks(n);
+  for (size_t a = 0; a < n; ++a) {
+    const ParallelAxis& ax = chart.axes[a];
+    Scale& sc = scales[a];
+    sc.r0 = ax.reversed ? top : bottom;
+    sc.r1 = ax.reversed ? bottom : top;
+    if (!ax.categories.empty()) {
+      sc.d0 = -0.5;
+      sc.d1 = static_cast<double>(ax.categories.size()) - 0.5;
+      continue;
+    }
+    sc.log = ax.log;
+    std::vector<double> values;
+    for (const ParallelLine& l : chart.lines) {
+      if (a < l.values.size()) values.push_back(l.values[a]);
+    }
+    Axis spec;
+    ticks[a] = FitDomain(std::move(values), spec, sc, 4, LineChart::Clip::kNone);
+  }
+  for (size_t a = 0; a < n; ++a) {
+    const ParallelAxis& ax = chart.axes[a];
+    double px = axis_x(a);
+    fmt::format_to(std::back_inserter(out), "<line class=\"axis\" x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\"/>",
+                   Coord(px), Coord(top), Coord(bottom));
+    fmt::format_to(std::back_inserter(out), "<text class=\"axis-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">",
+                   Coord(px), Coord(top - 10));
+    AppendHtmlEscaped(Ellipsize(ax.label, 22), out);
+    out.append("</text>");
+    auto tick = [&](double py, const std::string& label) {
+      if (py < top - 0.5 || py > bottom + 0.5) return;
+      fmt::format_to(std::back_inserter(out),
+                     "<line class=\"axis\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\"/>"
+                     "<text class=\"tick\" x=\"{3}\" y=\"{4}\" text-anchor=\"end\">",
+                     Coord(px - 4), Coord(px), Coord(py), Coord(px - 6), Coord(py + 3.5));
+      AppendHtmlEscaped(label, out);
+      out.append("</text>");
+    };
+    if (!ax.categories.empty()) {
+      for (size_t c = 0; c < ax.categories.size(); ++c)
+        tick(scales[a].Pixel(static_cast<double>(c)), Ellipsize(ax.categories[c], 10));
+    } else {
+      for (double t : ticks[a].values) tick(scales[a].Pixel(t), TickLabel(t, ticks[a], scales[a].log));
+    }
+  }
+  for (const ParallelLine& l : chart.lines) {
+    std::string d;
+    bool pen_down = false;
+    for (size_t a = 0; a < n && a < l.values.size(); ++a) {
+      double v = l.values[a];
+      const Scale& sc = scales[a];
+      bool ok = chart.axes[a].categories.empty() ? sc.Drawable(v) : std::isfinite(v);
+      if (!ok) {
+        pen_down = false;
+        continue;
+      }
+      double py = chart.axes[a].categories.empty() ? sc(v) : sc.Pixel(v);
+      py = std::clamp(py, top, bottom);
+      d.push_back(pen_down ? 'L' : 'M');
+      AppendCoord(axis_x(a), d);
+      d.push_back(' ');
+      AppendCoord(py, d);
+      pen_down = true;
+    }
+    if (d.empty()) continue;
+    fmt::format_to(std::back_inserter(out),
+                   "<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{:.1f}\" stroke-opacity=\"{:.2f}\"{}>", d,
+                   l.color, l.width, l.opacity, l.dashed ? " stroke-dasharray=\"4 3\"" : "");
+    AppendTitle(l.tooltip, out);
+    out.append("</path>");
   }
   out.append("</svg>");
   return out;

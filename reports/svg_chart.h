@@ -62,6 +62,7 @@ struct Dot {
   double y = 0;
   std::string color = "#4c78a8";
   double opacity = 0.8;
+  bool hollow = false;  // a ring, not a disc (a trial stopped early); left out of the category median
   std::string tooltip;
 };
 
@@ -75,7 +76,31 @@ struct DotChart {
   int width = 360, height = 240;
 };
 
+// Parallel coordinates: one vertical axis per parameter (and the objective last), one polyline
+// per trial through its values.
+struct ParallelAxis {
+  std::string label;
+  std::vector<std::string> categories;  // set: a categorical axis, values are indices
+  bool log = false;                     // numeric axis on a log scale
+  bool reversed = false;                // larger values at the bottom (an objective to minimise: best on top)
+};
+struct ParallelLine {
+  std::vector<double> values;  // one per axis; NaN: missing (the line stops short of it)
+  std::string color = "#8c959f";
+  double opacity = 0.6;
+  double width = 1.2;
+  bool dashed = false;
+  std::string tooltip;
+};
+struct ParallelChart {
+  std::string title;
+  std::vector<ParallelAxis> axes;
+  std::vector<ParallelLine> lines;  // later lines on top
+  int width = 1100, height = 340;
+};
+
 std::string RenderLineChart(const LineChart& chart);
+std::string RenderParallelChart(const ParallelChart& chart);
 std::string RenderBarChart(const BarChart& chart);
 std::string RenderDotChart(const DotChart& chart);
 

@@ -120,7 +120,7 @@ TEST_CASE("a study runs to completion over SSH and a second run submits nothing"
     REQUIRE(rows.ok());
     REQUIRE(rows->size() == 4);
     for (const auto& r : *rows) {
-      CHECK(r.final_loss.has_value());
+      CHECK(r.objective_value.has_value());
       CHECK(r.steps == 40);
     }
   }

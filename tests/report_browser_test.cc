@@ -10,9 +10,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "orchestrator/report_data.h"
+#include "reports/compare_report.h"
 #include "tests/synthetic_study.h"
 #include "tests/test_util.h"
 
@@ -138,6 +140,79 @@ TEST_CASE("The report loads in headless Chromium with no console message and no 
   std::string bytes = ReadAll(png);
   REQUIRE(bytes.size() > 20'000);  // a blank page is a few kB
   REQUIRE(bytes.starts_with("\x89PNG\r\n\x1a\n"));
+}
+
+// Loads `html` (the DOM, then a screenshot): no console message, no request, our page drawn.
+void CheckRendersCleanly(const std::string& chromium, const TempDir& dir, const std::string& html,
+                         const std::string& expected_heading) {
+  BrowserRun dom = RunChromium(chromium, dir, html, "--dump-dom");
+  INFO("chromium stderr:\n" << dom.err);
+  REQUIRE(dom.status == 0);
+  REQUIRE(dom.console.empty());
+  REQUIRE(dom.page_requests.empty());
+  REQUIRE(dom.out.find(expected_heading) != std::string::npos);
+  REQUIRE(dom.out.find("<svg class=\"chart\"") != std::string::npos);
+  REQUIRE(dom.out.find("<img") == std::string::npos);
+  REQUIRE(dom.out.find("<script") == std::string::npos);
+  std::string png = html + ".png";
+  BrowserRun shot = RunChromium(chromium, dir, html, "--screenshot='" + png + "'");
+  INFO("chromium stderr:\n" << shot.err);
+  REQUIRE(shot.status == 0);
+  REQUIRE(shot.console.empty());
+  REQUIRE(shot.page_requests.empty());
+  REQUIRE(ReadAll(png).size() > 20'000);
+}
+
+TEST_CASE("A hyperparameter study's report and a comparison load cleanly in headless Chromium", "[browser]") {
+  std::string chromium = Chromium();
+  TempDir dir;
+  // The synthetic study without its throughput knob (micro_batch_size): a hyperparameter study,
+  // lr sampled on a log scale; a hostile optimizer value.
+  Study hpo = testing::SyntheticStudy();
+  hpo.space.erase(hpo.space.begin());
+  hpo.space[0].log = true;
+  testing::SyntheticOptions options;
+  options.trials = 40;
+  options.hostile_value = "</script><img src=x onerror=alert(1)>";
+  auto store = store::Store::Open(dir.file("hpo.db"));
+  REQUIRE(store.ok());
+  int64_t id = testing::FillSyntheticStudy(**store, hpo, options);
+  ReportOptions report_options;
+  report_options.version = "test";
+  auto report = CollectReport(**store, hpo, id, report_options, options.now);
+  REQUIRE(report.ok());
+  REQUIRE(report->meta.kind == reports::StudyKind::kHyperparameter);
+  std::string html = dir.file("hpo.html");
+  testing::WriteAll(html, reports::RenderHtmlReport(*report));
+  CheckRendersCleanly(chromium, dir, html, "ahead of the runner-up");
+  std::string page = ReadAll(html);
+  REQUIRE(page.find("<section id=\"parallel\"") != std::string::npos);
+  REQUIRE(page.find("<section id=\"importance\"") != std::string::npos);
+  REQUIRE(page.find("<section id=\"best-so-far\"") != std::string::npos);
+
+  // Two studies side by side: the synthetic study and a copy of it.
+  Study other = testing::SyntheticStudy();
+  other.name = "synthetic-h200";
+  auto store2 = store::Store::Open(dir.file("other.db"));
+  REQUIRE(store2.ok());
+  int64_t id2 = testing::FillSyntheticStudy(**store2, other, options);
+  reports::Comparison c;
+  c.version = "test";
+  c.generated_at = options.now;
+  Study first = testing::SyntheticStudy();
+  auto store1 = store::Store::Open(dir.file("first.db"));
+  int64_t id1 = testing::FillSyntheticStudy(**store1, first, options);
+  for (auto [s, st, sid] : {std::tuple{&first, store1->get(), id1}, std::tuple{&other, store2->get(), id2}}) {
+    auto r = CollectReport(*st, *s, sid, report_options, options.now);
+    REQUIRE(r.ok());
+    reports::ComparedStudy cs;
+    cs.report = std::move(*r);
+    cs.analysis = reports::Analyze(cs.report);
+    c.studies.push_back(std::move(cs));
+  }
+  std::string compare = dir.file("compare.html");
+  testing::WriteAll(compare, reports::RenderCompareHtml(c));
+  CheckRendersCleanly(chromium, dir, compare, "Best configuration of each study");
 }
 
 TEST_CASE("The browser checks catch a page that fetches", "[browser]") {

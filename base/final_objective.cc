@@ -1,0 +1,55 @@
+// See final_objective.h.
+#include "base/final_objective.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sweep {
+namespace {
+
+// Mean of values[first, end): the one summation both FinalObjectiveOf and TrailingMean use, so
+// that the final value and the curve's last point are the same double.
+double WindowMean(const std::vector<double>& values, size_t end) {
+  size_t first = end > kFinalWindow ? end - kFinalWindow : 0;
+  double sum = 0;
+  for (size_t k = first; k < end; ++k) sum += values[k];
+  return sum / static_cast<double>(end - first);
+}
+
+}  // namespace
+
+std::optional<FinalObjective> FinalObjectiveOf(const std::vector<double>& values) {
+  if (values.empty()) return std::nullopt;
+  FinalObjective f;
+  f.points = std::min(kFinalWindow, values.size());
+  f.value = WindowMean(values, values.size());
+  f.last = values.back();
+  if (f.points > 1 && std::isfinite(f.value)) {
+    double ss = 0;
+    for (size_t k = values.size() - f.points; k < values.size(); ++k)
+      ss += (values[k] - f.value) * (values[k] - f.value);
+    f.spread = std::sqrt(ss / static_cast<double>(f.points - 1));
+  }
+  return f;
+}
+
+std::vector<double> TrailingMean(const std::vector<double>& values) {
+  std::vector<double> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) out[i] = WindowMean(values, i + 1);
+  return out;
+}
+
+std::optional<size_t> FirstReach(const std::vector<double>& smoothed, double target, bool minimize) {
+  for (size_t i = 0; i < smoothed.size(); ++i) {
+    if (minimize ? smoothed[i] <= target : smoothed[i] >= target) return i;
+  }
+  return std::nullopt;
+}
+
+bool Better(double a, double b, bool minimize) {
+  if (std::isnan(a)) return false;
+  if (std::isnan(b)) return true;
+  return minimize ? a < b : a > b;
+}
+
+}  // namespace sweep

@@ -1,0 +1,39 @@
+// The one definition of a trial's final objective, used by the ranking, the recommendation, the
+// target, `status`, trials.csv and the comparison of studies: the mean of the objective's last
+// kFinalWindow logged points (fewer if the trial logged fewer). The same trailing mean, at every
+// point, is the smoothed curve on which "reached the target" is decided and that the charts draw,
+// so a trial whose final value is the target reaches it, at its last point at the latest: the
+// baseline reaches its own target by definition. The window is a fixed number of points for every
+// trial, whatever its length, so a trial that ran longer is not judged on a smoother curve.
+// Module base/: the vocabulary every module shares; uses the standard library only.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+namespace sweep {
+
+inline constexpr size_t kFinalWindow = 10;
+
+struct FinalObjective {
+  double value = 0;   // mean of the last `points` values (NaN if one of them is not finite)
+  double spread = 0;  // their sample standard deviation (0 for one point): how noisy the end is
+  double last = 0;    // the last logged value, raw
+  size_t points = 0;  // min(kFinalWindow, number of values)
+};
+
+// nullopt for no values.
+std::optional<FinalObjective> FinalObjectiveOf(const std::vector<double>& values);
+
+// The smoothed curve: at each point i, the mean of values[max(0, i+1-kFinalWindow) .. i]. Its
+// last element is bit for bit FinalObjectiveOf(values)->value. A NaN spoils the windows holding it.
+std::vector<double> TrailingMean(const std::vector<double>& values);
+
+// Index of the first point of `smoothed` at or better than `target` (<= when minimising).
+std::optional<size_t> FirstReach(const std::vector<double>& smoothed, double target, bool minimize);
+
+// True when `a` is a better objective value than `b` (NaN is worse than any number).
+bool Better(double a, double b, bool minimize);
+
+}  // namespace sweep

@@ -1,0 +1,71 @@
+// Tests of the one definition of a trial's final objective and its smoothed curve.
+#include "base/final_objective.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace sweep {
+namespace {
+
+TEST_CASE("The final objective is the mean of the last 10 points, with their spread", "[report]") {
+  REQUIRE(!FinalObjectiveOf({}));
+  auto one = FinalObjectiveOf({5});
+  REQUIRE(one->value == 5);
+  REQUIRE(one->spread == 0);
+  REQUIRE(one->points == 1);
+  std::vector<double> v(30, 9.0);
+  for (int i = 0; i < 10; ++i) v.push_back(i % 2 ? 1.0 : 3.0);  // the last ten: 3 1 3 1 ...
+  auto f = FinalObjectiveOf(v);
+  REQUIRE(f->value == 2.0);
+  REQUIRE(f->points == 10);
+  REQUIRE(f->last == 1.0);
+  REQUIRE(f->spread == Approx(std::sqrt(10.0 / 9.0)));
+  // A noisy curve whose last point is an outlier: the last point alone would say 1.5e-7.
+  std::vector<double> swing;
+  for (int i = 0; i < 40; ++i) swing.push_back(i % 2 ? 0.2 : 1.2);
+  swing.push_back(1.5e-7);
+  REQUIRE(FinalObjectiveOf(swing)->value > 0.5);
+}
+
+TEST_CASE("A curve reaches a target equal to its own final value, at the same window", "[report]") {
+  // A noisy curve whose trailing mean only gets down to its final value at the very end.
+  std::vector<double> v;
+  for (int i = 0; i < 997; ++i) v.push_back(3.0 + 1.0 / (1 + i * 0.01) + 0.1 * std::sin(i * 0.7));
+  double target = FinalObjectiveOf(v)->value;
+  auto smoothed = TrailingMean(v);
+  REQUIRE(smoothed.size() == v.size());
+  REQUIRE(smoothed.front() == v.front());
+  REQUIRE(smoothed.back() == target);  // bit for bit
+  REQUIRE(smoothed[5] == Approx((v[0] + v[1] + v[2] + v[3] + v[4] + v[5]) / 6));
+  REQUIRE(smoothed[20] == Approx((v[11] + v[12] + v[13] + v[14] + v[15] + v[16] + v[17] + v[18] + v[19] + v[20]) / 10));
+  auto reached = FirstReach(smoothed, target, true);
+  REQUIRE(reached);
+  REQUIRE(!FirstReach(smoothed, target - 1, true));
+  REQUIRE(FirstReach(smoothed, 100, true) == size_t{0});
+  // Maximising: reaching means getting above, and the final value is reached too.
+  std::vector<double> acc = {0.1, 0.2, 0.5, 0.6, 0.7, 0.65, 0.72};
+  REQUIRE(FirstReach(TrailingMean(acc), FinalObjectiveOf(acc)->value, false));
+  REQUIRE(FirstReach(TrailingMean(acc), 0.35, false) == size_t{3});  // (0.1+0.2+0.5+0.6)/4
+  // A NaN (diverged) reaches nothing, and spoils only the windows that hold it.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  REQUIRE(!FirstReach(TrailingMean({nan}), 1e9, true));
+  std::vector<double> spike(40, 1.0);
+  spike[10] = nan;
+  auto s = TrailingMean(spike);
+  REQUIRE(std::isnan(s[10]));
+  REQUIRE(std::isnan(s[19]));
+  REQUIRE(s[20] == 1.0);
+  REQUIRE(std::isnan(FinalObjectiveOf({1, 2, nan})->value));
+}
+
+TEST_CASE("Better orders objective values by the study's direction, NaN last", "[report]") {
+  REQUIRE(Better(1, 2, true));
+  REQUIRE(Better(2, 1, false));
+  REQUIRE(!Better(std::nan(""), 1, true));
+  REQUIRE(Better(1, std::nan(""), false));
+}
+
+}  // namespace
+}  // namespace sweep
