@@ -91,6 +91,7 @@ struct App {
     auto s = LoadStudy(study_path);
     if (!s.ok()) return s.status();
     study = std::move(*s);
+    SWEEP_RETURN_IF_ERROR(CheckStudyTemplate(study));
     for (const auto& w : study.warnings) std::cerr << "warning: " << w << "\n";
     // Phase 2: phase 1's ranking is read once, here; every later expansion takes it as data.
     SWEEP_RETURN_IF_ERROR(ResolveSeeds(study));

@@ -65,8 +65,21 @@ std::string DescribeExit(const std::string& exit_code) {
 
 }  // namespace
 
+namespace {
+// Rules that compare trials at equal training time (all but divergence).
+bool TimeRulesOn(const StoppingConfig& c) {
+  return c.race.enabled || c.halving.enabled || c.median.enabled || c.patience.enabled || c.throughput.enabled;
+}
+}  // namespace
+
 Runner::Runner(const Study& study, store::Store& store, slurm::Transport& transport, Clock& clock, std::ostream& log)
-    : study_(study), store_(store), transport_(transport), client_(transport_), clock_(clock), log_(log) {}
+    : study_(study),
+      store_(store),
+      transport_(transport),
+      client_(transport_),
+      clock_(clock),
+      log_(log),
+      watch_(study.objective.metric, TimeRulesOn(study.stopping), study.objective.LoggedWithin()) {}
 
 void Runner::Event(std::optional<int64_t> trial_id, const std::string& kind, const std::string& message) {
   log_ << fmt::format("[{}] {}{}\n", FormatUtc(clock_.Now()), trial_id ? fmt::format("trial {}: ", *trial_id) : "",
@@ -176,6 +189,23 @@ Result<std::string> Runner::RenderBody(const store::TrialRecord& t) {
   if (spec == specs_.end()) return Status::Internal("trial " + t.trial_key + " is not in this study file");
   return slurm::RenderTemplate(study_.job.template_text, study_.job.template_path,
                                TrialTemplateVars(study_, spec->second, t.attempt, t.log_path));
+}
+
+Result<std::optional<std::vector<std::string>>> Runner::NextDirectives(const store::TrialRecord& t) {
+  auto spec = specs_.find(t.trial_key);
+  if (spec == specs_.end()) return Status::Internal("trial " + t.trial_key + " is not in this study file");
+  // Its log path depends on the array the trial joins, which these lines decide: a marker stands
+  // in for it, and a directive that carries it keeps the trial out of every array.
+  static constexpr std::string_view kLogMarker = "\x01slurmsweep-log\x01";
+  std::string_view tmpl = study_.job.template_text;
+  auto head = slurm::RenderTemplate(tmpl.substr(0, slurm::DirectivesEnd(tmpl)), study_.job.template_path,
+                                    TrialTemplateVars(study_, spec->second, t.attempt + 1, std::string(kLogMarker)));
+  if (!head.ok()) return head.status();
+  std::vector<std::string> directives = slurm::SbatchDirectives(*head);
+  for (const auto& d : directives) {
+    if (d.find(kLogMarker) != std::string::npos) return std::optional<std::vector<std::string>>();
+  }
+  return std::optional<std::vector<std::string>>(std::move(directives));
 }
 
 slurm::SbatchHeader Runner::Header() const {
@@ -455,6 +485,7 @@ Result<int64_t> Runner::Ingest(store::TrialRecord& t, const Result<std::string>*
     ParserState next = ps->second;
     ParseOutput parsed = ParseMetrics(*chunk, study_.metric_format, next);
     if (parsed.consumed == 0) return stored;  // only a partial line so far
+    watch_.Saw(t.id, t.trial_key, parsed.points, parsed.time_key);
     std::vector<store::MetricRow> rows;
     rows.reserve(parsed.points.size());
     for (auto& p : parsed.points) rows.push_back({p.step, p.time_s, std::move(p.name), p.value});
@@ -809,20 +840,20 @@ Status Runner::SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& re
   int free_slots = c.max_concurrent - live;
   if (free_slots <= 0) return Status::OK();
   int64_t room = c.queue_ahead < 0 ? INT64_MAX : int64_t{free_slots} + c.queue_ahead;
-  std::vector<std::pair<std::vector<std::string>, std::vector<store::TrialRecord*>>> groups;
+  std::vector<std::pair<std::optional<std::vector<std::string>>, std::vector<store::TrialRecord*>>> groups;
   int64_t taken = 0;
   for (auto& t : trials) {
     if (taken >= room) break;
     if (t.state != kTrialNew || !specs_.count(t.trial_key)) continue;
     ++taken;
-    std::vector<std::string> directives;
+    std::optional<std::vector<std::string>> directives;
     if (c.arrays) {
-      auto body = RenderBody(t);
-      if (!body.ok()) return body.status();
-      directives = slurm::SbatchDirectives(*body);
+      auto next = NextDirectives(t);
+      if (!next.ok()) return next.status();
+      directives = std::move(*next);
     }
     auto g = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == directives; });
-    if (g == groups.end() || !c.arrays) g = groups.insert(groups.end(), {directives, {}});
+    if (g == groups.end() || !directives) g = groups.insert(groups.end(), {directives, {}});
     g->second.push_back(&t);
   }
   int max_chunk = c.arrays ? c.max_array_size : 1;
@@ -869,7 +900,16 @@ Status Runner::SubmitBatch(std::vector<store::TrialRecord*>& batch, int throttle
     std::string script_path = fmt::format("{}/scripts/{}.{}.sbatch", w, t.trial_key, t.attempt);
     SWEEP_RETURN_IF_ERROR(transport_.WriteFile(script_path, *script, 0755));
     if (!array) continue;
-    if (i == 0) directives = slurm::SbatchDirectives(*body);
+    // The array shares its first task's directives; every task must carry the same ones (a
+    // {{raw:}} value could add a line NextDirectives did not see): refused rather than guessed.
+    std::vector<std::string> own = slurm::SbatchDirectives(*body);
+    if (i == 0) directives = std::move(own);
+    else if (own != directives) {
+      return Status::InvalidArgument(fmt::format(
+          "{}: the #SBATCH lines rendered for trial {} differ from those it was grouped by into a job array; "
+          "nothing was submitted. Keep [space] values out of {{{{raw:}}}} placeholders in the #SBATCH block",
+          study_.job.template_path, t.trial_key));
+    }
     tasks.push_back({t.log_path, own_log, script_path});
   }
   std::string submit_path =
@@ -964,6 +1004,7 @@ Result<TickReport> Runner::Tick() {
   Status st = Reconcile(*trials);
   if (st.ok()) st = QueryAndIngest(*trials, report);
   if (st.ok()) st = ApplyStopping(*trials, report);
+  if (st.ok()) SWEEP_RETURN_IF_ERROR(CheckObjectiveLogged(*trials));
   // Never submit while the state of the cluster is unknown: that is how duplicates happen.
   if (st.ok()) st = SubmitNew(*trials, report);
   if (!st.ok()) {
@@ -1023,6 +1064,37 @@ Status Runner::Run(int max_ticks) {
     clock_.SleepFor(schedule.Next(r->submitted + r->ended + r->changed > 0, r->unavailable));
   }
   return Status::OK();
+}
+
+Status Runner::CheckObjectiveLogged(const std::vector<store::TrialRecord>& trials) {
+  if (!watch_primed_) {
+    watch_primed_ = true;
+    for (const auto& t : trials) {
+      if (t.log_offset == 0) continue;
+      auto row = store_.LastMetric(t.id, study_.objective.metric);
+      if (!row.ok()) return row.status();
+      if (row->has_value()) {
+        watch_.ObjectiveStored();
+        break;
+      }
+    }
+  }
+  for (const auto& t : trials) {
+    if (IsFinalTrialState(t.state)) watch_.Ended(t.id);
+  }
+  if (std::string why = watch_.TakeNoTimeAxisWarning(); !why.empty()) Event(std::nullopt, "warning", "warning: " + why);
+  std::string missing = watch_.MissingObjective();
+  if (missing.empty()) return Status::OK();
+  int live = static_cast<int>(std::count_if(trials.begin(), trials.end(), [](const store::TrialRecord& t) {
+    return !t.job_id.empty() && !IsFinalTrialState(t.state);
+  }));
+  Event(std::nullopt, "objective_missing", missing);
+  return Status::InvalidArgument(fmt::format(
+      "{}: [objective] metric: {}. Submission stopped. The {} job(s) already on Slurm go on, and every metric their "
+      "logs have is stored, so nothing is lost: fix [objective] metric (or what the trainer logs; `slurmsweep "
+      "metrics LOG --study {}` checks a log) and `slurmsweep run {}` goes on, or `slurmsweep cancel {}` stops them. "
+      "An objective logged only at the end: [objective] logged_within = 0",
+      study_.path, missing, live, study_.path, study_.path, study_.path));
 }
 
 bool Runner::StopRequested() {

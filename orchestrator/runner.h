@@ -19,6 +19,7 @@
 #include "base/status.h"
 #include "stopping/early_stop.h"
 #include "logs/metrics_parser.h"
+#include "orchestrator/objective_watch.h"
 #include "planner/planner.h"
 #include "study/space.h"
 #include "study/study.h"
@@ -135,6 +136,10 @@ class Runner {
   // (and the start mark) to that body.
   Result<std::string> RenderBody(const store::TrialRecord& trial);
   Result<std::string> RenderScript(const store::TrialRecord& trial, std::string_view body);
+  // The #SBATCH lines the trial's next attempt will carry, from the template's directive block
+  // alone (the body is rendered once, when the attempt is submitted): trials with the same lines
+  // share a job array. Empty optional: a directive names the trial's log, so it goes alone.
+  Result<std::optional<std::vector<std::string>>> NextDirectives(const store::TrialRecord& trial);
   // The #SBATCH header's study-wide part: work dir, partition/account/qos and [job] resources.
   slurm::SbatchHeader Header() const;
   std::string JobName(const std::string& trial_key) const;
@@ -160,6 +165,11 @@ class Runner {
   std::map<std::string, const PlanRow*> plan_rows_;  // by trial key, into plan_
   double headroom_bytes_ = 0;                        // the plan's headroom, grown by CalibrateMemory
   std::map<int64_t, ParserState> parsers_;
+  // The first trials' logs against the objective and the time rules (objective_watch.h).
+  ObjectiveWatch watch_;
+  bool watch_primed_ = false;  // trials that already stored the objective (a resumed run) counted
+  // Before submitting: stops the run when no trial logs the objective; warns once about time.
+  Status CheckObjectiveLogged(const std::vector<store::TrialRecord>& trials);
   std::map<int64_t, TrialCurve>
       curves_;  // early stopping's view, see Curve()  // per trial, restored from the store on first use
   int tick_ = 0;

@@ -3,9 +3,44 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "slurm/sbatch_script.h"
+#include "study/template_vars.h"
 
 namespace sweep {
+
+Status CheckStudyTemplate(Study& study) {
+  const JobSpec& job = study.job;
+  const std::string context = study.path + ": job.template";
+  std::map<std::string, std::string> known = job.vars;
+  for (const auto& p : study.space) known[p.name] = "";
+  for (const auto& b : BuiltinTemplateVars()) known[b] = "";
+  // Phase 2 of a two-phase study: phase 1's parameters reach the template too.
+  if (study.seed_from) {
+    auto phase1 = LoadStudy(study.seed_from->study_path);
+    if (!phase1.ok()) {
+      return phase1.status().WithContext(fmt::format("{}:{}: search.seed_from", study.path, study.seed_from->line));
+    }
+    for (const auto& p : phase1->space) known[p.name] = "";
+  }
+  // Placeholders where no quoting can be proven safe are refused whatever the values.
+  SWEEP_RETURN_IF_ERROR(slurm::CheckTemplateContexts(job.template_text, job.template_path).WithContext(context));
+  SWEEP_RETURN_IF_ERROR(slurm::CheckOwnDirectives(job.template_text, job.template_path).WithContext(context));
+  // Rendered once with every known name, an unknown placeholder is reported with the template's
+  // own file and line.
+  auto rendered = slurm::RenderTemplate(job.template_text, job.template_path, known);
+  if (!rendered.ok()) return rendered.status().WithContext(context);
+  auto used = slurm::TemplatePlaceholders(job.template_text, job.template_path);
+  if (!used.ok()) return used.status();
+  for (const auto& p : study.space) {
+    if (std::find(used->begin(), used->end(), p.name) != used->end()) continue;
+    study.warnings.push_back(
+        fmt::format("{}:{}: [space] parameter '{}' is not used by {}: trials that differ only in it run the same job",
+                    study.path, p.line, p.name, job.template_path));
+  }
+  return Status::OK();
+}
 
 std::map<std::string, std::string> TrialTemplateVars(const Study& study, const TrialSpec& spec, int attempt,
                                                      const std::string& log_path) {

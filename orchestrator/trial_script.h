@@ -1,6 +1,7 @@
-// One trial's template variables, and the check that every trial of a study renders before
-// anything is submitted (a value its template cannot carry is found at load, not when its
-// trial comes up).
+// The study's sbatch template checked with the renderer the run loop uses, one trial's template
+// variables, and the check that every trial of a study renders before anything is submitted (a
+// value its template cannot carry is found at load, not when its trial comes up). The study
+// module reads the template's file; rendering it is slurm/'s, so the check lives here.
 #pragma once
 
 #include <map>
@@ -11,6 +12,13 @@
 #include "study/study.h"
 
 namespace sweep {
+
+// Checks the template of a loaded study before anything runs: placeholders where no quoting can
+// be proven safe (slurm::CheckTemplateContexts), directives slurmsweep writes itself, and names
+// the study does not define ("JOB.sbatch:LINE: unknown placeholder ..."; with seed_from, phase 1's
+// parameters count as defined). A [space] parameter the template never names is a warning
+// appended to study.warnings: trials that differ only in it would run the same job.
+Status CheckStudyTemplate(Study& study);
 
 // The variables a trial's template sees: [job.vars], the trial's parameters and the built-ins
 // (template_vars.h) for `attempt` with its log at `log_path`.

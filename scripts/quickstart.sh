@@ -3,8 +3,8 @@
 # quickstart study over SSH end to end, and write its report. Run as root on Debian 12.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-scripts/build.sh
+scripts/setup.sh --quickstart
+scripts/build.sh slurmsweep mlp_train  # the binary and the workload it stages; not the tests or benchmarks
 tests/cluster/start.sh
 build/bin/slurmsweep run examples/quickstart.toml
 build/bin/slurmsweep report examples/quickstart.toml --csv build/quickstart-trials.csv

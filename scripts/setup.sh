@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
 # Installs everything slurmsweep needs to build and to run its tests/cluster lab on a fresh Debian 12.
 # Run as root. Idempotent: when every package is already installed it returns in well under a second.
+# `setup.sh --quickstart` installs only what the quickstart runs (no fuzzing, browser, accounting or
+# benchmark peers): scripts/quickstart.sh uses it; scripts/test.sh installs everything.
 set -euo pipefail
 
 export DEBIAN_FRONTEND=noninteractive
 
-PACKAGES=(
+# What the quickstart needs: the tool chain, the libraries and the lab's services.
+QUICKSTART_PACKAGES=(
   # build tool chain
-  build-essential make cmake g++ pkg-config git ca-certificates clang libclang-rt-14-dev
+  build-essential make cmake g++ pkg-config git ca-certificates
   # libraries
   libsqlite3-dev sqlite3 libboost1.81-dev libssh-dev libtomlplusplus-dev catch2
   nlohmann-json3-dev libcli11-dev libfmt-dev
   # test lab: Slurm, munge, sshd and the tools tests/cluster/start.sh uses
   slurmctld slurmd slurm-client munge openssh-server openssh-client
   iproute2 util-linux procps python3
+)
+# What the whole test suite and the benchmarks need on top.
+TEST_PACKAGES=(
+  clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer targets
   slurmdbd mariadb-server  # accounting in the fault tests' lab (SLURMSWEEP_ACCOUNTING=slurmdbd)
   chromium  # tests/report_browser_test.cc and scripts/report-screenshot.sh render the HTML report
   python3-optuna  # bench/optuna_pruners.py: the pruners stopping_bench compares ours with
@@ -62,6 +69,12 @@ check_tools() {
 }
 
 main() {
+  PACKAGES=("${QUICKSTART_PACKAGES[@]}")
+  case "${1:-}" in
+    --quickstart) ;;
+    "") PACKAGES+=("${TEST_PACKAGES[@]}") ;;
+    *) echo "setup: unknown option '$1' (known: --quickstart)" >&2; exit 2 ;;
+  esac
   check_root
   install_packages
   check_tools

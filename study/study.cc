@@ -19,7 +19,6 @@
 #include "study/stopping_config.h"
 #include "study/template_vars.h"
 #include "study/toml_table.h"
-#include "slurm/sbatch_script.h"
 
 namespace sweep {
 namespace fs = std::filesystem;
@@ -164,7 +163,7 @@ class Loader {
     auto obj = Table(root, "objective", false);
     if (!obj.ok()) return obj.status();
     if (*obj) {
-      SWEEP_RETURN_IF_ERROR(CheckKeys(**obj, "objective", {"metric", "mode", "rank_by"}));
+      SWEEP_RETURN_IF_ERROR(CheckKeys(**obj, "objective", {"metric", "mode", "rank_by", "logged_within"}));
       SWEEP_RETURN_IF_ERROR(String(**obj, "objective", "metric", &s.objective.metric, false));
       std::string mode = "min";
       SWEEP_RETURN_IF_ERROR(String(**obj, "objective", "mode", &mode, false));
@@ -177,6 +176,7 @@ class Loader {
         return Error((*obj)->get("rank_by"), "objective.rank_by", "must be \"final\" or \"time_to_target\"");
       }
       s.objective.rank_by_time_to_target = rank_by == "time_to_target";
+      SWEEP_RETURN_IF_ERROR(Int(**obj, "objective", "logged_within", &s.objective.logged_within, 0, 1000000));
     }
 
     SWEEP_RETURN_IF_ERROR(LoadCluster(root, s));
@@ -516,44 +516,6 @@ class Loader {
     std::stringstream ss;
     ss << in.rdbuf();
     job.template_text = ss.str();
-    // Render once with every known name so an unknown placeholder is reported with the
-    // template's own file and line, before anything is submitted.
-    std::map<std::string, std::string> known = job.vars;
-    for (const auto& p : s.space) known[p.name] = "";
-    for (const auto& b : BuiltinTemplateVars()) known[b] = "";
-    // Phase 2 of a two-phase study: phase 1's parameters reach the template too.
-    if (s.seed_from) {
-      static thread_local int depth = 0;  // a chain of phases, or a cycle of seed_from
-      if (depth >= 8) {
-        return Status::InvalidArgument(
-            fmt::format("{}: search.seed_from: more than 8 studies seed each other (a cycle?)", path_));
-      }
-      ++depth;
-      auto phase1 = LoadStudy(s.seed_from->study_path);
-      --depth;
-      if (!phase1.ok())
-        return phase1.status().WithContext(fmt::format("{}:{}: search.seed_from", path_, s.seed_from->line));
-      for (const auto& p : phase1->space) known[p.name] = "";
-    }
-    // Placeholders where no quoting can be proven safe are refused whatever the values.
-    if (Status st = slurm::CheckTemplateContexts(job.template_text, job.template_path); !st.ok()) {
-      return st.WithContext(path_ + ": job.template");
-    }
-    if (Status st = slurm::CheckOwnDirectives(job.template_text, job.template_path); !st.ok()) {
-      return st.WithContext(path_ + ": job.template");
-    }
-    auto rendered = slurm::RenderTemplate(job.template_text, job.template_path, known);
-    if (!rendered.ok()) return rendered.status().WithContext(path_ + ": job.template");
-    // A parameter the template never names makes trials that differ only in it the same job.
-    auto used = slurm::TemplatePlaceholders(job.template_text, job.template_path);
-    if (!used.ok()) return used.status();
-    for (const auto& p : s.space) {
-      if (std::find(used->begin(), used->end(), p.name) != used->end()) continue;
-      s.warnings.push_back(
-          fmt::format("{}:{}: [space] parameter '{}' is not used by {}: trials that differ only in "
-                      "it run the same job",
-                      path_, p.line, p.name, job.template_path));
-    }
     return Status::OK();
   }
 
@@ -562,6 +524,14 @@ class Loader {
 };
 
 }  // namespace
+
+int Objective::LoggedWithin() const {
+  if (logged_within >= 0) return logged_within;
+  for (std::string_view eval : {"val", "eval", "test"}) {
+    if (metric.compare(0, eval.size(), eval) == 0) return 0;
+  }
+  return 10;
+}
 
 Result<Study> ParseStudy(const std::string& text, const std::string& path) { return Loader(path).Load(text); }
 

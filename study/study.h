@@ -2,7 +2,8 @@
 // cluster. Every error names the file, line and key. The file format is versioned by what
 // this loader accepts; unknown keys are errors (with the closest known key suggested), so a
 // typo never silently becomes a default.
-// Module study/: the study file; uses base/, logs/, stopping/ (and slurm/'s template renderer).
+// Module study/: the study file; uses base/ and the config types of logs/ (MetricFormat) and
+// stopping/ (StoppingConfig). The template is read, not checked: orchestrator/trial_script.h.
 #pragma once
 
 #include <map>
@@ -84,6 +85,12 @@ struct Objective {
   // Rank by the training time to reach the report's target (the smoothed objective first at or
   // past it) instead of by the final value: the headline of a throughput-and-convergence study.
   bool rank_by_time_to_target = false;
+  // Metric lines (logged steps) of a trial within which the objective must show up: after that
+  // many without it in any trial, `run` stops submitting (a misspelt name would waste the sweep).
+  // 0: wait for a trial's end. -1 (default): 10, or 0 for an evaluation metric (a name starting
+  // with val, eval or test), which shows up only every evaluation interval.
+  int logged_within = -1;
+  int LoggedWithin() const;
 };
 
 // [retry]'s classes with their default counts (base/trial_state.h).

@@ -86,19 +86,6 @@ TEST_CASE("missing sections and bad values are reported", "[study]") {
   CHECK_THAT(empty_list.status().message(), Catch::Contains("space.lr") && Catch::Contains("empty"));
 }
 
-TEST_CASE("a [space] parameter the template never names is a warning: its trials would be the same job", "[study]") {
-  StudyDir d("#!/bin/bash\ntrain --lr {{lr}}\n");
-  auto s = d.Parse(MinimalStudy());
-  REQUIRE(s.ok());
-  REQUIRE(s->warnings.size() == 1);
-  CHECK_THAT(s->warnings[0], Catch::Contains("study.toml:13: [space] parameter 'opt' is not used by") &&
-                                 Catch::Contains("the same job"));
-  StudyDir all;
-  auto fine = all.Parse(MinimalStudy());
-  REQUIRE(fine.ok());
-  CHECK(fine->warnings.empty());
-}
-
 TEST_CASE("likely mistakes that used to load silently are errors", "[study]") {
   StudyDir d;
   auto message = [&](const std::string& text) {
@@ -155,18 +142,6 @@ TEST_CASE("job.mem and job.time_limit are checked against Slurm's syntax when th
   auto time = with_job("time_limit = \"1h\"\n");
   REQUIRE_FALSE(time.ok());
   CHECK_THAT(time.status().message(), Catch::Contains(":10: key 'job.time_limit': '1h' is not a Slurm time"));
-}
-
-TEST_CASE("template placeholders are checked before anything runs", "[study]") {
-  StudyDir d("#!/bin/bash\necho ok\ntrain --lr {{lr}} --typo {{optt}}\n");
-  auto s = d.Parse(MinimalStudy());
-  REQUIRE_FALSE(s.ok());
-  CHECK_THAT(s.status().message(), Catch::Contains("job.sbatch:3") && Catch::Contains("optt"));
-
-  StudyDir unbalanced("#!/bin/bash\ntrain --lr {{lr\n");
-  auto u = unbalanced.Parse(MinimalStudy());
-  REQUIRE_FALSE(u.ok());
-  CHECK_THAT(u.status().message(), Catch::Contains("job.sbatch:2"));
 }
 
 TEST_CASE("constraint expressions", "[study][expr]") {

@@ -127,6 +127,36 @@ TEST_CASE("submit: trials that share #SBATCH lines go as one job array, throttle
   for (const auto& t : s.Trials()) CHECK(s.Loss(t).size() == 2);
 }
 
+TEST_CASE("submit: trials whose #SBATCH lines differ go in separate arrays; a directive naming the log goes alone",
+          "[runner]") {
+  Sweep by_mem("[space]\nmem = [\"1G\", \"2G\"]\nlr = [0.1, 0.2]\n", 8, "", "#SBATCH --mem={{mem}}\necho {{lr}}");
+  CHECK(by_mem.Tick().submitted == 4);
+  auto sbatch = by_mem.slurm.issued("sbatch");
+  REQUIRE(sbatch.size() == 2);
+  // Each array carries its members' own directive, and each member's script the same one.
+  for (const auto& t : by_mem.Trials()) {
+    CHECK(t.array_index >= 0);
+    std::string mem = t.params_json.find("\"1G\"") != std::string::npos ? "1G" : "2G";
+    auto array = by_mem.slurm.file(fmt::format("/fake/work/scripts/{}.sbatch", t.array_name));
+    REQUIRE(array);
+    CHECK_THAT(*array, Catch::Contains("#SBATCH --mem='" + mem + "'") && Catch::Contains("--array=0-1%"));
+    auto own = by_mem.slurm.file(fmt::format("/fake/work/scripts/{}.1.sbatch", t.trial_key));
+    REQUIRE(own);
+    CHECK_THAT(*own, Catch::Contains("#SBATCH --mem='" + mem + "'"));
+  }
+
+  // --error beside the log: the log path depends on the array, so no array can hold the trial.
+  Sweep by_log("[space]\nlr = [0.1, 0.2, 0.3]\n", 8, "", "#SBATCH --error={{log}}.err\necho {{lr}}");
+  CHECK(by_log.Tick().submitted == 3);
+  CHECK(by_log.slurm.issued("sbatch").size() == 3);
+  for (const auto& t : by_log.Trials()) {
+    CHECK(t.array_index == -1);
+    auto own = by_log.slurm.file(fmt::format("/fake/work/scripts/{}.1.sbatch", t.trial_key));
+    REQUIRE(own);
+    CHECK_THAT(*own, Catch::Contains("#SBATCH --error='" + t.log_path + "'.err"));
+  }
+}
+
 TEST_CASE("timeout: while slurmctld does not answer nothing is marked and nothing submitted", "[runner]") {
   Sweep s("[space]\nlr = [0.1, 0.2]\n", 2);
   s.Tick();
@@ -476,4 +506,28 @@ TEST_CASE("cancel: one scancel by the array's id; unsubmitted trials are cancell
   }
   CHECK(s.Loss(s.Trial("0.1")) == std::vector<double>{2.0});  // the last lines are recorded now
   CHECK(s.slurm.issued("sbatch").size() == 1);
+}
+
+TEST_CASE("objective: a name no trial logs stops submission with the names the log has; a fixed name goes on",
+          "[runner]") {
+  Sweep s("[space]\nlr = [0.1, 0.2]\n[objective]\nmetric = \"lm_los\"\n", 1, "queue_ahead = 0");
+  s.Tick();
+  REQUIRE(s.slurm.issued("sbatch").size() == 1);
+  s.slurm.Start("100");
+  std::string lines;
+  for (int i = 1; i <= 9; ++i) lines += MegatronLine(i, 100, 3.0);
+  s.slurm.AppendLog("100", lines);
+  CHECK(s.Tick().submitted == 0);  // nine lines: not enough to tell
+  s.slurm.AppendLog("100", MegatronLine(10, 100, 3.0));
+  s.slurm.End("100", "COMPLETED");
+  auto stopped = s.runner().Tick();
+  REQUIRE_FALSE(stopped.ok());
+  CHECK(stopped.status().code() == Status::Code::kInvalidArgument);
+  CHECK_THAT(stopped.status().message(),
+             Catch::Contains("[objective] metric") && Catch::Contains("never the objective 'lm_los'") &&
+                 Catch::Contains("did you mean 'lm_loss'") && Catch::Contains("Submission stopped"));
+  CHECK(s.slurm.issued("sbatch").size() == 1);  // the second trial was never submitted
+  CHECK(s.Events("objective_missing") == 1);
+  // Every name the log had was stored: a run with the name fixed ranks the trial without re-reading.
+  CHECK(s.Loss(s.Trial("\"lr\":0.1")).size() == 10);
 }

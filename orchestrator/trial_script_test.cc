@@ -1,0 +1,59 @@
+// The study's template checked with the renderer the run loop uses (CheckStudyTemplate), after
+// the study module has read it: refusals name the template's file and line; an unused parameter
+// is a warning.
+#include <catch2/catch.hpp>
+
+#include "orchestrator/trial_script.h"
+#include "study/study.h"
+#include "tests/test_util.h"
+
+using namespace sweep;
+
+namespace {
+
+std::string MinimalStudy() {
+  return "[study]\nname = \"t1\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"/tmp/x\"\n\n"
+         "[job]\ntemplate = \"job.sbatch\"\n\n[space]\nlr = [0.1, 0.01]\nopt = [\"sgd\", \"adam\"]\n";
+}
+
+// A study file beside its template, parsed and then checked as the application does.
+struct StudyDir {
+  testing::TempDir dir;
+  StudyDir(const std::string& tmpl = "#!/bin/bash\ntrain --lr {{lr}} --opt {{opt}} --trial {{trial}}\n") {
+    testing::WriteAll(dir.file("job.sbatch"), tmpl);
+  }
+  Result<Study> Load(const std::string& text) {
+    auto s = ParseStudy(text, dir.file("study.toml"));
+    if (!s.ok()) return s;
+    if (Status st = CheckStudyTemplate(*s); !st.ok()) return st;
+    return s;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a [space] parameter the template never names is a warning: its trials would be the same job",
+          "[study][render]") {
+  StudyDir d("#!/bin/bash\ntrain --lr {{lr}}\n");
+  auto s = d.Load(MinimalStudy());
+  REQUIRE(s.ok());
+  REQUIRE(s->warnings.size() == 1);
+  CHECK_THAT(s->warnings[0], Catch::Contains("study.toml:13: [space] parameter 'opt' is not used by") &&
+                                 Catch::Contains("the same job"));
+  StudyDir all;
+  auto fine = all.Load(MinimalStudy());
+  REQUIRE(fine.ok());
+  CHECK(fine->warnings.empty());
+}
+
+TEST_CASE("template placeholders are checked before anything runs", "[study][render]") {
+  StudyDir d("#!/bin/bash\necho ok\ntrain --lr {{lr}} --typo {{optt}}\n");
+  auto s = d.Load(MinimalStudy());
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(s.status().message(), Catch::Contains("job.sbatch:3") && Catch::Contains("optt"));
+
+  StudyDir unbalanced("#!/bin/bash\ntrain --lr {{lr\n");
+  auto u = unbalanced.Load(MinimalStudy());
+  REQUIRE_FALSE(u.ok());
+  CHECK_THAT(u.status().message(), Catch::Contains("job.sbatch:2"));
+}
