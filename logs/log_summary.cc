@@ -7,7 +7,7 @@
 
 namespace sweep {
 
-LogSummary SummarizeLog(std::string_view text, MetricFormat format) {
+LogSummary SummarizeLog(std::string_view text, const LogFormat& format) {
   LogSummary out;
   ParserState state;
   std::map<std::string, LogSummary::Metric> by_name;
@@ -39,6 +39,7 @@ LogSummary SummarizeLog(std::string_view text, MetricFormat format) {
     if (!parsed.time_key.empty()) out.time_key = std::string(parsed.time_key);
   }
   out.last_time_s = state.time_s;
+  out.detected = format.format == MetricFormat::kAuto ? state.detected : format.format;
   for (auto& [name, m] : by_name) out.metrics.push_back(std::move(m));
   return out;
 }

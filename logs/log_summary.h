@@ -29,8 +29,10 @@ struct LogSummary {
   std::vector<int64_t> malformed_lines;  // 1-based
   // A last line without a line break: still being written, so the run loop does not read it yet.
   bool partial_last_line = false;
+  // With format "auto": the format the first metric line matched (kAuto: none did).
+  MetricFormat detected = MetricFormat::kAuto;
 };
 
-LogSummary SummarizeLog(std::string_view text, MetricFormat format);
+LogSummary SummarizeLog(std::string_view text, const LogFormat& format);
 
 }  // namespace sweep

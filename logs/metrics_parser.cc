@@ -3,6 +3,9 @@
 // re-reads the logs of every running trial; JSON lines go through nlohmann::json.
 #include "logs/metrics_parser.h"
 
+#include "logs/framework_logs.h"
+#include "logs/parse_util.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -14,88 +17,9 @@
 
 namespace sweep {
 
-bool ParseMetricFormat(std::string_view text, MetricFormat* out) {
-  if (text == "megatron") {
-    *out = MetricFormat::kMegatron;
-  } else if (text == "jsonl") {
-    *out = MetricFormat::kJsonLines;
-  } else {
-    return false;
-  }
-  return true;
-}
-
 namespace {
 
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-std::string_view SkipSpaces(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  return s;
-}
-
-bool ConsumePrefix(std::string_view& s, std::string_view prefix) {
-  if (s.substr(0, prefix.size()) != prefix) return false;
-  s.remove_prefix(prefix.size());
-  return true;
-}
-
-// Digits at the front of `s` as an int64, advancing `s`; false if none or overflow.
-bool ConsumeInt(std::string_view& s, int64_t* out) {
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  if (ec != std::errc() || end == s.data()) return false;
-  s.remove_prefix(end - s.data());
-  return true;
-}
-
-// The whole of `s` as a double, "nan"/"inf"/"NAN" included: a diverged run prints them and
-// divergence detection must see them.
-bool ParseDouble(std::string_view s, double* out) {
-  if (s.empty()) return false;
-  // from_chars rejects a leading '+', which C's "%+g" prints.
-  if (s.front() == '+') {
-    s.remove_prefix(1);
-    if (s.empty() || s.front() == '-') return false;
-  }
-  const char* end = s.data() + s.size();
-  auto [p, ec] = std::from_chars(s.data(), end, *out);
-  if (p != end) return false;
-  if (ec == std::errc::result_out_of_range) {
-    // from_chars leaves the value alone on overflow; strtod says +-HUGE_VAL or 0, which is what
-    // a loss of 1e400 means. Rare, so the copy does not matter.
-    char buf[64];
-    if (s.size() >= sizeof(buf)) return false;
-    std::memcpy(buf, s.data(), s.size());
-    buf[s.size()] = '\0';
-    *out = std::strtod(buf, nullptr);
-    return true;
-  }
-  return ec == std::errc();
-}
-
-// "throughput per GPU (TFLOP/s/GPU)" -> "throughput_per_gpu_tflop_s_gpu".
-void SnakeCase(std::string_view key, std::string* out) {
-  out->clear();
-  bool pending_sep = false;
-  for (char c : key) {
-    bool alnum = IsDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-    if (!alnum) {
-      pending_sep = true;
-      continue;
-    }
-    if (pending_sep && !out->empty()) out->push_back('_');
-    pending_sep = false;
-    out->push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
-  }
-  while (!out->empty() && out->back() == '_') out->pop_back();
-}
+using namespace logs_internal;
 
 // Megatron's long field names, by their snake_case spelling, to the names the rest of
 // slurmsweep (objectives, reports, divergence checks) refers to.
@@ -503,9 +427,34 @@ void ParseJsonLine(std::string_view line, ParseOutput& out, ParserState& state) 
 
 }  // namespace
 
-ParseOutput ParseMetrics(std::string_view chunk, MetricFormat format, ParserState& state) {
+ParseOutput ParseMetrics(std::string_view chunk, const LogFormat& format, ParserState& state) {
   ParseOutput out;
   MegatronLineParser megatron(out, state);
+  // Returns whether `line` is a metric line of format `f` (what "auto" goes by).
+  auto parse_as = [&](MetricFormat f, std::string_view line) -> bool {
+    size_t before = out.points.size(), malformed = out.malformed;
+    switch (f) {
+      case MetricFormat::kMegatron:
+        megatron.Parse(line);
+        break;
+      case MetricFormat::kJsonLines:
+        ParseJsonLine(line, out, state);
+        break;
+      case MetricFormat::kHuggingFace:
+        return ParseHuggingFaceLine(line, out, state);
+      case MetricFormat::kLightning:
+        return ParseLightningLine(line, out, state);
+      case MetricFormat::kTorchtitan:
+        return ParseTorchtitanLine(line, out, state);
+      case MetricFormat::kDeepSpeed:
+        return ParseDeepSpeedLine(line, out, state);
+      case MetricFormat::kRegex:
+      case MetricFormat::kAuto:
+        return false;
+    }
+    if (out.points.size() > before) state.current_step = out.points.back().step;
+    return out.points.size() > before || out.malformed > malformed;
+  };
   size_t pos = 0;
   if (chunk.empty()) return out;
   if (state.skipping_long_line) {
@@ -540,14 +489,68 @@ ParseOutput ParseMetrics(std::string_view chunk, MetricFormat format, ParserStat
       continue;
     }
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (format == MetricFormat::kMegatron) {
-      megatron.Parse(line);
+    MetricFormat f = format.format;
+    if (f == MetricFormat::kAuto) f = state.detected;
+    if (f == MetricFormat::kAuto) {
+      f = DetectFormat(line);
+      if (f != MetricFormat::kAuto && parse_as(f, line)) state.detected = f;
     } else {
-      ParseJsonLine(line, out, state);
+      parse_as(f, line);
     }
+    if (!format.regexes.empty())
+      ParseRegexLine(line, format.regexes, format.format == MetricFormat::kRegex, out, state);
   }
   out.consumed = pos;
   return out;
+}
+
+}  // namespace sweep
+
+namespace sweep {
+
+namespace {
+constexpr std::pair<std::string_view, MetricFormat> kFormatNames[] = {
+    {"megatron", MetricFormat::kMegatron},   {"jsonl", MetricFormat::kJsonLines},
+    {"hf", MetricFormat::kHuggingFace},      {"lightning", MetricFormat::kLightning},
+    {"nemo", MetricFormat::kLightning},      {"torchtitan", MetricFormat::kTorchtitan},
+    {"deepspeed", MetricFormat::kDeepSpeed}, {"regex", MetricFormat::kRegex},
+    {"auto", MetricFormat::kAuto},
+};
+}  // namespace
+
+bool ParseMetricFormat(std::string_view text, MetricFormat* out) {
+  for (const auto& [name, format] : kFormatNames) {
+    if (name == text) {
+      *out = format;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string_view MetricFormatName(MetricFormat format) {
+  for (const auto& [name, f] : kFormatNames) {
+    if (f == format) return name;
+  }
+  return "?";
+}
+
+bool CompileMetricRegex(std::string name, std::string pattern, MetricRegex* out, std::string* error) {
+  std::shared_ptr<std::regex> re;
+  try {
+    re = std::make_shared<std::regex>(pattern, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    *error = std::string("not a valid regular expression: ") + e.what();
+    return false;
+  }
+  if (re->mark_count() < 1) {
+    *error = "needs a capture group around the value, as in 'loss=([0-9.eE+-]+)'";
+    return false;
+  }
+  out->name = std::move(name);
+  out->pattern = std::move(pattern);
+  out->compiled = std::move(re);
+  return true;
 }
 
 }  // namespace sweep

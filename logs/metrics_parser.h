@@ -1,11 +1,15 @@
-// Parsing of training logs into metric points: Megatron-LM iteration lines and JSON lines.
+// Parsing of training logs into metric points: Megatron-LM iteration lines, JSON lines, the
+// Hugging Face Trainer, PyTorch Lightning / NeMo, torchtitan and DeepSpeed, and per-metric regular
+// expressions from the study file; "auto" picks one from the first metric line.
 // Works on raw chunks read from a byte offset; only complete lines are consumed, so a line
 // cut by a read boundary (or still being written) is parsed once it is whole.
 // Module logs/: reading training logs; uses base/ only.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,10 +18,44 @@
 
 namespace sweep {
 
-enum class MetricFormat { kMegatron, kJsonLines };
+enum class MetricFormat {
+  kMegatron,
+  kJsonLines,
+  kHuggingFace,  // Trainer's printed dicts ({'loss': 2.1, ...}), steps and time from its tqdm bar
+  kLightning,    // PyTorch Lightning / NeMo progress bars, NeMo 2's "Training epoch E, iteration I/N | ..."
+  kTorchtitan,   // "[titan] 2025-06-04 08:51:48,074 - root - INFO - step: 10  loss: 10.7069 ..."
+  kDeepSpeed,    // the engine's "step=N, skipped=S, lr=[...]" and throughput-timer lines
+  kRegex,        // only the study's [study.metric_regex] expressions
+  kAuto,         // the first line that one of the formats above recognizes decides
+};
 
-// "megatron" | "jsonl"; false if unknown.
+// "megatron" | "jsonl" | "hf" | "lightning" ("nemo") | "torchtitan" | "deepspeed" | "regex" |
+// "auto"; false if unknown.
 bool ParseMetricFormat(std::string_view text, MetricFormat* out);
+std::string_view MetricFormatName(MetricFormat format);
+// The accepted names, for error messages.
+inline constexpr std::string_view kMetricFormatNames =
+    "\"megatron\", \"jsonl\", \"hf\", \"lightning\", \"nemo\", \"torchtitan\", \"deepspeed\", \"regex\" or \"auto\"";
+
+// A metric the study reads with its own regular expression (ECMAScript syntax, searched in each
+// line; the first capture group is the value). Name "step" gives the step (required with format
+// "regex"), "time_s" seconds of training time; any other name is a metric, stored at the step of
+// the line or else the last step seen.
+struct MetricRegex {
+  std::string name;
+  std::string pattern;
+  std::shared_ptr<const std::regex> compiled;
+};
+
+// Compiles `pattern`; the error says why it cannot be used (syntax, no capture group).
+bool CompileMetricRegex(std::string name, std::string pattern, MetricRegex* out, std::string* error);
+
+// How a study's logs are read: the format and extra regular expressions, applied to every line.
+struct LogFormat {
+  LogFormat(MetricFormat f = MetricFormat::kMegatron) : format(f) {}  // NOLINT: a bare format is a LogFormat
+  MetricFormat format;
+  std::vector<MetricRegex> regexes;
+};
 
 // Points are base/metric_point.h's MetricPoint; time_s is training time since the first logged
 // iteration (see ParserState).
@@ -34,6 +72,20 @@ struct ParserState {
   bool skipping_long_line = false;
   // The run's total iterations ("iteration 20/ 500"), once stored as metric train_iters.
   int64_t train_iters = 0;
+
+  // Below: not persisted. After an orchestrator restart they are rebuilt from the next lines
+  // (the time axis goes on from the stored last_step/time_s).
+  MetricFormat detected = MetricFormat::kAuto;  // what "auto" settled on
+  int64_t current_step = -1;                    // the step of the latest metric line
+  // Hugging Face: its training bar ("500/1689 [01:30<03:29, ...]"), or records counted without one.
+  int64_t bar_total = 0, bar_step = -1, records = 0;
+  double bar_elapsed_s = -1;
+  // Lightning: elapsed time restarts with each epoch's bar.
+  int64_t epoch = -1;
+  double epoch_base_s = 0, epoch_elapsed_s = 0;
+  std::vector<std::string> names_at_step;  // emitted at current_step (a bar is redrawn often)
+  // torchtitan/DeepSpeed: the log-line clock of the first metric line.
+  std::optional<double> first_clock_s;
 };
 
 struct ParseOutput {
@@ -52,7 +104,7 @@ struct ParseOutput {
 // Parses the complete lines of `chunk`. Lines that are not metric lines (start-up banners,
 // warnings) are skipped silently; metric-looking lines that fail to parse are counted in
 // `malformed`, never fatal. Lines longer than kMaxLineBytes are skipped and counted malformed.
-ParseOutput ParseMetrics(std::string_view chunk, MetricFormat format, ParserState& state);
+ParseOutput ParseMetrics(std::string_view chunk, const LogFormat& format, ParserState& state);
 
 inline constexpr size_t kMaxLineBytes = 1 << 20;
 

@@ -463,21 +463,34 @@ struct App {
     MetricsCheck check;
     check.path = log_path;
     check.objective = "lm_loss";
-    MetricFormat format = MetricFormat::kMegatron;
+    LogFormat format;
     if (!study_path.empty()) {
       SWEEP_RETURN_IF_ERROR(LoadStudyFile());
       format = study.metric_format;
       check.objective = study.objective.metric;
     }
-    if (!format_name.empty() && !ParseMetricFormat(format_name, &format)) {
-      return Status::InvalidArgument(fmt::format("--format: '{}' is not a log format{}; use megatron or jsonl",
-                                                 format_name, DidYouMean(format_name, {"megatron", "jsonl"})));
+    if (!format_name.empty() && !ParseMetricFormat(format_name, &format.format)) {
+      return Status::InvalidArgument(fmt::format(
+          "--format: '{}' is not a log format{}; use {}", format_name,
+          DidYouMean(format_name,
+                     {"megatron", "jsonl", "hf", "lightning", "nemo", "torchtitan", "deepspeed", "regex", "auto"}),
+          kMetricFormatNames));
     }
-    check.format = format == MetricFormat::kJsonLines ? "jsonl" : "megatron";
+    if (format.format == MetricFormat::kRegex && std::none_of(format.regexes.begin(), format.regexes.end(),
+                                                              [](const MetricRegex& r) { return r.name == "step"; })) {
+      return Status::InvalidArgument(
+          "--format regex: the expressions come from a study's [study.metric_regex] (--study)");
+    }
+    check.format = std::string(MetricFormatName(format.format));
     std::ifstream in(log_path, std::ios::binary);
     if (!in) return Status::NotFound(log_path + ": " + std::strerror(errno));
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     check.summary = SummarizeLog(text, format);
+    if (format.format == MetricFormat::kAuto) {
+      check.format += check.summary.detected == MetricFormat::kAuto
+                          ? " (no line matched a known format)"
+                          : fmt::format(" ({})", MetricFormatName(check.summary.detected));
+    }
     std::cout << (json ? RenderMetricsCheckJson(check) : RenderMetricsCheckText(check));
     if (!check.objective_present()) {
       std::cerr << fmt::format(
@@ -602,7 +615,9 @@ int main(int argc, char** argv) {
       sub->add_option("--study", app.study_path, "Take metric_format and the objective from this study file")
           ->type_name("STUDY.toml")
           ->check(CLI::ExistingFile);
-      sub->add_option("--format", app.format_name, "Log format: megatron (default) or jsonl; overrides --study's")
+      sub->add_option("--format", app.format_name,
+                      "Log format: megatron (default), jsonl, hf, lightning (nemo), torchtitan, deepspeed, auto; "
+                      "overrides --study's")
           ->type_name("FORMAT");
       sub->add_flag("--json", app.json, "Print JSON (schema version 1, see README)");
     } else if (std::string_view(c.name) == "compare") {

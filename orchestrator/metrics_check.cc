@@ -39,10 +39,18 @@ std::string RenderMetricsCheckText(const MetricsCheck& c) {
     out +=
         fmt::format("time axis: from '{}' ({:.6g} s of training at the last timed step)\n", s.time_key, s.last_time_s);
   } else {
-    out += fmt::format("time axis: none; early stopping and time-to-target need one ({})\n",
-                       c.format == "jsonl" ? "a key time, elapsed or time_s (seconds since the start), or iter_time_ms "
-                                             "or iteration_time (s) per step"
-                                           : "Megatron's 'elapsed time per iteration (ms)'");
+    auto hint = [](std::string_view f) -> std::string_view {
+      if (f.starts_with("jsonl"))
+        return "a key time, elapsed or time_s (seconds since the start), or iter_time_ms or iteration_time (s) per "
+               "step";
+      if (f.starts_with("hf")) return "the Trainer's tqdm bar, '500/1689 [01:30<03:29, ...]' (disable_tqdm=False)";
+      if (f.starts_with("lightning") || f.starts_with("nemo"))
+        return "the progress bar's elapsed time, or NeMo's 'train_step_timing in s'";
+      if (f.starts_with("torchtitan") || f.starts_with("deepspeed")) return "a timestamp at the start of each line";
+      if (f.starts_with("regex")) return "a [study.metric_regex] time_s expression (seconds since the start)";
+      return "Megatron's 'elapsed time per iteration (ms)'";
+    };
+    out += fmt::format("time axis: none; early stopping and time-to-target need one ({})\n", hint(c.format));
   }
   size_t w = 6;
   for (const auto& m : s.metrics) w = std::max(w, std::min<size_t>(m.name.size(), 40));

@@ -145,7 +145,7 @@ class Loader {
     auto study = Table(root, "study", true);
     if (!study.ok()) return study.status();
     const toml::table& st = **study;
-    SWEEP_RETURN_IF_ERROR(CheckKeys(st, "study", {"name", "database", "metric_format"}));
+    SWEEP_RETURN_IF_ERROR(CheckKeys(st, "study", {"name", "database", "metric_format", "metric_regex"}));
     SWEEP_RETURN_IF_ERROR(String(st, "study", "name", &s.name, true));
     if (!IsSafeName(s.name)) {
       return Error(st.get("name"), "study.name", "use 1-64 letters, digits, '_', '-' or '.'");
@@ -155,8 +155,31 @@ class Loader {
     s.database = Resolve(s.dir, db);
     std::string format = "megatron";
     SWEEP_RETURN_IF_ERROR(String(st, "study", "metric_format", &format, false));
-    if (!ParseMetricFormat(format, &s.metric_format)) {
-      return Error(st.get("metric_format"), "study.metric_format", "must be \"megatron\" or \"jsonl\"");
+    if (!ParseMetricFormat(format, &s.metric_format.format)) {
+      return Error(st.get("metric_format"), "study.metric_format", fmt::format("must be {}", kMetricFormatNames));
+    }
+    if (const toml::node* n = st.get("metric_regex")) {
+      const toml::table* regexes = n->as_table();
+      if (!regexes) return Error(n, "study.metric_regex", "must be a table of metric = 'regular expression'");
+      for (const auto& [k, v] : *regexes) {
+        std::string key = fmt::format("study.metric_regex.{}", k.str());
+        auto pattern = v.value<std::string>();
+        if (!v.is_string() || !pattern) return Error(&v, key, "must be a string (a regular expression)");
+        MetricRegex r;
+        std::string why;
+        if (!CompileMetricRegex(std::string(k.str()), *pattern, &r, &why)) return Error(&v, key, why);
+        s.metric_format.regexes.push_back(std::move(r));
+      }
+    }
+    bool has_step = false;
+    for (const MetricRegex& r : s.metric_format.regexes) has_step |= r.name == "step";
+    if (s.metric_format.format == MetricFormat::kRegex && !has_step) {
+      return Error(st.get("metric_format"), "study.metric_format",
+                   "\"regex\" needs [study.metric_regex] with a step expression, e.g. step = 'iter (\\d+)'");
+    }
+    if (s.metric_format.format != MetricFormat::kRegex && has_step) {
+      return Error(st.get("metric_regex"), "study.metric_regex.step",
+                   "a step expression needs metric_format = \"regex\" (the format gives the step)");
     }
 
     // [objective]

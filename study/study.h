@@ -104,7 +104,8 @@ struct Study {
   std::vector<std::string> warnings;
   std::string name;
   std::string database;  // local SQLite file, absolute
-  MetricFormat metric_format = MetricFormat::kMegatron;
+  // [study] metric_format and [study.metric_regex] (name = 'regex with one capture group').
+  LogFormat metric_format;
   Objective objective;
   ClusterSpec cluster;
   JobSpec job;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -66,6 +67,69 @@ TEST_CASE("metrics of a JSON-lines log, as JSON; a missing objective exits 5 wit
     auto [rc, out] = Shell(kBinary + " metrics --format jsnl " + kData + "trainer.jsonl");
     CHECK(rc == 2);
     CHECK_THAT(out, Catch::Contains("did you mean 'jsonl'"));
+  }
+}
+
+// Real framework logs (tests/data/frameworks/SOURCE.md): what a user checks before a sweep.
+TEST_CASE("metrics reads the frameworks' logs; auto names what it chose; the study's regexes add metrics",
+          "[cli][frameworks]") {
+  testing::TempDir dir;
+  const std::string fw = kData + "frameworks/";
+  SECTION("--format hf: the Trainer's dicts at the bar's step, with its elapsed time") {
+    auto [rc, out] = Shell(kBinary + " metrics --format hf " + fw + "hf_trainer_translation.log 2>/dev/null");
+    INFO(out);
+    CHECK(rc == 5);  // lm_loss is not what the Trainer logs: its loss is 'loss'
+    CHECK_THAT(out, Catch::Contains("read as hf"));
+    CHECK_THAT(out, Catch::Contains("steps: 500 to 1000"));
+    CHECK_THAT(out, Catch::Contains("time axis: from 'progress bar elapsed' (180 s"));
+    CHECK_THAT(out, Catch::Contains("objective 'lm_loss': MISSING (did you mean 'loss'?)"));
+  }
+  SECTION("--format auto on torchtitan, NeMo and DeepSpeed logs") {
+    for (auto [file, detected] : {std::pair{"torchtitan.log", "torchtitan"}, std::pair{"nemo2.log", "lightning"},
+                                  std::pair{"deepspeed.log", "deepspeed"}}) {
+      auto [rc, out] = Shell(kBinary + " metrics --format auto " + fw + file + " 2>/dev/null");
+      INFO(out);
+      CHECK_THAT(out, Catch::Contains(fmt::format("read as auto ({})", detected)));
+      CHECK_THAT(out, !Catch::Contains("time axis: none"));
+    }
+    auto [rc, out] = Shell(kBinary + " metrics --format auto " + kData + "megatron_train.log");
+    CHECK(rc == 0);
+    CHECK_THAT(out, Catch::Contains("read as auto (megatron)"));
+  }
+  SECTION("a study's metric_regex adds DeepSpeed's missing loss; bad expressions name file, line and key") {
+    std::string study = testing::WriteLocalStudyFile(dir, "ds", "train", "[space]\nlr = [0.1]\n");
+    std::string text = testing::ReadAll(study);
+    size_t after_name = text.find('\n', text.find("name =")) + 1;
+    text.insert(after_name, "metric_format = \"deepspeed\"\n[study.metric_regex]\nlm_loss = '\\] Loss: (\\S+)'\n");
+    testing::WriteAll(study, text);
+    auto [rc, out] = Shell(kBinary + " metrics --study " + study + " " + fw + "deepspeed_hello.log");
+    INFO(out);
+    CHECK(rc == 0);
+    CHECK_THAT(out, Catch::Contains("objective 'lm_loss': present"));
+    CHECK_THAT(out, Catch::Matches("(.|\n)*\nlm_loss +1 +10 +10\n(.|\n)*"));
+
+    const std::string with_group = "Loss: (\\S+)";
+    text.replace(text.find(with_group), with_group.size(), "Loss: \\S+");
+    testing::WriteAll(study, text);
+    auto [rc2, out2] = Shell(kBinary + " metrics --study " + study + " " + fw + "deepspeed_hello.log");
+    CHECK(rc2 == 2);
+    CHECK_THAT(out2, Catch::Contains(study + ":") && Catch::Contains("key 'study.metric_regex.lm_loss'") &&
+                         Catch::Contains("capture group"));
+    int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + text.find("lm_loss ="), '\n'));
+    CHECK_THAT(out2, Catch::Contains(fmt::format("{}:{}:", study, line)));
+
+    text.replace(text.find("Loss: \\S+"), with_group.size() - 2, with_group);
+    const std::string ds = "metric_format = \"deepspeed\"";
+    text.replace(text.find(ds), ds.size(), "metric_format = \"regex\"");
+    testing::WriteAll(study, text);
+    auto [rc3, out3] = Shell(kBinary + " metrics --study " + study + " " + fw + "deepspeed_hello.log");
+    CHECK(rc3 == 2);
+    CHECK_THAT(out3, Catch::Contains("key 'study.metric_format'") && Catch::Contains("step expression"));
+  }
+  SECTION("an unknown format lists the known ones") {
+    auto [rc, out] = Shell(kBinary + " metrics --format lightening " + fw + "nemo2.log");
+    CHECK(rc == 2);
+    CHECK_THAT(out, Catch::Contains("did you mean 'lightning'") && Catch::Contains("\"torchtitan\""));
   }
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,7 +71,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t flags = data[0];
   const size_t split_raw = data[1] | (static_cast<size_t>(data[2]) << 8);
   const uint8_t long_offset = data[3];
-  auto format = (flags & 1) ? sweep::MetricFormat::kJsonLines : sweep::MetricFormat::kMegatron;
+  // Bit 0 and bits 2-7 pick the format (the corpus's older inputs, bits 2-7 zero: Megatron or JSON lines).
+  using sweep::MetricFormat;
+  constexpr MetricFormat kFormats[] = {MetricFormat::kMegatron,  MetricFormat::kJsonLines,  MetricFormat::kHuggingFace,
+                                       MetricFormat::kLightning, MetricFormat::kTorchtitan, MetricFormat::kDeepSpeed,
+                                       MetricFormat::kAuto};
+  const MetricFormat format = kFormats[((flags & 1) | ((flags >> 2) << 1)) % std::size(kFormats)];
   // Reused across runs: a fresh 1 MiB string each time is an mmap/munmap pair under ASan,
   // which cut the rate from thousands to under a hundred runs a second.
   static std::string log;
