@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <functional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -62,6 +63,8 @@ class FakeSlurm final : public slurm::Transport {
   std::string refuse_sbatch_with;  // non-empty: the next sbatch exits 1 with this on stderr
   int sbatch_hangs = 0;            // the next N sbatch calls submit, then are killed by `timeout` (exit 124, silent)
   bool accounting = true;          // false: sacct says accounting storage is disabled
+  // Called before each squeue answer: a test's scheduler, moving jobs on as time passes.
+  std::function<void(FakeSlurm&)> on_squeue;
 
   // --- what a test does to jobs ----------------------------------------------------------------
   // The job starts on `host`: running, its log truncated (a new run rewrites it) and a start mark
@@ -264,6 +267,7 @@ class FakeSlurm final : public slurm::Transport {
   }
 
   Result<slurm::CommandOutput> Squeue(const std::string& command) {
+    if (on_squeue) on_squeue(*this);
     slurm::CommandOutput out;
     auto ids = ListAfter(command, " -j ");
     auto names = ListAfter(command, "--name=");

@@ -6,9 +6,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <sstream>
 
+#include "orchestrator/phases.h"
 #include "orchestrator/runner.h"
 #include "store/store.h"
 #include "study/study.h"
@@ -78,6 +81,8 @@ class Sweep {
     }));
   }
   std::string log() const { return log_.str(); }
+  std::string file(const std::string& name) const { return dir_.file(name); }
+  const Study& study() const { return study_; }
   Runner& runner() { return *runner_; }
 
   FakeClock clock;
@@ -530,4 +535,105 @@ TEST_CASE("objective: a name no trial logs stops submission with the names the l
   CHECK(s.Events("objective_missing") == 1);
   // Every name the log had was stored: a run with the name fixed ranks the trial without re-reading.
   CHECK(s.Loss(s.Trial("\"lr\":0.1")).size() == 10);
+}
+
+TEST_CASE("Run: the loop polls, ingests and ends by itself when every trial has ended, and writes the report",
+          "[runner]") {
+  Sweep s("[space]\nlr = [0.1, 0.2, 0.3]\n", 2, "query_gap_s = 0\npoll_interval_s = 5");
+  // A scheduler: each squeue finds queued jobs started and running ones one log line further,
+  // done after three lines.
+  std::map<std::string, int> lines;
+  s.slurm.on_squeue = [&](FakeSlurm& slurm) {
+    for (const auto& id : slurm.job_ids()) {
+      auto& job = slurm.job(id);
+      if (job.state == "PENDING") {
+        slurm.Start(id);
+      } else if (job.state == "RUNNING") {
+        int n = ++lines[id];
+        slurm.AppendLog(id, MegatronLine(10 * n, 30, 3.0 - 0.1 * n));
+        if (n == 3) slurm.End(id, "COMPLETED");
+      }
+    }
+  };
+  double start = s.clock.Now();
+  REQUIRE(s.runner().Run(/*max_ticks=*/50).ok());
+  for (const auto& t : s.Trials()) {
+    CHECK(t.state == "completed");
+    CHECK(s.Loss(t).size() == 3);
+  }
+  // One squeue per tick, and the loop slept between ticks instead of spinning.
+  size_t squeues = s.slurm.issued("squeue").size();
+  CHECK(squeues >= 4);
+  CHECK(squeues < 50);
+  CHECK(s.clock.Now() - start >= 5.0 * static_cast<double>(squeues - 1));
+  CHECK(s.Events("done") == 1);
+  CHECK(std::filesystem::exists(s.file("fk-report.html")));
+}
+
+TEST_CASE("resubmit: the user's --resubmit failed starts those trials over from scratch; others stay", "[runner]") {
+  Sweep s("[space]\nlr = [0.1, 0.2]\n\n[retry]\nfailed = 0\n", 2);
+  s.Tick();
+  s.slurm.Start("100_0");
+  s.slurm.AppendLog("100_0", MegatronLine(10, 20, 3.0));
+  s.slurm.End("100_0", "FAILED");
+  s.slurm.Start("100_1");
+  s.slurm.AppendLog("100_1", MegatronLine(10, 20, 2.0));
+  s.slurm.End("100_1", "COMPLETED");
+  CHECK(s.Tick().done);
+  auto failed = s.Trial("\"lr\":0.1");
+  REQUIRE(failed.state == "failed");
+  REQUIRE(s.Loss(failed).size() == 1);
+
+  auto n = s.runner().Resubmit({"failed"});
+  REQUIRE(n.ok());
+  CHECK(*n == 1);
+  auto again = s.Trial("\"lr\":0.1");
+  CHECK(again.state == "new");
+  CHECK(s.Loss(again).empty());  // the failed attempt's points are gone: the new run starts from scratch
+  CHECK(s.Events("resubmit", again.id) == 1);
+  CHECK(s.Trial("\"lr\":0.2").state == "completed");
+
+  s.Tick();
+  auto second = s.Trial("\"lr\":0.1");
+  CHECK(second.state == "pending");
+  CHECK(second.attempt == 2);
+  CHECK(s.slurm.issued("sbatch").size() == 2);
+  CHECK(s.Trial("\"lr\":0.2").attempt == 1);
+}
+
+TEST_CASE("calibrate: a measured peak above the plan's skips the new configurations that no longer fit", "[runner]") {
+  const std::string vars =
+      "nodes = 1\ngpus_per_node = 8\n[job.vars]\nmodel = \"llama3.1-8b\"\ngpu_mem_gib = 400\nheadroom_gib = 0\n"
+      "global_batch_size = 64\nseq_length = 4096\n[space]\nmbs = [1, 2, 4, 8]\ntp = [1]\n";
+  Sweep s(vars, 1, "queue_ahead = 0", "echo {{mbs}} {{tp}}");
+  auto plan = PlanStudy(s.study());
+  REQUIRE(plan.ok());
+  std::map<int64_t, double> peak;  // mbs -> predicted peak bytes
+  for (const auto& row : plan->rows) {
+    REQUIRE(row.verdict == PlanRow::Verdict::kFits);
+    peak[std::get<int64_t>(row.trial.params[0].second)] = row.memory->Peak().Total();
+  }
+  REQUIRE(peak[1] < peak[2]);
+  REQUIRE(peak[2] < peak[4]);
+  const double gib = 1024.0 * 1024 * 1024;
+  // The first trial peaks `extra` above its prediction: enough that mbs 4 and 8 no longer fit in
+  // 400 GiB, not so much that mbs 2 does not.
+  double extra = 400 * gib - (peak[2] + peak[4]) / 2;
+  s.Tick();
+  auto first = s.Trials();
+  auto running = std::find_if(first.begin(), first.end(), [](const auto& t) { return !t.job_id.empty(); });
+  REQUIRE(running != first.end());
+  REQUIRE(running->params_json.find("\"mbs\":1") != std::string::npos);
+  s.slurm.Start("100");
+  double observed_mb = (peak[1] + extra) / (1024.0 * 1024);
+  s.slurm.AppendLog("100", MegatronLine(10, 20, 3.0) +
+                               fmt::format("[Rank 0] (after 10 iterations) memory (MB) | allocated: 1000.0 | max "
+                                           "allocated: 2000.0 | reserved: 3000.0 | max reserved: {:.1f}\n",
+                                           observed_mb));
+  s.slurm.End("100", "COMPLETED");
+  s.Tick();
+  CHECK(s.Trial("\"mbs\":4").state == "skipped");
+  CHECK_THAT(s.Trial("\"mbs\":8").reason, Catch::Contains("memory plan calibrated on trial"));
+  CHECK(s.Trial("\"mbs\":2").state != "skipped");
+  CHECK(s.Events("calibrate") == 1);
 }
