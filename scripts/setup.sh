@@ -25,6 +25,7 @@ TEST_PACKAGES=(
   chromium  # tests/report_browser_test.cc and scripts/report-screenshot.sh render the HTML report
   python3-optuna  # bench/optuna_pruners.py: the pruners stopping_bench compares ours with
   time  # /usr/bin/time: peak RSS in bench/scale_bench.sh
+  python3-torch  # PyTorch 1.13 (CPU, torchrun, gloo): examples/workload/torch_gpt.py, tests/torch_cluster_test.cc
 )
 
 step() { echo "setup: $*"; }

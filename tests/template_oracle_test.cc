@@ -91,7 +91,7 @@ TEST_CASE("a refused place names the file, line, place and the safe rewrite", "[
 }
 
 TEST_CASE("the shipped templates are accepted as they are", "[slurm][oracle]") {
-  for (std::string name : {"megatron-gpt.sbatch", "megatron-replay.sbatch", "mlp-train.sbatch"}) {
+  for (std::string name : {"megatron-gpt.sbatch", "megatron-replay.sbatch", "mlp-train.sbatch", "torchrun.sbatch"}) {
     std::string path = std::string(SLURMSWEEP_SOURCE_DIR) + "/templates/" + name;
     INFO(path);
     Status st = slurm::CheckTemplateContexts(testing::ReadAll(path), path);
