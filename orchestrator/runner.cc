@@ -1089,12 +1089,15 @@ Status Runner::CheckObjectiveLogged(const std::vector<store::TrialRecord>& trial
     return !t.job_id.empty() && !IsFinalTrialState(t.state);
   }));
   Event(std::nullopt, "objective_missing", missing);
+  std::string on_slurm =
+      live == 0 ? "No job of the study is on Slurm"
+                : fmt::format("The {} job(s) already on Slurm go on (`slurmsweep cancel {}` stops them)", live,
+                              study_.path);
   return Status::InvalidArgument(fmt::format(
-      "{}: [objective] metric: {}. Submission stopped. The {} job(s) already on Slurm go on, and every metric their "
-      "logs have is stored, so nothing is lost: fix [objective] metric (or what the trainer logs; `slurmsweep "
-      "metrics LOG --study {}` checks a log) and `slurmsweep run {}` goes on, or `slurmsweep cancel {}` stops them. "
-      "An objective logged only at the end: [objective] logged_within = 0",
-      study_.path, missing, live, study_.path, study_.path, study_.path));
+      "{}: [objective] metric: {}. Submission stopped. {}; every metric the logs have is stored, so nothing is "
+      "lost: fix [objective] metric (or what the trainer logs; `slurmsweep metrics LOG --study {}` checks a log) and "
+      "`slurmsweep run {}` goes on. An objective logged only at the end: [objective] logged_within = 0",
+      study_.path, missing, on_slurm, study_.path, study_.path));
 }
 
 bool Runner::StopRequested() {

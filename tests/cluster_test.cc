@@ -172,6 +172,45 @@ TEST_CASE("a partition sbatch refuses stops the run with the reason; no trial is
   for (const auto& t : h.Trials()) CHECK(t.state == "completed");
 }
 
+TEST_CASE("run stops submitting when the first trial never logs the objective; the fixed name goes on, nothing lost",
+          "[cluster]") {
+  testing::TempDir dir;
+  std::string path = WriteStudy(dir, "typo", "[space]\nlr = [0.01, 0.02, 0.03]\n",
+                                "iters = 30\nsleep_ms = 0\nmbs = 4\noptimizer = \"sgd\"\nfail_at = 0\n", 1, kTemplate,
+                                "", "[objective]\nmetric = \"lm_los\"\n");
+  std::string good = testing::ReadAll(path);
+  std::string text = good;
+  text.replace(text.find("max_concurrent = 1\n"), 19, "max_concurrent = 1\nqueue_ahead = 0\n");
+  testing::WriteAll(path, text);
+  std::string bin = std::string(SLURMSWEEP_BINARY_DIR) + "/bin/slurmsweep";
+  auto [code, out] = testing::RunShell(bin + " run " + path + " 2>&1");
+  INFO(out);
+  CHECK(code == 2);
+  CHECK_THAT(out, Catch::Contains("never the objective 'lm_los'") && Catch::Contains("did you mean 'lm_loss'") &&
+                      Catch::Contains("Submission stopped") && Catch::Contains("slurmsweep run " + path));
+  {
+    Harness h(path);
+    REQUIRE(h.runner->Prepare().ok());
+    int submitted = 0;
+    for (const auto& t : h.Trials()) submitted += t.job_id.empty() ? 0 : 1;
+    CHECK(submitted == 1);  // one trial ran; the other two never reached sbatch
+  }
+  // The name fixed, the same database goes on: the first trial's stored points rank it.
+  text.replace(text.find("lm_los\""), 7, "lm_loss\"");
+  testing::WriteAll(path, text);
+  auto [code2, out2] = testing::RunShell(bin + " run " + path + " 2>&1");
+  INFO(out2);
+  CHECK(code2 == 0);
+  Harness h(path);
+  REQUIRE(h.runner->Prepare().ok());
+  for (const auto& t : h.Trials()) {
+    CHECK(t.state == "completed");
+    auto last = h.store->LastMetric(t.id, "lm_loss");
+    REQUIRE(last.ok());
+    CHECK(last->has_value());
+  }
+}
+
 TEST_CASE("cancel stops running jobs and unsubmitted trials; the run loop sees them cancelled", "[cluster]") {
   testing::TempDir dir;
   std::string path = WriteStudy(dir, "cancelme", "[space]\nlr = [0.01, 0.02, 0.03]\n",
