@@ -297,7 +297,8 @@ struct App {
   }
 
   Status PrintStatus(int64_t study_id) {
-    // The objective's latest value, so a misspelt metric shows as '-' everywhere, not as the loss.
+    // The objective's final value (base/final_objective.h, as the report ranks), so a misspelt
+    // metric shows as '-' everywhere, not as the loss.
     const std::string& objective = study.objective.metric;
     int left_out = 0;
     auto rows = CollectTrialRows(*store, study, study_id, clock.Now(), objective, &left_out);
@@ -503,7 +504,7 @@ struct App {
   }
 
   Status CmdCompare() {
-    // Neither given: the HTML beside the first study's database.
+    // Neither given: compare-report.html in the current directory.
     if (html_path.empty() && csv_path.empty()) html_path = "compare-report.html";
     CompareOptions o;
     o.target = compare_target;

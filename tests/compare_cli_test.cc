@@ -122,3 +122,16 @@ TEST_CASE("compare refuses studies whose objectives differ, naming both files", 
   auto [rc1, text1] = Shell(fmt::format("{} compare {}", kBinary, h100));
   CHECK(rc1 == 2);
 }
+
+TEST_CASE("compare --target measures every study's time to that value", "[report][cli]") {
+  testing::TempDir a, b, out;
+  std::string h100 = Study(a, "h100", 100), h200 = Study(b, "h200", 80);
+  auto [rc, text] = Shell(fmt::format("{} compare {} {} --target 2.5 --csv {}", kBinary, h100, h200, out.file("csv")));
+  INFO(text);
+  REQUIRE(rc == 0);
+  CHECK_THAT(text, Catch::Contains("wrote " + out.file("csv") + "/compare.csv"));
+  CHECK_THAT(text, !Catch::Contains(".html"));  // --csv alone: no HTML
+  std::string csv = testing::ReadAll(out.file("csv/compare.csv"));
+  // Loss 2 + 5 / (1 + 0.01 step), smoothed over 10 points of 10 steps: at or below 2.5 from step 950.
+  CHECK(csv.find(",950,") != std::string::npos);
+}
