@@ -336,10 +336,10 @@ struct App {
           left_out, study.path);
     }
     if (logging && !any_objective) {
-      auto metrics = store->Metrics(logging->trial_id);
-      if (!metrics.ok()) return metrics.status();
+      auto summary = store->Summary(logging->trial_id);
+      if (!summary.ok()) return summary.status();
       std::set<std::string> logged;
-      for (const auto& m : *metrics) logged.insert(m.name);
+      for (const auto& m : summary->metrics) logged.insert(m.name);
       std::vector<std::string_view> known(logged.begin(), logged.end());
       std::cout << fmt::format("warning: no trial has logged the objective metric '{}'{}; the logs have: {}\n",
                                objective, DidYouMean(objective, known), fmt::join(logged, ", "));

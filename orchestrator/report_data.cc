@@ -106,6 +106,33 @@ reports::TrialRow MakeTrialRow(const store::TrialRecord& t, const nlohmann::json
   return r;
 }
 
+// MakeTrialRow from the store's summary of the trial's metrics instead of its points: steps and
+// training time are the same; the final objective (base/final_objective.h) is computed from the
+// objective's last kFinalWindow points alone (read through the store's index by metric); the
+// iteration time is the summary's steady level (store::MetricSummary::SteadyLevel: the median of
+// its bucket means, start-up left out), not the median of every point.
+Result<reports::TrialRow> TrialRowFromSummary(store::Store& store, const store::TrialRecord& t,
+                                              const nlohmann::json& params, const store::TrialSummary& summary,
+                                              const std::vector<std::string>& param_names, double now,
+                                              const std::string& objective) {
+  reports::TrialRow r = MakeTrialRow(t, params, {}, param_names, now, objective);
+  if (summary.Find(objective)) {
+    auto tail = store.MetricTail(t.id, objective, kFinalWindow);
+    if (!tail.ok()) return tail.status();
+    if (auto f = FinalObjectiveOf(*tail)) r.objective_value = f->value;
+  }
+  r.steps = summary.max_step();
+  r.train_time_s = summary.max_time_s();
+  if (const store::MetricSummary* m = summary.Find("iter_time_ms")) {
+    auto level = m->SteadyLevel();
+    if (level && *level > 0) {
+      r.median_iter_time_ms = level;
+      r.iters_per_s = 1000.0 / *level;
+    }
+  }
+  return r;
+}
+
 // What every trial's summary needs from the study and the report options.
 struct SummaryContext {
   std::string objective;
@@ -401,11 +428,20 @@ Result<Collected> Collect(store::Store& store, const Study& study, int64_t study
   SWEEP_RETURN_IF_ERROR(ChooseTarget(store, *trials, ctx, options, report));
   ctx.target = report.target;
 
+  // Rows as `status` has them (CollectTrialRows): from the store's summaries.
+  auto summaries = store.Summaries(study_id, {"iter_time_ms"});
+  if (!summaries.ok()) return summaries.status();
+  auto next = summaries->begin();
+  const store::TrialSummary none;
   for (const auto& t : *trials) {
+    while (next != summaries->end() && next->trial_id < t.id) ++next;
+    const store::TrialSummary& summary = next != summaries->end() && next->trial_id == t.id ? *next : none;
     auto metrics = store.Metrics(t.id);
     if (!metrics.ok()) return metrics.status();
     nlohmann::json params = ParseParams(t.params_json);
-    c.rows.push_back(MakeTrialRow(t, params, *metrics, meta.param_names, now, ctx.objective));
+    auto row = TrialRowFromSummary(store, t, params, summary, meta.param_names, now, ctx.objective);
+    if (!row.ok()) return row.status();
+    c.rows.push_back(std::move(*row));
     report.trials.push_back(Summarize(t, params, c.rows.back(), *metrics, ctx));
     if (sink) SWEEP_RETURN_IF_ERROR(sink(t, *metrics));
   }
@@ -456,13 +492,23 @@ Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, con
                                                         double now, const std::string& objective, int* left_out) {
   auto trials = StudyTrials(store, study, study_id, left_out);
   if (!trials.ok()) return trials.status();
+  const std::string& metric = objective.empty() ? study.objective.metric : objective;
+  // What ingestion kept per trial and metric (two queries, then per trial one for the iteration
+  // time's series and one for the objective's last kFinalWindow points): no other point is read,
+  // however long the trials ran.
+  auto summaries = store.Summaries(study_id, {"iter_time_ms"});
+  if (!summaries.ok()) return summaries.status();
   std::vector<std::string> param_names = ParamNames(study);
   std::vector<reports::TrialRow> rows;
+  rows.reserve(trials->size());
+  auto next = summaries->begin();
+  const store::TrialSummary none;
   for (const auto& t : *trials) {
-    auto metrics = store.Metrics(t.id);
-    if (!metrics.ok()) return metrics.status();
-    rows.push_back(MakeTrialRow(t, ParseParams(t.params_json), *metrics, param_names, now,
-                                objective.empty() ? study.objective.metric : objective));
+    while (next != summaries->end() && next->trial_id < t.id) ++next;
+    const store::TrialSummary& s = next != summaries->end() && next->trial_id == t.id ? *next : none;
+    auto row = TrialRowFromSummary(store, t, ParseParams(t.params_json), s, param_names, now, metric);
+    if (!row.ok()) return row.status();
+    rows.push_back(std::move(*row));
   }
   return rows;
 }

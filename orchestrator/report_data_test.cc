@@ -89,11 +89,11 @@ TEST_CASE("Report values match the store's rows", "[report]") {
     size_t from = loss.size() > 10 ? loss.size() - 10 : 0;
     for (size_t k = from; k < loss.size(); ++k) sum += loss[k].value;
     REQUIRE(*s.final_value == Approx(sum / static_cast<double>(loss.size() - from)));
-    std::vector<double> ms;
-    // Steady state: the first logged interval (start-up) is left out once there are three.
-    for (size_t k = iter.size() >= 3 ? 1 : 0; k < iter.size(); ++k) ms.push_back(iter[k].value);
-    std::sort(ms.begin(), ms.end());
-    double median = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+    // Steady state, from every stored point: the median of the means of consecutive points
+    // (the store's downsampled series), the first (start-up) bucket left out.
+    std::vector<CurvePoint> points;
+    for (const auto& m : iter) points.push_back({m.step, m.time_s, m.value});
+    double median = *store::SummarizeSeries("iter_time_ms", points).SteadyLevel();
     REQUIRE(*s.iters_per_s == Approx(1000 / median));
     REQUIRE(*s.tokens_per_s ==
             Approx(1000 / median * 2048 * RowsNamed(*f.store, trials[i].id, "global_batch_size")[0].value));

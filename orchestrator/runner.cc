@@ -81,6 +81,10 @@ Runner::Runner(const Study& study, store::Store& store, slurm::Transport& transp
       log_(log),
       watch_(study.objective.metric, TimeRulesOn(study.stopping), study.objective.LoggedWithin()) {}
 
+Runner::~Runner() {
+  if (report_thread_.joinable()) report_thread_.join();
+}
+
 void Runner::Event(std::optional<int64_t> trial_id, const std::string& kind, const std::string& message) {
   log_ << fmt::format("[{}] {}{}\n", FormatUtc(clock_.Now()), trial_id ? fmt::format("trial {}: ", *trial_id) : "",
                       message);
@@ -463,13 +467,14 @@ Result<int64_t> Runner::Ingest(store::TrialRecord& t, const Result<std::string>*
   if (t.log_path.empty()) return int64_t{0};
   auto ps = parsers_.find(t.id);
   if (ps == parsers_.end()) {
-    // Resume the time axis where the stored metrics end.
+    // Resume the time axis where the stored metrics end: from the store's summary of the
+    // trial's metrics (their last points), not from the points themselves.
     ParserState state;
-    auto rows = store_.Metrics(t.id);
-    if (!rows.ok()) return rows.status();
-    for (const auto& r : *rows) {
-      if (r.step >= state.last_step) state.last_step = r.step, state.time_s = r.time_s;
-      if (r.name == "train_iters") state.train_iters = static_cast<int64_t>(r.value);  // stored once, not again
+    auto summary = store_.Summary(t.id);
+    if (!summary.ok()) return summary.status();
+    for (const auto& m : summary->metrics) {
+      if (m.last_step >= state.last_step) state.last_step = m.last_step, state.time_s = m.last_time_s;
+      if (m.name == "train_iters") state.train_iters = static_cast<int64_t>(m.last_value);  // stored once, not again
     }
     ps = parsers_.emplace(t.id, state).first;
   }
@@ -674,17 +679,19 @@ Status Runner::CalibrateMemory(const store::TrialRecord& done, std::vector<store
   if (!plan_) return Status::OK();
   auto row = plan_rows_.find(done.trial_key);
   if (row == plan_rows_.end() || !row->second->memory) return Status::OK();
-  std::optional<store::MetricRow> peak;
+  // The peak from the store's summary of each metric (its largest finite value): no point is read.
+  auto summary = store_.Summary(done.id);
+  if (!summary.ok()) return summary.status();
+  std::optional<double> peak;
   for (const char* name : {"mem_max_reserved_mb", "mem_max_allocated_mb"}) {
-    auto series = store_.MetricSeries(done.id, name);
-    if (!series.ok()) return series.status();
-    for (const auto& m : *series) {
-      if (std::isfinite(m.value) && (!peak || m.value > peak->value)) peak = m;
+    const store::MetricSummary* m = summary->Find(name);
+    if (m && m->finite > 0) {
+      peak = m->max;
+      break;
     }
-    if (peak) break;
   }
   if (!peak) return Status::OK();
-  double observed = peak->value * kMiB;
+  double observed = *peak * kMiB;
   double predicted = row->second->memory->Peak().Total();
   if (observed - predicted <= headroom_bytes_) return Status::OK();
   headroom_bytes_ = observed - predicted;
@@ -1169,12 +1176,45 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
 // it never stops the sweep.
 void Runner::RefreshReports(bool final) {
   last_report_ = clock_.Now();
-  Status st = WriteReports(store_, study_, study_id_, study_.report.html, final ? study_.report.csv_dir : "",
-                           clock_.Now(), ReportOptionsFor(study_));
+  if (!final) {
+    LogBackgroundReport();
+    if (report_running_) return;  // the previous refresh is still being written
+    if (report_thread_.joinable()) report_thread_.join();
+    report_running_ = true;
+    report_thread_ = std::thread([this, now = clock_.Now(), options = ReportOptionsFor(study_)] {
+      // A connection of its own: a Store is used by one thread (store.h), and WAL lets it read
+      // while the loop writes.
+      Status st;
+      auto db = store::Store::OpenReadOnly(study_.database);
+      if (!db.ok()) st = db.status();
+      else st = WriteReports(**db, study_, study_id_, study_.report.html, "", now, options);
+      {
+        std::lock_guard<std::mutex> lock(report_mu_);
+        report_result_ = std::move(st);
+      }
+      report_running_ = false;
+    });
+    return;
+  }
+  if (report_thread_.joinable()) report_thread_.join();
+  LogBackgroundReport();
+  Status st = WriteReports(store_, study_, study_id_, study_.report.html, study_.report.csv_dir, clock_.Now(),
+                           ReportOptionsFor(study_));
   if (!st.ok()) {
     Event(std::nullopt, "report_failed", "could not write the report: " + st.ToString());
-  } else if (final) {
+  } else {
     Event(std::nullopt, "report", fmt::format("report: {} and {}/", study_.report.html, study_.report.csv_dir));
+  }
+}
+
+void Runner::LogBackgroundReport() {
+  std::optional<Status> result;
+  {
+    std::lock_guard<std::mutex> lock(report_mu_);
+    result = std::exchange(report_result_, std::nullopt);
+  }
+  if (result && !result->ok()) {
+    Event(std::nullopt, "report_failed", "could not write the report: " + result->ToString());
   }
 }
 

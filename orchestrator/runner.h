@@ -5,13 +5,17 @@
 // Module orchestrator/: the application; may use every module.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/clock.h"
@@ -47,6 +51,10 @@ struct TickReport {
 class Runner {
  public:
   Runner(const Study& study, store::Store& store, slurm::Transport& transport, Clock& clock, std::ostream& log);
+  // Waits for a report refresh still being written in the background.
+  ~Runner();
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
 
   // Records the study and its trials (new ones only), creates the work directories on the
   // cluster and stages the study's files there. Idempotent.
@@ -131,7 +139,13 @@ class Runner {
     std::vector<CurvePoint> loss, nan_iters;
   };
   Result<TrialCurve*> Curve(int64_t trial_id);
+  // The HTML report every [report] refresh_minutes, written by a thread of its own over a
+  // read-only connection (study_.database), so a large study's report never stalls the ticks; a
+  // refresh due while the previous one is still being written is skipped. The final one (HTML and
+  // CSV) waits for it, then writes in the loop's thread.
   void RefreshReports(bool final);
+  // Logs a background refresh that failed, once it has finished (Event is the loop thread's).
+  void LogBackgroundReport();
   // The template rendered with the trial's values; RenderScript adds slurmsweep's #SBATCH header
   // (and the start mark) to that body.
   Result<std::string> RenderBody(const store::TrialRecord& trial);
@@ -179,6 +193,10 @@ class Runner {
   double submit_pause_s_ = 0;
   int submit_chunk_ = 0;
   double last_report_ = 0;  // first refresh on the first tick
+  std::thread report_thread_;
+  std::atomic<bool> report_running_{false};
+  std::mutex report_mu_;
+  std::optional<Status> report_result_;  // of the last background refresh, until logged
   std::minstd_rand rng_{std::random_device{}()};
 };
 

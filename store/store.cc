@@ -2,6 +2,7 @@
 // named constant below, prepared once per connection (flux-core's content-sqlite does the same);
 // schema changes are numbered migrations tracked in PRAGMA user_version.
 #include "store/store.h"
+#include "store/metric_summary.h"
 
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -114,7 +115,57 @@ ALTER TABLE trials ADD COLUMN prior_run_s REAL NOT NULL DEFAULT 0;
     R"sql(
 ALTER TABLE trials ADD COLUMN job_restarts INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 6: what ingestion keeps about each metric of each trial (store/metric_summary.h), so that
+    // `status`, the reports and a restarted run read a few rows per trial instead of every point:
+    // the summary row (counts, first and last point, range, the bucket being filled) and the
+    // complete buckets of the downsampled series. Derived data: rebuilt from the metrics by this
+    // migration (RebuildSummaries) and whenever a row arrives out of step order. And an index by
+    // metric, so that reading one metric of a trial (a restarted run's curves) reads that metric's
+    // rows only, not every row of the trial. REAL columns are nullable: SQLite stores NaN as NULL.
+    R"sql(
+CREATE TABLE metric_summaries (
+  trial_id         INTEGER NOT NULL,
+  name_id          INTEGER NOT NULL,
+  points           INTEGER NOT NULL,
+  finite           INTEGER NOT NULL,
+  first_step       INTEGER NOT NULL,
+  first_time_s     REAL,
+  first_value      REAL,
+  last_step        INTEGER NOT NULL,
+  last_time_s      REAL,
+  last_value       REAL,
+  max_time_s       REAL,
+  sum              REAL,
+  min              REAL,
+  max              REAL,
+  stride           INTEGER NOT NULL,
+  complete         INTEGER NOT NULL,
+  open_first_step  INTEGER NOT NULL,
+  open_last_step   INTEGER NOT NULL,
+  open_last_time_s REAL,
+  open_points      INTEGER NOT NULL,
+  open_finite      INTEGER NOT NULL,
+  open_sum         REAL,
+  PRIMARY KEY (trial_id, name_id)
+) WITHOUT ROWID;
+CREATE TABLE metric_buckets (
+  trial_id    INTEGER NOT NULL,
+  name_id     INTEGER NOT NULL,
+  bucket      INTEGER NOT NULL,
+  first_step  INTEGER NOT NULL,
+  last_step   INTEGER NOT NULL,
+  last_time_s REAL,
+  points      INTEGER NOT NULL,
+  finite      INTEGER NOT NULL,
+  sum         REAL,
+  PRIMARY KEY (trial_id, name_id, bucket)
+) WITHOUT ROWID;
+CREATE INDEX metrics_by_name ON metrics (trial_id, name_id, step);
+)sql",
 };
+
+// The first schema version with metric_summaries: a migration from before it builds them.
+constexpr int64_t kSummariesVersion = 6;
 
 // ---- Connection setup --------------------------------------------------------------------------
 
@@ -185,10 +236,44 @@ constexpr const char* kSqlMetricNames = "SELECT id, name FROM metric_names";
 constexpr const char* kSqlMetricSeries =
     "SELECT step, time_s, ?2, value FROM metrics "
     "WHERE trial_id = ?1 AND name_id = (SELECT id FROM metric_names WHERE name = ?2) ORDER BY step";
+constexpr const char* kSqlMetricTail =
+    "SELECT value FROM metrics WHERE trial_id = ?1 AND name_id = (SELECT id FROM metric_names WHERE name = ?2) "
+    "ORDER BY step DESC LIMIT ?3";
+// From the summary: its last point is the one with the greatest step.
 constexpr const char* kSqlLastMetric =
-    "SELECT step, time_s, ?2, value FROM metrics "
-    "WHERE trial_id = ?1 AND name_id = (SELECT id FROM metric_names WHERE name = ?2) ORDER BY step DESC LIMIT 1";
+    "SELECT last_step, last_time_s, ?2, last_value FROM metric_summaries "
+    "WHERE trial_id = ?1 AND name_id = (SELECT id FROM metric_names WHERE name = ?2)";
 constexpr const char* kSqlCountMetrics = "SELECT count(*) FROM metrics WHERE trial_id = ?1";
+// Through metrics_by_name: one metric's rows only.
+constexpr const char* kSqlSeriesById =
+    "SELECT step, time_s, value FROM metrics WHERE trial_id = ?1 AND name_id = ?2 ORDER BY step";
+// Every row, by trial and metric: the migration that builds the summaries reads each series once.
+constexpr const char* kSqlAllSeries =
+    "SELECT trial_id, name_id, step, time_s, value FROM metrics ORDER BY trial_id, name_id, step";
+
+// A summary row's columns after (trial_id, name_id), in the order ReadSummary and BindSummary use.
+#define SWEEP_SUMMARY_COLUMNS                                                                               \
+  "points, finite, first_step, first_time_s, first_value, last_step, last_time_s, last_value, max_time_s, " \
+  "sum, min, max, stride, complete, open_first_step, open_last_step, open_last_time_s, open_points, "       \
+  "open_finite, open_sum"
+constexpr const char* kSqlTrialSummary =
+    "SELECT name_id, " SWEEP_SUMMARY_COLUMNS " FROM metric_summaries WHERE trial_id = ?1";
+constexpr const char* kSqlStudySummaries =
+    "SELECT s.trial_id, s.name_id, " SWEEP_SUMMARY_COLUMNS
+    " FROM trials t JOIN metric_summaries s ON s.trial_id = t.id WHERE t.study_id = ?1 ORDER BY s.trial_id";
+constexpr const char* kSqlWriteSummary =
+    "REPLACE INTO metric_summaries (trial_id, name_id, " SWEEP_SUMMARY_COLUMNS
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)";
+#undef SWEEP_SUMMARY_COLUMNS
+constexpr const char* kSqlWriteBucket =
+    "REPLACE INTO metric_buckets (trial_id, name_id, bucket, first_step, last_step, last_time_s, points, finite, sum) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+constexpr const char* kSqlBuckets =
+    "SELECT first_step, last_step, last_time_s, points, finite, sum FROM metric_buckets "
+    "WHERE trial_id = ?1 AND name_id = ?2 ORDER BY bucket";
+constexpr const char* kSqlDeleteBucketsOf = "DELETE FROM metric_buckets WHERE trial_id = ?1 AND name_id = ?2";
+constexpr const char* kSqlDeleteSummaries = "DELETE FROM metric_summaries WHERE trial_id = ?1";
+constexpr const char* kSqlDeleteBuckets = "DELETE FROM metric_buckets WHERE trial_id = ?1";
 
 constexpr const char* kSqlAddEvent =
     "INSERT INTO events (study_id, trial_id, at, kind, message) VALUES (?1, ?2, ?3, ?4, ?5)";
@@ -277,6 +362,8 @@ Status NotOurs(const std::string& path) {
   return Status::FailedPrecondition(path + ": not a slurmsweep database (schema version 0)");
 }
 
+Status RebuildSummaries(sqlite3* db, const std::string& path);
+
 // Applies the migrations the database lacks, in one transaction with the version bump, so a crash
 // leaves either the old schema or the new one.
 Status Migrate(sqlite3* db, const std::string& path) {
@@ -289,6 +376,7 @@ Status Migrate(sqlite3* db, const std::string& path) {
     for (int64_t v = *version; v < SchemaVersion(); ++v) {
       SWEEP_RETURN_IF_ERROR(ExecScript(db, path, kMigrations[v], "migrate to schema version " + std::to_string(v + 1)));
     }
+    if (*version < kSummariesVersion) SWEEP_RETURN_IF_ERROR(RebuildSummaries(db, path));
     // PRAGMA arguments cannot be bound; the number is ours, not user input.
     std::string bump = kSqlSetUserVersionPrefix + std::to_string(SchemaVersion());
     SWEEP_RETURN_IF_ERROR(ExecScript(db, path, bump.c_str(), "set schema version"));
@@ -417,6 +505,144 @@ MetricRow ReadMetric(const Query& q) {
   return m;
 }
 
+// Columns of kSqlTrialSummary / kSqlStudySummaries from `col` on (after name_id).
+void ReadSummary(const Query& q, int col, MetricSummary& m) {
+  m.points = q.Int(col);
+  m.finite = q.Int(col + 1);
+  m.first_step = q.Int(col + 2);
+  m.first_time_s = q.Real(col + 3);
+  m.first_value = q.Real(col + 4);
+  m.last_step = q.Int(col + 5);
+  m.last_time_s = q.Real(col + 6);
+  m.last_value = q.Real(col + 7);
+  m.max_time_s = q.Real(col + 8);
+  m.sum = q.Real(col + 9);
+  m.min = q.Real(col + 10);
+  m.max = q.Real(col + 11);
+  m.stride = q.Int(col + 12);
+  m.complete = q.Int(col + 13);
+  m.open.first_step = q.Int(col + 14);
+  m.open.last_step = q.Int(col + 15);
+  m.open.last_time_s = q.Real(col + 16);
+  m.open.points = q.Int(col + 17);
+  m.open.finite = q.Int(col + 18);
+  m.open.sum = q.Real(col + 19);
+}
+
+// Writes one summary row (kSqlWriteSummary).
+Status WriteSummaryRow(Query& q, int64_t trial_id, int64_t name_id, const MetricSummary& m) {
+  q.BindInt(1, trial_id);
+  q.BindInt(2, name_id);
+  q.BindInt(3, m.points);
+  q.BindInt(4, m.finite);
+  q.BindInt(5, m.first_step);
+  q.BindReal(6, m.first_time_s);
+  q.BindReal(7, m.first_value);
+  q.BindInt(8, m.last_step);
+  q.BindReal(9, m.last_time_s);
+  q.BindReal(10, m.last_value);
+  q.BindReal(11, m.max_time_s);
+  q.BindReal(12, m.sum);
+  q.BindReal(13, m.min);
+  q.BindReal(14, m.max);
+  q.BindInt(15, m.stride);
+  q.BindInt(16, m.complete);
+  q.BindInt(17, m.open.first_step);
+  q.BindInt(18, m.open.last_step);
+  q.BindReal(19, m.open.last_time_s);
+  q.BindInt(20, m.open.points);
+  q.BindInt(21, m.open.finite);
+  q.BindReal(22, m.open.sum);
+  Status s = q.Run();
+  q.Rewind();
+  return s;
+}
+
+// Writes bucket `index` of a metric (kSqlWriteBucket).
+Status WriteBucketRow(Query& q, int64_t trial_id, int64_t name_id, int64_t index, const SeriesBucket& b) {
+  q.BindInt(1, trial_id);
+  q.BindInt(2, name_id);
+  q.BindInt(3, index);
+  q.BindInt(4, b.first_step);
+  q.BindInt(5, b.last_step);
+  q.BindReal(6, b.last_time_s);
+  q.BindInt(7, b.points);
+  q.BindInt(8, b.finite);
+  q.BindReal(9, b.sum);
+  Status s = q.Run();
+  q.Rewind();
+  return s;
+}
+
+// Reads the complete buckets of a metric (kSqlBuckets).
+Status ReadBuckets(Query& q, int64_t trial_id, int64_t name_id, std::vector<SeriesBucket>& out) {
+  q.BindInt(1, trial_id);
+  q.BindInt(2, name_id);
+  for (;;) {
+    auto row = q.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    SeriesBucket b;
+    b.first_step = q.Int(0);
+    b.last_step = q.Int(1);
+    b.last_time_s = q.Real(2);
+    b.points = q.Int(3);
+    b.finite = q.Int(4);
+    b.sum = q.Real(5);
+    out.push_back(b);
+  }
+  q.Rewind();
+  return Status::OK();
+}
+
+// An ad-hoc statement for the migration, which runs before the store's are prepared.
+Result<StmtPtr> Prepare(sqlite3* db, const std::string& path, const char* sql) {
+  sqlite3_stmt* raw = nullptr;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
+  StmtPtr stmt(raw);
+  if (rc != SQLITE_OK) return SqliteError(db, path, std::string("prepare \"") + sql + "\"", rc);
+  return stmt;
+}
+
+// Migration 6's C++ half, inside its transaction: every series read once, in step order through
+// metrics_by_name, and its summary and buckets written as ingestion would have.
+Status RebuildSummaries(sqlite3* db, const std::string& path) {
+  auto all = Prepare(db, path, kSqlAllSeries);
+  if (!all.ok()) return all.status();
+  auto summary = Prepare(db, path, kSqlWriteSummary);
+  if (!summary.ok()) return summary.status();
+  auto bucket = Prepare(db, path, kSqlWriteBucket);
+  if (!bucket.ok()) return bucket.status();
+  std::string what = "build metric summaries (migration " + std::to_string(kSummariesVersion) + ")";
+  Query write_summary(db, path, summary->get(), what);
+  Query write_bucket(db, path, bucket->get(), what);
+  int64_t trial = -1, name = -1;
+  std::vector<CurvePoint> points;
+  auto flush = [&]() -> Status {
+    if (points.empty()) return Status::OK();
+    MetricSummary m = SummarizeSeries("", points);
+    SWEEP_RETURN_IF_ERROR(WriteSummaryRow(write_summary, trial, name, m));
+    for (size_t i = 0; i < m.buckets.size(); ++i) {
+      SWEEP_RETURN_IF_ERROR(WriteBucketRow(write_bucket, trial, name, static_cast<int64_t>(i), m.buckets[i]));
+    }
+    points.clear();
+    return Status::OK();
+  };
+  Query q(db, path, all->get(), what);
+  for (;;) {
+    auto row = q.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    if (q.Int(0) != trial || q.Int(1) != name) {
+      SWEEP_RETURN_IF_ERROR(flush());
+      trial = q.Int(0);
+      name = q.Int(1);
+    }
+    points.push_back({q.Int(2), q.Real(3), q.Real(4)});
+  }
+  return flush();
+}
+
 // ---- The store -----------------------------------------------------------------------------
 
 class SqliteStore final : public Store {
@@ -433,8 +659,12 @@ class SqliteStore final : public Store {
   Status AppendMetrics(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset) override;
   Status ResetMetrics(int64_t trial_id) override;
   Result<std::vector<MetricRow>> Metrics(int64_t trial_id) override;
+  Result<std::vector<MetricColumns>> MetricTable(int64_t trial_id) override;
+  Result<TrialSummary> Summary(int64_t trial_id, const std::vector<std::string>& series_of) override;
+  Result<std::vector<TrialSummary>> Summaries(int64_t study_id, const std::vector<std::string>& series_of) override;
   Result<std::vector<MetricRow>> MetricSeries(int64_t trial_id, const std::string& name) override;
   Result<std::optional<MetricRow>> LastMetric(int64_t trial_id, const std::string& name) override;
+  Result<std::vector<double>> MetricTail(int64_t trial_id, const std::string& name, size_t n) override;
   Result<int64_t> CountMetrics(int64_t trial_id) override;
   Status AddEvent(int64_t study_id, std::optional<int64_t> trial_id, double at, const std::string& kind,
                   const std::string& message) override;
@@ -451,7 +681,11 @@ class SqliteStore final : public Store {
     StmtPtr insert_metric, insert_metric_name, metric_name_id, metric_names, metrics, metric_series, last_metric,
         count_metrics;
     StmtPtr add_event, events;
+    StmtPtr metric_tail, series_by_id, trial_summary, study_summaries, write_summary, write_bucket, buckets, delete_buckets_of,
+        delete_summaries, delete_buckets;
   };
+  // A trial's summaries as this transaction has them, by metric number (see summaries_).
+  using SummaryCache = std::unordered_map<int64_t, MetricSummary>;
 
   SqliteStore(std::string path, DbPtr db, bool read_only)
       : path_(std::move(path)), db_(std::move(db)), read_only_(read_only) {}
@@ -462,6 +696,15 @@ class SqliteStore final : public Store {
   Status RunTransaction(const std::function<Status()>& fn);
   // The number of a metric name, added to metric_names on first use (inside the caller's transaction).
   Result<int64_t> MetricNameId(const std::string& name);
+  // The names of metric numbers, read again when a number is not known yet.
+  Result<const std::string*> MetricName(int64_t name_id);
+  // The trial's summaries from summaries_, read from the database on first use in a transaction.
+  Result<SummaryCache*> CachedSummaries(int64_t trial_id);
+  // Recomputes one metric's summary and buckets from its rows (an out-of-order row).
+  Status RebuildSummary(int64_t trial_id, int64_t name_id, MetricSummary& m);
+  // Reads the summary rows of `q` (trial's or study's) into `out`; `trial_col`: the trial id's column or -1.
+  Status ReadSummaries(Query& q, int trial_col, std::vector<TrialSummary>& out);
+  Status FillSeries(TrialSummary& t, const std::vector<std::string>& series_of);
 
   std::string path_;
   // Declared before stmts_ so that it is destroyed after them: a connection closes cleanly only
@@ -477,6 +720,10 @@ class SqliteStore final : public Store {
   // Metric name -> metric_names.id. Names added by a transaction that then rolls back are dropped
   // with it (RunTransaction clears the map), so a cached number always exists in the database.
   std::unordered_map<std::string, int64_t> name_ids_;
+  std::unordered_map<int64_t, std::string> names_by_id_;
+  // Summaries of the trials this transaction appended to, kept until it ends (committed or rolled
+  // back): each tick reads a trial's few summary rows once, and nothing stale outlives a rollback.
+  std::unordered_map<int64_t, SummaryCache> summaries_;
 };
 
 Result<std::unique_ptr<Store>> SqliteStore::Create(const std::string& path, bool read_only) {
@@ -564,6 +811,16 @@ Status SqliteStore::PrepareStatements() {
       {&stmts_.count_metrics, kSqlCountMetrics},
       {&stmts_.add_event, kSqlAddEvent},
       {&stmts_.events, kSqlEvents},
+      {&stmts_.metric_tail, kSqlMetricTail},
+      {&stmts_.series_by_id, kSqlSeriesById},
+      {&stmts_.trial_summary, kSqlTrialSummary},
+      {&stmts_.study_summaries, kSqlStudySummaries},
+      {&stmts_.write_summary, kSqlWriteSummary},
+      {&stmts_.write_bucket, kSqlWriteBucket},
+      {&stmts_.buckets, kSqlBuckets},
+      {&stmts_.delete_buckets_of, kSqlDeleteBucketsOf},
+      {&stmts_.delete_summaries, kSqlDeleteSummaries},
+      {&stmts_.delete_buckets, kSqlDeleteBuckets},
   };
   for (const auto& [slot, sql] : all) {
     sqlite3_stmt* raw = nullptr;
@@ -615,8 +872,12 @@ Status SqliteStore::RunTransaction(const std::function<Status()>& fn) {
     SqliteStore& store;
     ~Outermost() {
       store.txn_depth_ = 0;
+      store.summaries_.clear();
       store.nested_failure_.reset();
-      if (!sqlite3_get_autocommit(store.db_.get())) store.name_ids_.clear();
+      if (!sqlite3_get_autocommit(store.db_.get())) {
+        store.name_ids_.clear();
+        store.names_by_id_.clear();
+      }
       RollbackIfOpen(store.db_.get());
     }
   } guard{*this};
@@ -633,6 +894,7 @@ Status SqliteStore::RunTransaction(const std::function<Status()>& fn) {
     if (s.ok()) return s;
   }
   name_ids_.clear();  // names this transaction added are gone
+  names_by_id_.clear();
   // SQLite may already have rolled back by itself (SQLITE_FULL, SQLITE_IOERR, ...).
   if (!sqlite3_get_autocommit(db_.get())) {
     Query rollback = Use(stmts_.rollback, "roll back transaction");
@@ -790,20 +1052,215 @@ Status SqliteStore::AppendMetrics(int64_t trial_id, const std::vector<MetricRow>
       SWEEP_RETURN_IF_ERROR(q.Run());
       if (sqlite3_changes(db_.get()) == 0) return Status::NotFound(path_ + ": trial " + std::to_string(trial_id));
     }
-    Query q = Use(stmts_.insert_metric, what);
+    if (rows.empty()) return Status::OK();
+    auto cache = CachedSummaries(trial_id);
+    if (!cache.ok()) return cache.status();
+    // Metrics this call changed (written once at the end), and those to rebuild from their rows.
+    struct Touched {
+      MetricSummary* summary;
+      int64_t first_new_bucket;  // complete buckets before this call (or after a merge)
+      std::vector<SeriesBucket> completed;
+      bool rebuild = false;
+    };
+    std::vector<std::pair<int64_t, Touched>> touched;  // a handful: a line's metrics
+    Query insert = Use(stmts_.insert_metric, what);
     for (const MetricRow& m : rows) {
       auto name_id = MetricNameId(m.name);  // from memory after a name's first use
       if (!name_id.ok()) return name_id.status();
-      q.BindInt(1, trial_id);
-      q.BindInt(2, *name_id);
-      q.BindInt(3, m.step);
-      q.BindReal(4, m.time_s);
-      q.BindReal(5, m.value);
-      SWEEP_RETURN_IF_ERROR(q.Run());
-      q.Rewind();
+      insert.BindInt(1, trial_id);
+      insert.BindInt(2, *name_id);
+      insert.BindInt(3, m.step);
+      insert.BindReal(4, m.time_s);
+      insert.BindReal(5, m.value);
+      SWEEP_RETURN_IF_ERROR(insert.Run());
+      insert.Rewind();
+      if (sqlite3_changes(db_.get()) == 0) continue;  // a replayed row: already counted
+      auto t = std::find_if(touched.begin(), touched.end(), [&](const auto& x) { return x.first == *name_id; });
+      if (t == touched.end()) {
+        MetricSummary& s = (**cache)[*name_id];
+        if (s.points == 0) s.name = m.name;
+        t = touched.insert(touched.end(), {*name_id, Touched{&s, s.complete, {}}});
+      }
+      Touched& u = t->second;
+      MetricSummary& s = *u.summary;
+      if (u.rebuild) continue;
+      if (s.points > 0 && m.step <= s.last_step) {
+        // Before the last point (a gap filled): the buckets would no longer be consecutive
+        // points, so this metric is recomputed from its rows after the loop.
+        u.rebuild = true;
+        continue;
+      }
+      if (s.NeedsMerge()) {
+        // Every complete bucket: those stored before this call, then this call's.
+        std::vector<SeriesBucket> all;
+        all.reserve(static_cast<size_t>(s.complete));
+        {
+          Query q = Use(stmts_.buckets, what);
+          SWEEP_RETURN_IF_ERROR(ReadBuckets(q, trial_id, *name_id, all));
+        }
+        all.resize(static_cast<size_t>(u.first_new_bucket));
+        all.insert(all.end(), u.completed.begin(), u.completed.end());
+        {
+          Query q = Use(stmts_.delete_buckets_of, what);
+          q.BindInt(1, trial_id);
+          q.BindInt(2, *name_id);
+          SWEEP_RETURN_IF_ERROR(q.Run());
+        }
+        u.completed = s.MergeAll(all);
+        u.first_new_bucket = 0;
+      }
+      s.Add(m.step, m.time_s, m.value, u.completed);
+    }
+    Query bucket = Use(stmts_.write_bucket, what);
+    Query summary = Use(stmts_.write_summary, what);
+    for (auto& [name_id, u] : touched) {
+      if (u.rebuild) {
+        SWEEP_RETURN_IF_ERROR(RebuildSummary(trial_id, name_id, *u.summary));
+        continue;
+      }
+      for (size_t i = 0; i < u.completed.size(); ++i) {
+        SWEEP_RETURN_IF_ERROR(
+            WriteBucketRow(bucket, trial_id, name_id, u.first_new_bucket + static_cast<int64_t>(i), u.completed[i]));
+      }
+      SWEEP_RETURN_IF_ERROR(WriteSummaryRow(summary, trial_id, name_id, *u.summary));
     }
     return Status::OK();
   });
+}
+
+Result<SqliteStore::SummaryCache*> SqliteStore::CachedSummaries(int64_t trial_id) {
+  if (auto it = summaries_.find(trial_id); it != summaries_.end()) return &it->second;
+  SummaryCache cache;
+  Query q = Use(stmts_.trial_summary, "read metric summaries of trial " + std::to_string(trial_id));
+  q.BindInt(1, trial_id);
+  for (;;) {
+    auto row = q.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    ReadSummary(q, 1, cache[q.Int(0)]);
+  }
+  return &summaries_.emplace(trial_id, std::move(cache)).first->second;
+}
+
+Status SqliteStore::RebuildSummary(int64_t trial_id, int64_t name_id, MetricSummary& m) {
+  std::string what =
+      "rebuild the summary of metric " + std::to_string(name_id) + " of trial " + std::to_string(trial_id);
+  std::vector<CurvePoint> points;
+  points.reserve(static_cast<size_t>(m.points) + 16);
+  {
+    Query q = Use(stmts_.series_by_id, what);
+    q.BindInt(1, trial_id);
+    q.BindInt(2, name_id);
+    for (;;) {
+      auto row = q.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      points.push_back({q.Int(0), q.Real(1), q.Real(2)});
+    }
+  }
+  std::string name = std::move(m.name);
+  m = SummarizeSeries(std::move(name), points);
+  {
+    Query q = Use(stmts_.delete_buckets_of, what);
+    q.BindInt(1, trial_id);
+    q.BindInt(2, name_id);
+    SWEEP_RETURN_IF_ERROR(q.Run());
+  }
+  Query bucket = Use(stmts_.write_bucket, what);
+  for (size_t i = 0; i < m.buckets.size(); ++i) {
+    SWEEP_RETURN_IF_ERROR(WriteBucketRow(bucket, trial_id, name_id, static_cast<int64_t>(i), m.buckets[i]));
+  }
+  m.buckets.clear();  // the cache keeps no series
+  Query summary = Use(stmts_.write_summary, what);
+  return WriteSummaryRow(summary, trial_id, name_id, m);
+}
+
+Result<const std::string*> SqliteStore::MetricName(int64_t name_id) {
+  auto it = names_by_id_.find(name_id);
+  if (it != names_by_id_.end()) return &it->second;
+  Query q = Use(stmts_.metric_names, "read metric names");
+  for (;;) {
+    auto row = q.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    names_by_id_[q.Int(0)] = q.Text(1);
+  }
+  it = names_by_id_.find(name_id);
+  if (it == names_by_id_.end())
+    return Status::Internal(path_ + ": metric number " + std::to_string(name_id) + " has no name");
+  return &it->second;
+}
+
+Status SqliteStore::ReadSummaries(Query& q, int trial_col, std::vector<TrialSummary>& out) {
+  for (;;) {
+    auto row = q.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    int64_t trial_id = trial_col >= 0 ? q.Int(trial_col) : 0;
+    if (out.empty() || (trial_col >= 0 && out.back().trial_id != trial_id)) out.emplace_back().trial_id = trial_id;
+    MetricSummary& m = out.back().metrics.emplace_back();
+    int name_col = trial_col >= 0 ? trial_col + 1 : 0;
+    auto name = MetricName(q.Int(name_col));
+    if (!name.ok()) return name.status();
+    m.name = **name;
+    ReadSummary(q, name_col + 1, m);
+  }
+  for (TrialSummary& t : out) {
+    std::sort(t.metrics.begin(), t.metrics.end(),
+              [](const MetricSummary& a, const MetricSummary& b) { return a.name < b.name; });
+  }
+  return Status::OK();
+}
+
+Status SqliteStore::FillSeries(TrialSummary& t, const std::vector<std::string>& series_of) {
+  for (const std::string& name : series_of) {
+    auto found =
+        std::find_if(t.metrics.begin(), t.metrics.end(), [&](const MetricSummary& m) { return m.name == name; });
+    if (found == t.metrics.end() || found->complete == 0) continue;
+    MetricSummary& m = *found;
+    auto name_id = name_ids_.find(name);
+    int64_t id = 0;
+    if (name_id != name_ids_.end()) {
+      id = name_id->second;
+    } else {
+      Query q = Use(stmts_.metric_name_id, "look up metric " + name);
+      q.BindText(1, name);
+      auto row = q.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) continue;
+      id = q.Int(0);
+    }
+    m.buckets.reserve(static_cast<size_t>(m.complete));
+    Query q = Use(stmts_.buckets, "read the series of " + name + " of trial " + std::to_string(t.trial_id));
+    SWEEP_RETURN_IF_ERROR(ReadBuckets(q, t.trial_id, id, m.buckets));
+  }
+  return Status::OK();
+}
+
+Result<TrialSummary> SqliteStore::Summary(int64_t trial_id, const std::vector<std::string>& series_of) {
+  std::vector<TrialSummary> one;
+  {
+    Query q = Use(stmts_.trial_summary, "read metric summaries of trial " + std::to_string(trial_id));
+    q.BindInt(1, trial_id);
+    SWEEP_RETURN_IF_ERROR(ReadSummaries(q, -1, one));
+  }
+  if (one.empty()) one.emplace_back();
+  one[0].trial_id = trial_id;
+  SWEEP_RETURN_IF_ERROR(FillSeries(one[0], series_of));
+  return std::move(one[0]);
+}
+
+Result<std::vector<TrialSummary>> SqliteStore::Summaries(int64_t study_id, const std::vector<std::string>& series_of) {
+  std::vector<TrialSummary> all;
+  {
+    Query q = Use(stmts_.study_summaries, "read metric summaries of study " + std::to_string(study_id));
+    q.BindInt(1, study_id);
+    SWEEP_RETURN_IF_ERROR(ReadSummaries(q, 0, all));
+  }
+  if (!series_of.empty()) {
+    for (TrialSummary& t : all) SWEEP_RETURN_IF_ERROR(FillSeries(t, series_of));
+  }
+  return all;
 }
 
 Result<int64_t> SqliteStore::MetricNameId(const std::string& name) {
@@ -833,48 +1290,80 @@ Status SqliteStore::ResetMetrics(int64_t trial_id) {
       SWEEP_RETURN_IF_ERROR(q.Run());
       if (sqlite3_changes(db_.get()) == 0) return Status::NotFound(path_ + ": trial " + std::to_string(trial_id));
     }
-    Query q = Use(stmts_.delete_metrics, what);
-    q.BindInt(1, trial_id);
-    return q.Run();
+    summaries_.erase(trial_id);
+    for (const StmtPtr* stmt : {&stmts_.delete_metrics, &stmts_.delete_summaries, &stmts_.delete_buckets}) {
+      Query q = Use(*stmt, what);
+      q.BindInt(1, trial_id);
+      SWEEP_RETURN_IF_ERROR(q.Run());
+    }
+    return Status::OK();
   });
 }
 
 Result<std::vector<MetricRow>> SqliteStore::Metrics(int64_t trial_id) {
-  std::string what = "read metrics of trial " + std::to_string(trial_id);
-  std::unordered_map<int64_t, std::vector<MetricRow>> by_id;  // each in step order, as the key gives them
-  {
-    Query q = Use(stmts_.metrics, what);
-    q.BindInt(1, trial_id);
-    for (;;) {
-      auto row = q.Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      by_id[q.Int(0)].push_back({q.Int(1), q.Real(2), std::string(), q.Real(3)});
-    }
-  }
-  // The names after the rows: a name is committed with (or before) its first rows and never
-  // removed, so every number just read is here even while a run adds metrics meanwhile.
-  std::vector<std::pair<std::string, int64_t>> names;
-  {
-    Query q = Use(stmts_.metric_names, what);
-    for (;;) {
-      auto row = q.Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      names.emplace_back(q.Text(1), q.Int(0));
-    }
-  }
-  std::sort(names.begin(), names.end());  // the groups come out in name order
+  auto table = MetricTable(trial_id);
+  if (!table.ok()) return table.status();
+  size_t n = 0;
+  for (const MetricColumns& c : *table) n += c.steps.size();
   std::vector<MetricRow> rows;
-  for (const auto& [name, id] : names) {
-    auto group = by_id.find(id);
-    if (group == by_id.end()) continue;
-    for (MetricRow& m : group->second) {
-      m.name = name;
-      rows.push_back(std::move(m));
-    }
+  rows.reserve(n);
+  for (const MetricColumns& c : *table) {
+    for (size_t i = 0; i < c.steps.size(); ++i) rows.push_back({c.steps[i], c.times[i], c.name, c.values[i]});
   }
   return rows;
+}
+
+Result<std::vector<MetricColumns>> SqliteStore::MetricTable(int64_t trial_id) {
+  std::string what = "read metrics of trial " + std::to_string(trial_id);
+  // The summary gives each metric's size: every column is allocated once.
+  auto summary = Summary(trial_id, {});
+  if (!summary.ok()) return summary.status();
+  std::vector<MetricColumns> table;
+  table.reserve(summary->metrics.size());
+  std::vector<int> slot;  // by metric number: index into table, -1 if none yet
+  auto column = [&](int64_t name_id) -> Result<MetricColumns*> {
+    if (name_id < 0) return Status::Internal(path_ + ": " + what + ": negative metric number");
+    if (static_cast<size_t>(name_id) >= slot.size()) slot.resize(static_cast<size_t>(name_id) + 1, -1);
+    if (slot[name_id] < 0) {
+      auto name = MetricName(name_id);
+      if (!name.ok()) return name.status();
+      slot[name_id] = static_cast<int>(table.size());
+      MetricColumns& c = table.emplace_back();
+      c.name = **name;
+      if (const MetricSummary* m = summary->Find(c.name)) {
+        // A run may add rows between the two reads: a few more than counted only grow once.
+        size_t n = static_cast<size_t>(m->points);
+        c.steps.reserve(n);
+        c.times.reserve(n);
+        c.values.reserve(n);
+      }
+    }
+    return &table[slot[name_id]];
+  };
+  {
+    // In key order (step, then metric number): no sort and no join in SQL.
+    Query q = Use(stmts_.metrics, what);
+    q.BindInt(1, trial_id);
+    int64_t last_id = -1;
+    MetricColumns* c = nullptr;
+    for (;;) {
+      auto row = q.Step();
+      if (!row.ok()) return row.status();
+      if (!*row) break;
+      int64_t id = q.Int(0);
+      if (id != last_id || !c) {
+        auto col = column(id);
+        if (!col.ok()) return col.status();
+        c = *col;
+        last_id = id;
+      }
+      c->steps.push_back(q.Int(1));
+      c->times.push_back(q.Real(2));
+      c->values.push_back(q.Real(3));
+    }
+  }
+  std::sort(table.begin(), table.end(), [](const MetricColumns& a, const MetricColumns& b) { return a.name < b.name; });
+  return table;
 }
 
 Result<std::vector<MetricRow>> SqliteStore::MetricSeries(int64_t trial_id, const std::string& name) {
@@ -898,6 +1387,23 @@ Result<std::optional<MetricRow>> SqliteStore::LastMetric(int64_t trial_id, const
   if (!row.ok()) return row.status();
   if (!*row) return std::optional<MetricRow>();
   return std::optional<MetricRow>(ReadMetric(q));
+}
+
+Result<std::vector<double>> SqliteStore::MetricTail(int64_t trial_id, const std::string& name, size_t n) {
+  Query q = Use(stmts_.metric_tail, "read the last points of " + name + " of trial " + std::to_string(trial_id));
+  q.BindInt(1, trial_id);
+  q.BindText(2, name);
+  q.BindInt(3, static_cast<int64_t>(n));
+  std::vector<double> values;
+  values.reserve(n);
+  for (;;) {
+    auto row = q.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    values.push_back(q.Real(0));
+  }
+  std::reverse(values.begin(), values.end());
+  return values;
 }
 
 Result<int64_t> SqliteStore::CountMetrics(int64_t trial_id) {

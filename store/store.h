@@ -11,6 +11,11 @@
 //   metrics(trial_id, name_id, step, time_s, value, PRIMARY KEY(trial_id, step, name_id))
 //     WITHOUT ROWID; a log line's values are adjacent, so a tick's rows of one trial are one
 //     append at the end of its key range (see migration 3 in store.cc)
+//   metric_summaries(trial_id, name_id, points, first and last point, range, stride, the open
+//     bucket, ...) and metric_buckets(trial_id, name_id, bucket, ...): what ingestion keeps about
+//     each metric (store/metric_summary.h), written in AppendMetrics' transaction; derived, so a
+//     migration or an out-of-order row rebuilds them from the metrics
+//   index metrics_by_name(trial_id, name_id, step): one metric's rows without the others'
 //   events(id, study_id, trial_id, at, kind, message)
 // Exactly-once ingestion: metric rows and the log offset they came from are written in one
 // transaction (AppendMetrics; the run loop wraps a whole tick's appends in one InTransaction),
@@ -32,6 +37,7 @@
 
 #include "base/metric_point.h"
 #include "base/status.h"
+#include "store/metric_summary.h"
 
 namespace sweep::store {
 
@@ -65,6 +71,13 @@ struct TrialRecord {
 };
 
 using MetricRow = MetricPoint;  // base/metric_point.h
+
+// One metric of one trial, column-wise: no name per row, each vector one allocation.
+struct MetricColumns {
+  std::string name;
+  std::vector<int64_t> steps;  // ascending
+  std::vector<double> times, values;
+};
 
 struct EventRecord {
   int64_t id = 0;
@@ -113,13 +126,28 @@ class Store {
   // that starts from scratch: the failed attempt's curve would otherwise shadow the new one.
   virtual Status ResetMetrics(int64_t trial_id) = 0;
   // Every row of the trial, ordered by (name, step). A NaN value or time_s is stored (as NULL)
-  // and read back as NaN.
+  // and read back as NaN. A string per row: MetricTable reads the same rows column-wise.
   virtual Result<std::vector<MetricRow>> Metrics(int64_t trial_id) = 0;
-  // One metric of one trial in step order. The key is (trial, step, metric), so this scans the
-  // trial's rows (Megatron logs ~10 metrics a line): fine for what calls it, once per trial.
+  // Every row of the trial, one MetricColumns per metric, by name; each column reserved to the
+  // metric's size (from its summary) and filled in one pass over the trial's rows.
+  virtual Result<std::vector<MetricColumns>> MetricTable(int64_t trial_id) = 0;
+  // One metric of one trial in step order, read through the index by metric (metrics_by_name):
+  // the trial's other metrics are not read, and a metric the trial never logged costs one lookup.
   virtual Result<std::vector<MetricRow>> MetricSeries(int64_t trial_id, const std::string& name) = 0;
-  // The row with the greatest step for `name`, if any (to resume a time axis after a restart).
+  // The values of the last `n` points of one metric (fewer if it has fewer), in step order, through
+  // metrics_by_name: a final value costs `n` rows, not the series.
+  virtual Result<std::vector<double>> MetricTail(int64_t trial_id, const std::string& name, size_t n) = 0;
+  // The row with the greatest step for `name`, if any (to resume a time axis after a restart),
+  // from the metric's summary.
   virtual Result<std::optional<MetricRow>> LastMetric(int64_t trial_id, const std::string& name) = 0;
+  // What ingestion kept about each metric of the trial (store/metric_summary.h), kept in the same
+  // transaction as the rows: a few rows per metric, however many points it has. The complete
+  // buckets of the downsampled series are read for the metrics named in `series_of` only.
+  virtual Result<TrialSummary> Summary(int64_t trial_id, const std::vector<std::string>& series_of = {}) = 0;
+  // Summary() of every trial of the study that has metrics, in trial id order, with two queries
+  // plus one per trial and metric in `series_of`.
+  virtual Result<std::vector<TrialSummary>> Summaries(int64_t study_id,
+                                                      const std::vector<std::string>& series_of = {}) = 0;
   virtual Result<int64_t> CountMetrics(int64_t trial_id) = 0;
 
   virtual Status AddEvent(int64_t study_id, std::optional<int64_t> trial_id, double at, const std::string& kind,

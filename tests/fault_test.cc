@@ -503,6 +503,13 @@ class LockedOnceStore final : public store::Store {
   Status UpdateTrial(const store::TrialRecord& t) override { return real_.UpdateTrial(t); }
   Status ResetMetrics(int64_t id) override { return real_.ResetMetrics(id); }
   Result<std::vector<store::MetricRow>> Metrics(int64_t id) override { return real_.Metrics(id); }
+  Result<std::vector<store::MetricColumns>> MetricTable(int64_t id) override { return real_.MetricTable(id); }
+  Result<store::TrialSummary> Summary(int64_t id, const std::vector<std::string>& s) override {
+    return real_.Summary(id, s);
+  }
+  Result<std::vector<store::TrialSummary>> Summaries(int64_t id, const std::vector<std::string>& s) override {
+    return real_.Summaries(id, s);
+  }
   Result<std::vector<store::MetricRow>> MetricSeries(int64_t id, const std::string& n) override {
     return real_.MetricSeries(id, n);
   }
@@ -510,6 +517,9 @@ class LockedOnceStore final : public store::Store {
     return real_.LastMetric(id, n);
   }
   Result<int64_t> CountMetrics(int64_t id) override { return real_.CountMetrics(id); }
+  Result<std::vector<double>> MetricTail(int64_t id, const std::string& n, size_t k) override {
+    return real_.MetricTail(id, n, k);
+  }
   Status AddEvent(int64_t s, std::optional<int64_t> t, double at, const std::string& k, const std::string& m) override {
     return real_.AddEvent(s, t, at, k, m);
   }

@@ -1,0 +1,315 @@
+// Tests of the per-metric summaries the store keeps as it ingests (store/metric_summary.h): after
+// any chunking, replay, gap, rollback or migration they equal a summary computed from scratch
+// from the stored rows.
+#include <sqlite3.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "store/store.h"
+#include "tests/test_util.h"
+
+namespace sweep::store {
+namespace {
+
+using sweep::testing::TempDir;
+
+std::unique_ptr<Store> MustOpen(const std::string& path) {
+  auto store = Store::Open(path);
+  INFO(store.status().ToString());
+  REQUIRE(store.ok());
+  return std::move(store).value();
+}
+
+bool Same(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+void CheckSameBucket(const SeriesBucket& got, const SeriesBucket& want) {
+  CHECK(got.first_step == want.first_step);
+  CHECK(got.last_step == want.last_step);
+  CHECK(Same(got.last_time_s, want.last_time_s));
+  CHECK(got.points == want.points);
+  CHECK(got.finite == want.finite);
+  CHECK(Same(got.sum, want.sum));
+}
+
+// Every field, bit for bit: the same additions in the same order.
+void CheckSameSummary(const MetricSummary& got, const MetricSummary& want) {
+  INFO("metric " << want.name);
+  CHECK(got.name == want.name);
+  CHECK(got.points == want.points);
+  CHECK(got.finite == want.finite);
+  CHECK(got.first_step == want.first_step);
+  CHECK(Same(got.first_time_s, want.first_time_s));
+  CHECK(Same(got.first_value, want.first_value));
+  CHECK(got.last_step == want.last_step);
+  CHECK(Same(got.last_time_s, want.last_time_s));
+  CHECK(Same(got.last_value, want.last_value));
+  CHECK(Same(got.max_time_s, want.max_time_s));
+  CHECK(Same(got.sum, want.sum));
+  CHECK(Same(got.min, want.min));
+  CHECK(Same(got.max, want.max));
+  CHECK(got.stride == want.stride);
+  CHECK(got.complete == want.complete);
+  CheckSameBucket(got.open, want.open);
+  REQUIRE(got.buckets.size() == want.buckets.size());
+  for (size_t i = 0; i < want.buckets.size(); ++i) {
+    INFO("bucket " << i);
+    CheckSameBucket(got.buckets[i], want.buckets[i]);
+  }
+}
+
+// The stored summary of every metric of the trial against one computed from its stored rows.
+void CheckAgainstRecomputation(Store& store, int64_t trial_id, const std::vector<std::string>& names) {
+  auto summary = store.Summary(trial_id, names);
+  REQUIRE(summary.ok());
+  size_t with_rows = 0;
+  for (const std::string& name : names) {
+    auto rows = store.MetricSeries(trial_id, name);
+    REQUIRE(rows.ok());
+    if (rows->empty()) {
+      CHECK(summary->Find(name) == nullptr);
+      continue;
+    }
+    ++with_rows;
+    std::vector<CurvePoint> points;
+    for (const MetricRow& r : *rows) points.push_back({r.step, r.time_s, r.value});
+    const MetricSummary* got = summary->Find(name);
+    REQUIRE(got != nullptr);
+    CheckSameSummary(*got, SummarizeSeries(name, points));
+  }
+  CHECK(summary->metrics.size() == with_rows);
+}
+
+// A trial's log: `lines` lines of three metrics; "loss" has NaNs, "late" starts at line 700, and
+// `gap` lines are left out (to be filled in later, out of step order).
+std::vector<std::vector<MetricRow>> MakeLines(int lines, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0, 0.05);
+  std::vector<std::vector<MetricRow>> out;
+  double t = 0;
+  for (int i = 1; i <= lines; ++i) {
+    int64_t step = 10 * i;
+    t += 0.5 + 0.01 * (i % 7);
+    std::vector<MetricRow> line;
+    double loss = 2 + 8.0 / (1 + i * 0.01) + noise(rng);
+    if (i % 997 == 0) loss = std::numeric_limits<double>::quiet_NaN();
+    line.push_back({step, t, "loss", loss});
+    line.push_back({step, t, "iter_time_ms", 500 + 50 * noise(rng)});
+    if (i >= 700) line.push_back({step, t, "late", static_cast<double>(i)});
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+const std::vector<std::string> kNames = {"iter_time_ms", "late", "loss", "never_logged"};
+
+int64_t OneTrial(Store& store) {
+  auto study = store.UpsertStudy("s", "s.toml", "h", 0);
+  REQUIRE(study.ok());
+  std::vector<TrialRecord> trials(2);
+  trials[0].trial_key = "a";
+  trials[1].trial_key = "b";
+  for (auto& t : trials) t.params_json = "{}", t.state = "running";
+  REQUIRE(store.InsertTrialsIfAbsent(*study, trials).ok());
+  return trials[0].id;
+}
+
+TEST_CASE("Summary: ingestion in random chunks with replays and a late gap equals a recomputation",
+          "[store][summary]") {
+  TempDir dir;
+  auto store = MustOpen(dir.file("s.db"));
+  int64_t trial = OneTrial(*store);
+  // 9000 lines: past 4096 points, so the buckets merge twice (stride 8 -> 16 -> 32).
+  auto lines = MakeLines(9000, 7);
+  std::mt19937_64 rng(11);
+  std::vector<size_t> gap;  // lines 3000-3019 come last
+  size_t i = 0;
+  int64_t offset = 0;
+  while (i < lines.size()) {
+    size_t n = std::uniform_int_distribution<size_t>(1, 40)(rng);
+    // A replay: the chunk starts up to 3 lines back, as a tick re-reading bytes after a crash.
+    size_t from = i - std::min<size_t>(i, std::uniform_int_distribution<size_t>(0, 3)(rng));
+    std::vector<MetricRow> rows;
+    for (size_t k = from; k < std::min(lines.size(), i + n); ++k) {
+      if (k >= 3000 && k < 3020) continue;
+      rows.insert(rows.end(), lines[k].begin(), lines[k].end());
+    }
+    REQUIRE(store->AppendMetrics(trial, rows, ++offset).ok());
+    i += n;
+  }
+  CheckAgainstRecomputation(*store, trial, kNames);
+  auto summary = store->Summary(trial, {"loss"});
+  REQUIRE(summary.ok());
+  CHECK(summary->Find("loss")->stride == 32);
+  CHECK(summary->Find("loss")->points == 9000 - 20);
+  CHECK(summary->max_step() == 90000);
+
+  // The gap arrives (a log re-read from further back): those rows are before the last point.
+  std::vector<MetricRow> rows;
+  for (size_t k = 3000; k < 3020; ++k) rows.insert(rows.end(), lines[k].begin(), lines[k].end());
+  REQUIRE(store->AppendMetrics(trial, rows, ++offset).ok());
+  CheckAgainstRecomputation(*store, trial, kNames);
+  summary = store->Summary(trial, {"loss"});
+  REQUIRE(summary.ok());
+  CHECK(summary->Find("loss")->points == 9000);
+  CHECK(summary->rows() == 9000 * 2 + (9000 - 699));
+  auto last = store->LastMetric(trial, "loss");
+  REQUIRE(last.ok());
+  REQUIRE(last->has_value());
+  CHECK((*last)->step == 90000);
+  CHECK(!store->LastMetric(trial, "never_logged").value().has_value());
+}
+
+TEST_CASE("Summary: a tick rolled back mid-way (a crash) leaves the summary of the last commit", "[store][summary]") {
+  TempDir dir;
+  auto store = MustOpen(dir.file("s.db"));
+  int64_t trial = OneTrial(*store);
+  auto lines = MakeLines(6000, 3);
+  auto rows_of = [&](size_t from, size_t to) {
+    std::vector<MetricRow> rows;
+    for (size_t k = from; k < to; ++k) rows.insert(rows.end(), lines[k].begin(), lines[k].end());
+    return rows;
+  };
+  // Up to 4090 points: 511 complete buckets of 8, one short of the merge.
+  REQUIRE(store->AppendMetrics(trial, rows_of(0, 4090), 1).ok());
+  auto before = store->Summary(trial, kNames);
+  REQUIRE(before.ok());
+  CHECK(before->Find("loss")->complete == 511);
+
+  // The tick's appends go through (past the merge) and then something fails before the commit.
+  Status failed = store->InTransaction([&]() -> Status {
+    SWEEP_RETURN_IF_ERROR(store->AppendMetrics(trial, rows_of(4090, 4200), 2));
+    SWEEP_RETURN_IF_ERROR(store->AppendMetrics(trial, rows_of(4200, 4300), 3));
+    return Status::Unavailable("cluster unreachable");
+  });
+  REQUIRE(!failed.ok());
+  auto after = store->Summary(trial, kNames);
+  REQUIRE(after.ok());
+  REQUIRE(after->metrics.size() == before->metrics.size());
+  for (size_t k = 0; k < before->metrics.size(); ++k) CheckSameSummary(after->metrics[k], before->metrics[k]);
+  CHECK(store->GetTrial(trial)->log_offset == 1);
+  CheckAgainstRecomputation(*store, trial, kNames);
+
+  // The next tick reads the same bytes again: as if the failed one never happened.
+  REQUIRE(store->AppendMetrics(trial, rows_of(4090, 6000), 2).ok());
+  CheckAgainstRecomputation(*store, trial, kNames);
+  CHECK(store->Summary(trial, {}).value().Find("loss")->stride == 16);
+}
+
+TEST_CASE("Summary: ResetMetrics drops the summary with the rows; another trial keeps its own", "[store][summary]") {
+  TempDir dir;
+  auto store = MustOpen(dir.file("s.db"));
+  int64_t trial = OneTrial(*store);
+  auto lines = MakeLines(800, 5);
+  std::vector<MetricRow> rows;
+  for (const auto& l : lines) rows.insert(rows.end(), l.begin(), l.end());
+  REQUIRE(store->AppendMetrics(trial, rows, 1).ok());
+  REQUIRE(store->AppendMetrics(trial + 1, rows, 1).ok());
+  REQUIRE(store->ResetMetrics(trial).ok());
+  CHECK(store->Summary(trial, kNames).value().metrics.empty());
+  CheckAgainstRecomputation(*store, trial + 1, kNames);
+  // The retry's points start a new summary, from its first point.
+  std::vector<MetricRow> retry(rows.begin(), rows.begin() + 30);
+  REQUIRE(store->AppendMetrics(trial, retry, 1).ok());
+  CheckAgainstRecomputation(*store, trial, kNames);
+  auto all = store->Summaries(store->GetTrial(trial)->study_id);
+  REQUIRE(all.ok());
+  REQUIRE(all->size() == 2);
+  CHECK((*all)[0].trial_id == trial);
+  CHECK((*all)[0].Find("loss")->points == 15);  // 30 rows: 15 lines of two metrics
+  CHECK((*all)[1].Find("loss")->points == 800);
+}
+
+TEST_CASE("Summary: a database from before summaries (schema 5) gets them on open, and goes on", "[store][summary]") {
+  TempDir dir;
+  std::string path = dir.file("old.db");
+  auto lines = MakeLines(5000, 9);
+  auto rows_of = [&](size_t from, size_t to) {
+    std::vector<MetricRow> rows;
+    for (size_t k = from; k < to; ++k) rows.insert(rows.end(), lines[k].begin(), lines[k].end());
+    return rows;
+  };
+  int64_t trial = 0;
+  {
+    auto store = MustOpen(path);
+    trial = OneTrial(*store);
+    REQUIRE(store->AppendMetrics(trial, rows_of(0, 4500), 4500).ok());
+  }
+  {
+    // Schema 5 exactly: what migrations 1-5 made, which a slurmsweep of before summaries wrote.
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db,
+                         "DROP TABLE metric_summaries; DROP TABLE metric_buckets; DROP INDEX metrics_by_name; "
+                         "PRAGMA user_version = 5;",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto reader = Store::OpenReadOnly(path);
+  REQUIRE(!reader.ok());  // a reader does not migrate; it says the writer will
+  CHECK(reader.status().message().find("older") != std::string::npos);
+
+  auto store = MustOpen(path);
+  CheckAgainstRecomputation(*store, trial, kNames);
+  CHECK(store->Summary(trial, {}).value().Find("loss")->points == 4500);
+  // Ingestion goes on from the migrated summary (a merge included) as if it had always been kept.
+  REQUIRE(store->AppendMetrics(trial, rows_of(4496, 5000), 5000).ok());
+  CheckAgainstRecomputation(*store, trial, kNames);
+  CHECK(store->GetTrial(trial)->log_offset == 5000);
+}
+
+TEST_CASE("Summary: MetricTable reads every row column-wise, as Metrics does row-wise", "[store][summary]") {
+  TempDir dir;
+  auto store = MustOpen(dir.file("s.db"));
+  int64_t trial = OneTrial(*store);
+  auto lines = MakeLines(900, 1);
+  std::vector<MetricRow> rows;
+  for (const auto& l : lines) rows.insert(rows.end(), l.begin(), l.end());
+  REQUIRE(store->AppendMetrics(trial, rows, 1).ok());
+  auto table = store->MetricTable(trial);
+  REQUIRE(table.ok());
+  REQUIRE(table->size() == 3);
+  CHECK((*table)[0].name == "iter_time_ms");
+  CHECK((*table)[1].name == "late");
+  CHECK((*table)[2].name == "loss");
+  CHECK((*table)[1].steps.size() == 201);
+  CHECK((*table)[1].steps.capacity() == 201);  // reserved from the summary, never grown
+  auto flat = store->Metrics(trial);
+  REQUIRE(flat.ok());
+  size_t k = 0;
+  for (const MetricColumns& c : *table) {
+    REQUIRE(c.times.size() == c.steps.size());
+    REQUIRE(c.values.size() == c.steps.size());
+    for (size_t i = 0; i < c.steps.size(); ++i, ++k) {
+      REQUIRE(k < flat->size());
+      CHECK((*flat)[k].name == c.name);
+      CHECK((*flat)[k].step == c.steps[i]);
+      CHECK(Same((*flat)[k].value, c.values[i]));
+    }
+  }
+  CHECK(k == rows.size());
+  // The last points of one metric, in step order.
+  auto tail = store->MetricTail(trial, "loss", 10);
+  REQUIRE(tail.ok());
+  REQUIRE(tail->size() == 10);
+  for (size_t i = 0; i < 10; ++i) CHECK(Same((*tail)[i], (*table)[2].values[890 + i]));
+  CHECK(store->MetricTail(trial, "never_logged", 10).value().empty());
+}
+
+TEST_CASE("Summary: SteadyLevel leaves the start-up bucket out and shrugs off a stall", "[summary]") {
+  std::vector<CurvePoint> points;
+  for (int i = 1; i <= 400; ++i) points.push_back({i, i * 0.5, i == 1 ? 9000.0 : (i == 200 ? 60000.0 : 500.0)});
+  MetricSummary s = SummarizeSeries("iter_time_ms", points);
+  REQUIRE(s.SteadyLevel().has_value());
+  CHECK(*s.SteadyLevel() == Approx(500));
+  // Few points: the mean after the first.
+  MetricSummary few = SummarizeSeries("iter_time_ms", {{1, 1, 9000}, {2, 2, 400}, {3, 3, 600}});
+  CHECK(*few.SteadyLevel() == Approx(500));
+}
+
+}  // namespace
+}  // namespace sweep::store
