@@ -681,8 +681,8 @@ class SqliteStore final : public Store {
     StmtPtr insert_metric, insert_metric_name, metric_name_id, metric_names, metrics, metric_series, last_metric,
         count_metrics;
     StmtPtr add_event, events;
-    StmtPtr metric_tail, series_by_id, trial_summary, study_summaries, write_summary, write_bucket, buckets, delete_buckets_of,
-        delete_summaries, delete_buckets;
+    StmtPtr metric_tail, series_by_id, trial_summary, study_summaries, write_summary, write_bucket, buckets,
+        delete_buckets_of, delete_summaries, delete_buckets;
   };
   // A trial's summaries as this transaction has them, by metric number (see summaries_).
   using SummaryCache = std::unordered_map<int64_t, MetricSummary>;
