@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -84,6 +85,7 @@ class Sweep {
   std::string file(const std::string& name) const { return dir_.file(name); }
   const Study& study() const { return study_; }
   Runner& runner() { return *runner_; }
+  store::Store& db() { return *db_; }
 
   FakeClock clock;
   FakeSlurm slurm{clock};
@@ -96,7 +98,111 @@ class Sweep {
   std::unique_ptr<Runner> runner_;
 };
 
+// The real store, counting the metric rows each read returns, by trial: what a run reads of the
+// points it stored.
+class CountingStore final : public store::Store {
+ public:
+  explicit CountingStore(store::Store& real) : real_(real) {}
+  std::map<int64_t, int64_t> rows_read;  // by trial
+  std::map<std::string, int> reads;      // by method and metric: "MetricSeries lm_loss"
+  Result<int64_t> UpsertStudy(const std::string& n, const std::string& p, const std::string& h, double now) override {
+    return real_.UpsertStudy(n, p, h, now);
+  }
+  Result<store::StudyRecord> GetStudy(const std::string& n) override { return real_.GetStudy(n); }
+  Status InsertTrialsIfAbsent(int64_t id, std::vector<store::TrialRecord>& t) override {
+    return real_.InsertTrialsIfAbsent(id, t);
+  }
+  Result<std::vector<store::TrialRecord>> ListTrials(int64_t id) override { return real_.ListTrials(id); }
+  Result<store::TrialRecord> GetTrial(int64_t id) override { return real_.GetTrial(id); }
+  Status UpdateTrial(const store::TrialRecord& t) override { return real_.UpdateTrial(t); }
+  Status AppendMetrics(int64_t id, const std::vector<store::MetricRow>& rows, int64_t offset) override {
+    return real_.AppendMetrics(id, rows, offset);
+  }
+  Status ResetMetrics(int64_t id) override { return real_.ResetMetrics(id); }
+  Result<std::vector<store::MetricRow>> Metrics(int64_t id) override {
+    ++reads["Metrics"];
+    auto r = real_.Metrics(id);
+    if (r.ok()) rows_read[id] += static_cast<int64_t>(r->size());
+    return r;
+  }
+  Result<std::vector<store::MetricColumns>> MetricTable(int64_t id) override {
+    ++reads["MetricTable"];
+    auto r = real_.MetricTable(id);
+    if (r.ok()) {
+      for (const auto& c : *r) rows_read[id] += static_cast<int64_t>(c.steps.size());
+    }
+    return r;
+  }
+  Result<std::vector<store::MetricRow>> MetricSeries(int64_t id, const std::string& n) override {
+    ++reads["MetricSeries " + n];
+    auto r = real_.MetricSeries(id, n);
+    if (r.ok()) rows_read[id] += static_cast<int64_t>(r->size());
+    return r;
+  }
+  Result<std::vector<double>> MetricTail(int64_t id, const std::string& n, size_t k) override {
+    ++reads["MetricTail " + n];
+    auto r = real_.MetricTail(id, n, k);
+    if (r.ok()) rows_read[id] += static_cast<int64_t>(r->size());
+    return r;
+  }
+  Result<std::optional<store::MetricRow>> LastMetric(int64_t id, const std::string& n) override {
+    return real_.LastMetric(id, n);
+  }
+  Result<store::TrialSummary> Summary(int64_t id, const std::vector<std::string>& s) override {
+    return real_.Summary(id, s);
+  }
+  Result<std::vector<store::TrialSummary>> Summaries(int64_t id, const std::vector<std::string>& s) override {
+    return real_.Summaries(id, s);
+  }
+  Result<int64_t> CountMetrics(int64_t id) override { return real_.CountMetrics(id); }
+  Status AddEvent(int64_t s, std::optional<int64_t> t, double at, const std::string& k, const std::string& m) override {
+    return real_.AddEvent(s, t, at, k, m);
+  }
+  Result<std::vector<store::EventRecord>> Events(int64_t id) override { return real_.Events(id); }
+  Status InTransaction(const std::function<Status()>& fn) override { return real_.InTransaction(fn); }
+
+ private:
+  store::Store& real_;
+};
+
 }  // namespace
+
+TEST_CASE("restart: the first tick of a new run reads each trial's stored points at most once", "[runner]") {
+  // Stopping on, so the rules need each running trial's curve; Megatron lines log four metrics.
+  Sweep s("[space]\nlr = [0.1, 0.2]\n\n[stopping.median]\ngrace_s = 0\nmin_trials = 3\n", 2);
+  s.Tick();
+  for (int i = 0; i < 2; ++i) s.slurm.Start(fmt::format("100_{}", i));
+  for (int step = 1; step <= 40; ++step) {
+    for (int i = 0; i < 2; ++i) s.slurm.AppendLog(fmt::format("100_{}", i), MegatronLine(step, 100, 3.0 - 0.01 * step));
+  }
+  s.Tick();
+  std::map<int64_t, int64_t> stored;
+  for (const auto& t : s.Trials()) stored[t.id] = s.db().CountMetrics(t.id).value();
+
+  // The orchestrator is restarted: a new Runner over the same database; the logs have grown.
+  for (int i = 0; i < 2; ++i) s.slurm.AppendLog(fmt::format("100_{}", i), MegatronLine(41, 100, 2.5));
+  CountingStore counting(s.db());
+  std::ostringstream log;
+  Runner restarted(s.study(), counting, s.slurm, s.clock, log);
+  auto r = restarted.Tick();
+  INFO(log.str());
+  REQUIRE(r.ok());
+  CHECK(r->points > 0);
+  // The parsers resume from the summaries: no trial's rows are read whole.
+  CHECK(counting.reads["Metrics"] == 0);
+  CHECK(counting.reads["MetricTable"] == 0);
+  // The rules' curves: the objective and Megatron's NaN counts, each read once per trial.
+  CHECK(counting.reads["MetricSeries lm_loss"] == 2);
+  CHECK(counting.reads["MetricSeries nan_iters"] == 2);
+  for (const auto& [id, n] : stored) {
+    INFO("trial " << id << ": " << n << " rows stored");
+    CHECK(counting.rows_read[id] <= n);
+  }
+  // A second tick reads nothing more.
+  counting.rows_read.clear();
+  REQUIRE(restarted.Tick().ok());
+  CHECK(counting.rows_read.empty());
+}
 
 TEST_CASE("submit: trials that share #SBATCH lines go as one job array, throttled to max_concurrent", "[runner]") {
   Sweep s("[space]\nlr = [0.1, 0.2, 0.3]\n", 2);
