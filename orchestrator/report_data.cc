@@ -46,33 +46,30 @@ nlohmann::json ParseParams(const std::string& params_json) {
   return params.is_object() ? params : nlohmann::json::object();
 }
 
-std::vector<double> FiniteValues(const std::vector<store::MetricRow>& metrics, std::string_view name) {
+// A trial's metrics as Store::MetricTable reads them: one column set per metric, sorted by name.
+using Columns = std::vector<store::MetricColumns>;
+
+// One metric's points in step order; empty if the trial did not log it.
+const store::MetricColumns& SeriesOf(const Columns& metrics, std::string_view name) {
+  static const store::MetricColumns kNone;
+  auto it = std::lower_bound(metrics.begin(), metrics.end(), name,
+                             [](const store::MetricColumns& c, std::string_view n) { return c.name < n; });
+  return it != metrics.end() && it->name == name ? *it : kNone;
+}
+
+std::vector<double> FiniteValues(const Columns& metrics, std::string_view name) {
+  const std::vector<double>& values = SeriesOf(metrics, name).values;
   std::vector<double> v;
-  for (const auto& m : metrics) {
-    if (m.name == name && std::isfinite(m.value)) v.push_back(m.value);
+  v.reserve(values.size());
+  for (double x : values) {
+    if (std::isfinite(x)) v.push_back(x);
   }
   return v;
 }
 
-// One metric's points in step order (Store::Metrics orders rows by name, then step).
-struct Series {
-  std::vector<int64_t> steps;
-  std::vector<double> times, values;
-};
-Series SeriesOf(const std::vector<store::MetricRow>& metrics, std::string_view name) {
-  Series s;
-  for (const auto& m : metrics) {
-    if (m.name != name) continue;
-    s.steps.push_back(m.step);
-    s.times.push_back(m.time_s);
-    s.values.push_back(m.value);
-  }
-  return s;
-}
-
+// The trial's own columns: everything but what its metrics say (TrialRowFromSummary adds that).
 reports::TrialRow MakeTrialRow(const store::TrialRecord& t, const nlohmann::json& params,
-                               const std::vector<store::MetricRow>& metrics,
-                               const std::vector<std::string>& param_names, double now, const std::string& objective) {
+                               const std::vector<std::string>& param_names, double now) {
   reports::TrialRow r;
   r.trial_id = t.id;
   r.trial_key = t.trial_key;
@@ -85,21 +82,6 @@ reports::TrialRow MakeTrialRow(const store::TrialRecord& t, const nlohmann::json
   if (!t.stop_request.empty() && !IsFinalTrialState(t.state)) r.reason = "stopping: " + t.stop_request;
   r.job_id = t.job_id;
   r.exit_code = t.exit_code;
-  std::vector<double> iter_ms, objective_values;
-  for (const auto& m : metrics) {
-    // Store::Metrics orders a metric's rows by step.
-    if (m.name == objective) objective_values.push_back(m.value);
-    r.steps = std::max(r.steps, m.step);
-    if (!r.train_time_s || m.time_s > *r.train_time_s) r.train_time_s = m.time_s;
-    if (m.name == "iter_time_ms" && m.value > 0) iter_ms.push_back(m.value);
-  }
-  // The one final value (base/final_objective.h): `status`, trials.csv and the report agree.
-  if (auto f = FinalObjectiveOf(objective_values)) r.objective_value = f->value;
-  // Steady state: the first logged interval carries start-up (CUDA context, compilation, data
-  // loader warm-up) and is left out once there are three or more; the median shrugs off stalls.
-  if (iter_ms.size() >= 3) iter_ms.erase(iter_ms.begin());
-  r.median_iter_time_ms = Median(iter_ms);
-  if (r.median_iter_time_ms) r.iters_per_s = 1000.0 / *r.median_iter_time_ms;
   // Every attempt's run time: a trial retried after a node failure cost both jobs.
   if (t.started_at) r.wall_time_s = (t.ended_at ? *t.ended_at : now) - *t.started_at + t.prior_run_s;
   else if (t.prior_run_s > 0) r.wall_time_s = t.prior_run_s;
@@ -115,7 +97,7 @@ Result<reports::TrialRow> TrialRowFromSummary(store::Store& store, const store::
                                               const nlohmann::json& params, const store::TrialSummary& summary,
                                               const std::vector<std::string>& param_names, double now,
                                               const std::string& objective) {
-  reports::TrialRow r = MakeTrialRow(t, params, {}, param_names, now, objective);
+  reports::TrialRow r = MakeTrialRow(t, params, param_names, now);
   if (summary.Find(objective)) {
     auto tail = store.MetricTail(t.id, objective, kFinalWindow);
     if (!tail.ok()) return tail.status();
@@ -161,7 +143,7 @@ std::optional<double> NumberOf(const nlohmann::json& j) {
 }
 
 reports::TrialSummary Summarize(const store::TrialRecord& t, const nlohmann::json& params, const reports::TrialRow& row,
-                                const std::vector<store::MetricRow>& metrics, const SummaryContext& ctx) {
+                                const Columns& metrics, const SummaryContext& ctx) {
   reports::TrialSummary s;
   s.id = t.id;
   s.key = t.trial_key;
@@ -207,7 +189,7 @@ reports::TrialSummary Summarize(const store::TrialRecord& t, const nlohmann::jso
 
   if (t.started_at) s.started_at = *t.started_at;
   if (t.ended_at) s.ended_at = *t.ended_at;
-  Series objective = SeriesOf(metrics, ctx.objective);
+  const store::MetricColumns& objective = SeriesOf(metrics, ctx.objective);
   if (auto f = FinalObjectiveOf(objective.values)) {
     s.final_value = f->value;
     s.final_spread = f->spread;
@@ -327,7 +309,7 @@ void ClassifyStudy(const Study& study, reports::StudyMeta& meta) {
   }
 }
 
-using MetricsSink = std::function<Status(const store::TrialRecord&, const std::vector<store::MetricRow>&)>;
+using MetricsSink = std::function<Status(const store::TrialRecord&, const Columns&)>;
 
 struct Collected {
   reports::StudyReport report;
@@ -344,9 +326,10 @@ Status ChooseTarget(store::Store& store, const std::vector<store::TrialRecord>& 
     return Status::OK();
   }
   auto smoothed_final = [&](const store::TrialRecord& t) -> Result<std::optional<double>> {
-    auto metrics = store.Metrics(t.id);
-    if (!metrics.ok()) return metrics.status();
-    auto f = FinalObjectiveOf(SeriesOf(*metrics, ctx.objective).values);
+    // The final value is the mean of the last kFinalWindow points: only those are read.
+    auto tail = store.MetricTail(t.id, ctx.objective, kFinalWindow);
+    if (!tail.ok()) return tail.status();
+    auto f = FinalObjectiveOf(*tail);
     return f && std::isfinite(f->value) ? std::optional<double>(f->value) : std::nullopt;
   };
   if (report.baseline && trials[*report.baseline].state == "completed") {
@@ -436,7 +419,8 @@ Result<Collected> Collect(store::Store& store, const Study& study, int64_t study
   for (const auto& t : *trials) {
     while (next != summaries->end() && next->trial_id < t.id) ++next;
     const store::TrialSummary& summary = next != summaries->end() && next->trial_id == t.id ? *next : none;
-    auto metrics = store.Metrics(t.id);
+    // Column-wise, each column allocated once (Store::MetricTable): no name string per point.
+    auto metrics = store.MetricTable(t.id);
     if (!metrics.ok()) return metrics.status();
     nlohmann::json params = ParseParams(t.params_json);
     auto row = TrialRowFromSummary(store, t, params, summary, meta.param_names, now, ctx.objective);
@@ -534,9 +518,12 @@ Status WriteReports(store::Store& store, const Study& study, int64_t study_id, c
     if (!metrics_csv->ok()) return Status::IOError("cannot write into " + csv_dir);
     buffer = reports::MetricsCsvHeader();
     // Streamed trial by trial: a large study has more points than we want in memory as text.
-    sink = [&](const store::TrialRecord& t, const std::vector<store::MetricRow>& metrics) {
-      for (const auto& m : metrics) {
-        reports::AppendMetricsCsvRow(t.id, t.trial_key, m.step, m.time_s, m.name, m.value, buffer);
+    sink = [&](const store::TrialRecord& t, const Columns& metrics) {
+      // Metric by metric, each in step order (the order Store::Metrics gives).
+      for (const store::MetricColumns& c : metrics) {
+        for (size_t i = 0; i < c.steps.size(); ++i) {
+          reports::AppendMetricsCsvRow(t.id, t.trial_key, c.steps[i], c.times[i], c.name, c.values[i], buffer);
+        }
       }
       if (buffer.size() > (1 << 20)) {
         metrics_csv->Append(buffer);
