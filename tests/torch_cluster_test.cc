@@ -17,6 +17,8 @@ using testing::Harness;
 namespace {
 
 // A study over SSH running the shipped torchrun template (its signal warning adjusted when given).
+// warn_s > 0: Slurm's warning that many seconds before the limit, and each step lasts at least
+// 100 ms more, so that the first job is still training when the warning comes on any machine.
 std::string WriteTorchStudy(const testing::TempDir& dir, const std::string& name, const std::string& space,
                             const std::string& vars, const std::string& job_extra, int warn_s = 0) {
   std::string tmpl = testing::ReadAll(std::string(SLURMSWEEP_SOURCE_DIR) + "/templates/torchrun.sbatch");
@@ -24,6 +26,10 @@ std::string WriteTorchStudy(const testing::TempDir& dir, const std::string& name
     size_t at = tmpl.find("USR1@120");
     REQUIRE(at != std::string::npos);
     tmpl.replace(at, 8, fmt::format("USR1@{}", warn_s));
+    const std::string stop = "--stop-file \"$STOP_FILE\"";
+    at = tmpl.find(stop);
+    REQUIRE(at != std::string::npos);
+    tmpl.insert(at + stop.size(), " --sleep-ms 100");
   }
   testing::WriteAll(dir.file("torchrun.sbatch"), tmpl);
   std::string text = fmt::format(
@@ -106,7 +112,8 @@ TEST_CASE("a PyTorch job trains data-parallel on two nodes with srun + torchrun"
 
 TEST_CASE("the torchrun template chains across a time limit: USR1, checkpoint, resume", "[cluster][torch]") {
   testing::TempDir dir;
-  // A 1-minute limit with the warning 45 s before it; the run needs longer than one job gets.
+  // A 1-minute limit with the warning 45 s before it (it comes 15 to 45 s into a job); the run
+  // needs at least 40 s of training, more than one job gets.
   std::string path = WriteTorchStudy(
       dir, "torchchain",
       "[space]\nmbs = [8]\nprocs_per_node = [1]\nprecision = [\"fp32\"]\nrecompute = [\"none\"]\noptimizer = [\"adam\"]\n",
