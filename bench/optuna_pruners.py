@@ -13,12 +13,8 @@ from optuna.trial import TrialState
 PRUNERS = {
     "MedianPruner()": lambda n: optuna.pruners.MedianPruner(),
     "MedianPruner(warmup=10%)": lambda n: optuna.pruners.MedianPruner(n_warmup_steps=n // 10),
-    "SuccessiveHalvingPruner()": lambda n: optuna.pruners.SuccessiveHalvingPruner(),
     "SuccessiveHalvingPruner(r=n/27,eta=3)": lambda n: optuna.pruners.SuccessiveHalvingPruner(
         min_resource=max(1, round(n / 27)), reduction_factor=3),
-    "HyperbandPruner()": lambda n: optuna.pruners.HyperbandPruner(),
-    "HyperbandPruner(1..n,eta=3)": lambda n: optuna.pruners.HyperbandPruner(
-        min_resource=1, max_resource=n, reduction_factor=3),
 }
 
 

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "stopping/early_stop.h"
+#include "study/stopping_config.h"
 
 namespace sweep {
 namespace {
@@ -59,6 +60,7 @@ struct BenchStudy {
   double budget_s = 0;
   std::vector<double> end_s;       // per trial: training time at its last logged point
   std::vector<double> final_loss;  // raw loss at the budget (last point at or before it)
+  std::vector<double> smooth_loss;  // smoothed loss at the budget (the rules' smoothing, points up to it)
   double target = 0;               // time-to-target objective: median smoothed loss at the budget
   std::vector<double> ttt;         // per trial: time to target, infinity if not reached by the budget
   double best_ttt = 0;
@@ -164,7 +166,7 @@ std::vector<BenchStudy> LoadStudies(const fs::path& dir) {
   for (const auto& row : ReadCsv(dir / "studies.csv")) {
     const std::string& name = row.at("study");
     auto it = std::find_if(studies.begin(), studies.end(), [&](const BenchStudy& s) { return s.name == name; });
-    if (it == studies.end()) it = studies.insert(studies.end(), BenchStudy{name, {}, 0, {}});
+    if (it == studies.end()) it = studies.insert(studies.end(), BenchStudy{name, {}});
     auto curve = rows_by_case.find(row.at("case"));
     if (curve == rows_by_case.end()) {
       std::cerr << "stopping_bench: no curve for " << row.at("case") << " in " << dir << "\n";
@@ -179,7 +181,7 @@ std::vector<BenchStudy> LoadStudies(const fs::path& dir) {
     for (const BenchTrial& t : s.trials) s.budget_s = std::min(s.budget_s, t.curve.back().time_s);
     for (const BenchTrial& t : s.trials) s.final_loss.push_back(LastAtOrBefore(t.curve, s.budget_s));
     for (const BenchTrial& t : s.trials) s.end_s.push_back(t.curve.back().time_s);
-    std::vector<double> smoothed_final;
+    std::vector<double>& smoothed_final = s.smooth_loss;
     std::vector<std::vector<CurvePoint>> prefixes;
     for (const BenchTrial& t : s.trials) {
       std::vector<CurvePoint> prefix;
@@ -239,7 +241,8 @@ size_t Visible(const BenchStudy& s, size_t i, double t) {
 // Stop times (end_s[i] = ran to its end), all trials started together, decided every tick (B /
 // ticks) until every trial has been stopped or has ended. The rules are stateless: a tick at
 // which no curve grew and no trial changed phase decides as the one before, so it is skipped.
-std::vector<double> AllAtOnce(const BenchStudy& s, const StoppingConfig& config, int ticks) {
+std::vector<double> AllAtOnce(const BenchStudy& s, const StoppingConfig& config, int ticks,
+                              std::vector<std::string>* reasons = nullptr) {
   size_t n = s.trials.size();
   std::vector<double> stop = s.end_s;
   std::vector<bool> stopped(n, false);
@@ -264,6 +267,7 @@ std::vector<double> AllAtOnce(const BenchStudy& s, const StoppingConfig& config,
     for (const StopDecision& d : EvaluateStopping(config, trials)) {
       stopped[d.trial_id] = true;
       stop[d.trial_id] = now;
+      if (reasons) (*reasons)[d.trial_id] = d.rule + ": " + d.reason;
     }
   }
   return stop;
@@ -299,8 +303,10 @@ struct Score {
   double cost = 0;       // GPU-time spent / exhaustive to the budget (stop times past it count as B)
   double cost_full = 0;  // GPU-time spent / no stopping (every trial to its recorded end)
   double gpu_hours = 0;
-  double regret = 0;  // nats; infinity if nothing survived
+  double regret = 0;  // raw loss at the budget, nats; infinity if nothing survived
   bool best_survived = false;
+  double regret_smooth = 0;  // the same on the smoothed loss at the budget
+  bool best_kept_smooth = false;
   int stopped = 0;
   double ttt_regret = 0;  // time to target of the fastest that got there / the fastest of all - 1
   bool ttt_best_kept = false;
@@ -308,22 +314,30 @@ struct Score {
 
 Score ScoreRun(const BenchStudy& s, const std::vector<double>& stop) {
   Score sc;
-  double spent = 0, exhaustive = 0, spent_full = 0, no_stopping = 0, best = std::numeric_limits<double>::infinity(),
-         best_alive = std::numeric_limits<double>::infinity();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  double spent = 0, exhaustive = 0, spent_full = 0, no_stopping = 0, best = kInf, best_alive = kInf, best_smooth = kInf,
+         best_alive_smooth = kInf;
   for (size_t i = 0; i < s.trials.size(); ++i) {
     spent += std::min(stop[i], s.budget_s) * s.trials[i].gpus;
     exhaustive += s.budget_s * s.trials[i].gpus;
     spent_full += stop[i] * s.trials[i].gpus;
     no_stopping += s.end_s[i] * s.trials[i].gpus;
     best = std::min(best, s.final_loss[i]);
-    if (stop[i] >= s.budget_s) best_alive = std::min(best_alive, s.final_loss[i]);
-    else ++sc.stopped;
+    best_smooth = std::min(best_smooth, s.smooth_loss[i]);
+    if (stop[i] >= s.budget_s) {
+      best_alive = std::min(best_alive, s.final_loss[i]);
+      best_alive_smooth = std::min(best_alive_smooth, s.smooth_loss[i]);
+    } else {
+      ++sc.stopped;
+    }
   }
   sc.cost = spent / exhaustive;
   sc.cost_full = spent_full / no_stopping;
   sc.gpu_hours = spent_full / 3600;
   sc.regret = best_alive - best;
   sc.best_survived = sc.regret <= 1e-9;
+  sc.regret_smooth = best_alive_smooth - best_smooth;
+  sc.best_kept_smooth = sc.regret_smooth <= 1e-9;
   double fastest = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < s.trials.size(); ++i) {
     if (stop[i] >= s.ttt[i]) fastest = std::min(fastest, s.ttt[i]);
@@ -338,6 +352,7 @@ struct Summary {
   std::string name;
   std::vector<Score> per_study;  // sequential: averaged over the orders
   double mean_cost = 0, pooled_cost = 0, mean_cost_full = 0, mean_regret = 0, max_regret = 0, survived = 0;
+  double mean_regret_smooth = 0, max_regret_smooth = 0, kept_smooth = 0;
   double mean_ttt_regret = 0, max_ttt_regret = 0, ttt_kept = 0;
 };
 
@@ -348,6 +363,7 @@ Score Average(const std::vector<Score>& scores) {
     a.cost_full += s.cost_full / scores.size();
     a.gpu_hours += s.gpu_hours / scores.size();
     a.regret += s.regret / scores.size();
+    a.regret_smooth += s.regret_smooth / scores.size();
     a.ttt_regret += s.ttt_regret / scores.size();
     a.best_survived = false;
     a.stopped += s.stopped;
@@ -366,6 +382,8 @@ Summary Summarize(std::string name, const std::vector<BenchStudy>& studies,
     m.per_study.push_back(Average(runs[si]));
     for (const Score& sc : runs[si]) {
       m.survived += sc.best_survived;
+      m.kept_smooth += sc.best_kept_smooth;
+      m.max_regret_smooth = std::max(m.max_regret_smooth, sc.regret_smooth);
       m.max_regret = std::max(m.max_regret, sc.regret);
       m.ttt_kept += sc.ttt_best_kept;
       m.max_ttt_regret = std::max(m.max_ttt_regret, sc.ttt_regret);
@@ -379,10 +397,12 @@ Summary Summarize(std::string name, const std::vector<BenchStudy>& studies,
     m.mean_cost += m.per_study.back().cost / studies.size();
     m.mean_cost_full += m.per_study.back().cost_full / studies.size();
     m.mean_regret += m.per_study.back().regret / studies.size();
+    m.mean_regret_smooth += m.per_study.back().regret_smooth / studies.size();
     m.mean_ttt_regret += m.per_study.back().ttt_regret / studies.size();
   }
   m.pooled_cost = spent / exhaustive;
   m.survived /= count;
+  m.kept_smooth /= count;
   m.ttt_kept /= count;
   return m;
 }
@@ -390,7 +410,19 @@ Summary Summarize(std::string name, const std::vector<BenchStudy>& studies,
 // ---------------------------------------------------------------------------------------------
 // Policies
 
-std::vector<Policy> Policies() {
+// What a user gets with `[stopping]` and no options (study/stopping_config.cc), given the study's
+// budget as budget_s.
+StoppingConfig Defaults(double budget_s) {
+  auto c = ParseStoppingConfig(toml::table{}, "stopping_bench");
+  if (!c.ok()) {
+    std::cerr << "stopping_bench: " << c.status().ToString() << "\n";
+    std::exit(2);
+  }
+  c->budget_s = budget_s;
+  return *c;
+}
+
+std::vector<Policy> Policies(bool time_to_target) {
   auto base = [](double) {
     StoppingConfig c;
     c.smoothing = BenchSmoothing();
@@ -415,61 +447,55 @@ std::vector<Policy> Policies() {
     c.halving.min_time_s = b / 9;
     c.halving.min_trials = 3;
   };
+  // The study declares its throughput knobs: trials of one `model` are siblings.
   auto throughput = [](StoppingConfig& c, double b) {
     c.throughput.enabled = true;
     c.throughput.params = {"config"};
     c.throughput.grace_s = b / 50;
   };
-  return {
+  // The rules as they decided before issue 15: on two points, any time, no noise margin.
+  auto no_evidence = [](StoppingConfig& c) {
+    c.evidence.min_points = 2;
+    c.evidence.min_fraction = 0;
+    c.evidence.noise_z = 0;
+  };
+  std::vector<Policy> out = {
       {"none", base},
-      {"divergence", with([](StoppingConfig& c, double) {
-         c.divergence.enabled = true;
-         c.divergence.spike_factor = 10;
+      {"default", Defaults},
+      {"default, no evidence thresholds",
+       [=](double b) {
+         StoppingConfig c = Defaults(b);
+         no_evidence(c);
+         return c;
+       }},
+      {"default, min_points 6",
+       [=](double b) {
+         StoppingConfig c = Defaults(b);
+         c.evidence.min_points = 6;
+         return c;
+       }},
+      {"throughput, knobs declared", with(throughput)},
+      {"throughput, knobs declared, no evidence", with([=](StoppingConfig& c, double b) {
+         throughput(c, b);
+         no_evidence(c);
        })},
+      {"median", with(median)},
+      {"halving", with(halving)},
       {"patience", with([](StoppingConfig& c, double b) {
          c.patience.enabled = true;
          c.patience.window_s = b / 4;
          c.patience.grace_s = b / 10;
        })},
-      {"median", with(median)},
-      {"halving (rungs from B/27)", with([](StoppingConfig& c, double b) {
-         c.halving.enabled = true;
-         c.halving.min_time_s = b / 27;
-       })},
-      {"halving", with(halving)},
-      {"throughput", with(throughput)},
-      // How much each part and setting matters.
-      {"throughput, siblings only", with([=](StoppingConfig& c, double b) {
-         throughput(c, b);
-         c.budget_s = 0;
-         c.throughput.rival_speedup = 0;
-         c.throughput.margin = std::numeric_limits<double>::infinity();
-       })},
-      {"throughput, grace B/10", with([=](StoppingConfig& c, double b) {
-         throughput(c, b);
-         c.throughput.grace_s = b / 10;
-       })},
-      {"throughput, rival_speedup 1.2", with([=](StoppingConfig& c, double b) {
-         throughput(c, b);
-         c.throughput.rival_speedup = 1.2;
-       })},
-      {"throughput, margin 0.05", with([=](StoppingConfig& c, double b) {
-         throughput(c, b);
-         c.throughput.margin = 0.05;
-       })},
-      {"throughput, no smoothing", with([=](StoppingConfig& c, double b) {
-         throughput(c, b);
-         c.smoothing.kind = SmoothingKind::kNone;
-       })},
-      {"throughput+median", with([=](StoppingConfig& c, double b) { throughput(c, b), median(c, b); })},
-      // For the time-to-target objective (Main sets each study's target_loss).
-      {"race", with([](StoppingConfig& c, double) { c.race.enabled = true; })},
-      {"throughput+race", with([=](StoppingConfig& c, double b) {
-         throughput(c, b);
-         c.race.enabled = true;
-       })},
-      {"throughput+halving", with([=](StoppingConfig& c, double b) { throughput(c, b), halving(c, b); })},
   };
+  if (time_to_target) {
+    // For the time-to-target objective (RunFolder sets each study's target_loss).
+    out.push_back({"race", with([](StoppingConfig& c, double) { c.race.enabled = true; })});
+    out.push_back({"throughput+race", with([=](StoppingConfig& c, double b) {
+                     throughput(c, b);
+                     c.race.enabled = true;
+                   })});
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -519,23 +545,19 @@ std::optional<json> RunOptuna(const std::vector<BenchStudy>& studies,
   return out;
 }
 
-void PrintTable(const std::string& title, const std::vector<Summary>& rows, const std::vector<BenchStudy>& studies,
-                bool per_study) {
+void PrintTable(const std::string& title, const std::vector<Summary>& rows, const std::vector<BenchStudy>& studies) {
   fmt::print("\n{}\n", title);
-  fmt::print("{:<46} {:>8} {:>8} {:>8} {:>8} {:>9} {:>11} {:>10}", "rule", "GPU-time", "(pooled)", "to ends", "GPU-h",
-             "best kept", "mean regret", "max regret");
-  if (per_study) {
-    for (const BenchStudy& s : studies) fmt::print(" | {:>16}", s.name);
-  }
+  fmt::print("{:<40} {:>7} {:>7} {:>8} {:>6} {:>8} {:>8} {:>8}", "rule", "to ends", "vs B", "GPU-h", "kept", "regret",
+             "smoothed", "max sm.");
+  for (const BenchStudy& s : studies) fmt::print(" | {:>22}", s.name);
   fmt::print("\n");
   for (const Summary& m : rows) {
     double hours = 0;
     for (const Score& sc : m.per_study) hours += sc.gpu_hours;
-    fmt::print("{:<46} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.2f} {:>8.0f}% {:>11.4f} {:>10.4f}", m.name, m.mean_cost,
-               m.pooled_cost, m.mean_cost_full, hours, 100 * m.survived, m.mean_regret, m.max_regret);
-    if (per_study) {
-      for (const Score& sc : m.per_study) fmt::print(" | {:>7.3f} {:>8.4f}", sc.cost, sc.regret);
-    }
+    fmt::print("{:<40} {:>7.3f} {:>7.3f} {:>8.2f} {:>5.0f}% {:>8.4f} {:>8.4f} {:>8.4f}", m.name, m.mean_cost_full,
+               m.mean_cost, hours, 100 * m.kept_smooth, m.mean_regret, m.mean_regret_smooth, m.max_regret_smooth);
+    for (const Score& sc : m.per_study)
+      fmt::print(" | {:>6.3f} {:>7.4f} {:>7.4f}", sc.cost_full, sc.regret, sc.regret_smooth);
     fmt::print("\n");
   }
 }
@@ -544,97 +566,81 @@ void PrintTable(const std::string& title, const std::vector<Summary>& rows, cons
 void PrintTimeToTarget(const std::string& title, const std::vector<Summary>& rows,
                        const std::vector<BenchStudy>& studies) {
   fmt::print("\n{}\n", title);
-  fmt::print("{:<46} {:>8} {:>9} {:>11} {:>10}", "rule", "GPU-time", "best kept", "mean regret", "max regret");
+  fmt::print("{:<40} {:>8} {:>9} {:>11} {:>10}", "rule", "GPU-time", "best kept", "mean regret", "max regret");
   for (const BenchStudy& s : studies) fmt::print(" | {:>16}", s.name);
   fmt::print("\n");
   auto pct = [](double r) { return std::isfinite(r) ? fmt::format("{:.2f}%", 100 * r) : std::string("lost"); };
   for (const Summary& m : rows) {
-    fmt::print("{:<46} {:>8.3f} {:>8.0f}% {:>11} {:>10}", m.name, m.mean_cost, 100 * m.ttt_kept, pct(m.mean_ttt_regret),
+    fmt::print("{:<40} {:>8.3f} {:>8.0f}% {:>11} {:>10}", m.name, m.mean_cost, 100 * m.ttt_kept, pct(m.mean_ttt_regret),
                pct(m.max_ttt_regret));
     for (const Score& sc : m.per_study) fmt::print(" | {:>7.3f} {:>8}", sc.cost, pct(sc.ttt_regret));
     fmt::print("\n");
   }
 }
 
-int Main(int argc, char** argv) {
-  fs::path source = SLURMSWEEP_SOURCE_DIR;
-  fs::path data = source / "bench/data";
-  std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+struct Options {
+  fs::path source;
+  std::string python;
   int ticks = 100, n_orders = 10;
-  bool optuna = true, verbose = false;
-  std::string headline = "throughput";
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::cerr << "stopping_bench: " << a << " needs a value\n";
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--data") data = next();
-    else if (a == "--python") python = next();
-    else if (a == "--ticks") ticks = std::stoi(next());
-    else if (a == "--orders") n_orders = std::stoi(next());
-    else if (a == "--headline") headline = next();
-    else if (a == "--no-optuna") optuna = false;
-    else if (a == "--verbose") verbose = true;
-    else {
-      std::cerr << "usage: stopping_bench [--data DIR] [--python PATH] [--no-optuna] [--ticks N] [--orders N]\n"
-                   "                      [--headline RULE] [--verbose]\n";
-      return a == "--help" ? 0 : 2;
-    }
-  }
+  bool optuna = true, verbose = false, ttt = false;
+  std::string headline = "default";
+};
 
-  std::vector<BenchStudy> studies = LoadStudies(data);
+// The optuna pruner the one-after-another target is measured against (issue 15).
+constexpr const char* kPeerPruner = "optuna MedianPruner(warmup=10%)";
+
+// What the targets are checked on, per data folder.
+struct FolderResult {
+  std::string dir;
+  std::vector<BenchStudy> studies;
+  std::optional<Summary> together, sequential, peer_sequential;
+};
+
+FolderResult RunFolder(const fs::path& data, const Options& o) {
+  FolderResult result{data.string(), LoadStudies(data), {}, {}, {}};
+  const std::vector<BenchStudy>& studies = result.studies;
   std::mt19937_64 rng(20240903);
   std::vector<std::vector<std::vector<size_t>>> orders;
-  fmt::print("stopping_bench: {} studies from {}, {} ticks per budget, {} random orders one after another\n",
-             studies.size(), data.string(), ticks, n_orders);
+  fmt::print("\n==== {}: {} studies, {} ticks per budget, {} random orders one after another\n", data.string(),
+             studies.size(), o.ticks, o.n_orders);
   for (const BenchStudy& s : studies) {
-    size_t best = std::min_element(s.final_loss.begin(), s.final_loss.end()) - s.final_loss.begin();
+    size_t best = std::min_element(s.smooth_loss.begin(), s.smooth_loss.end()) - s.smooth_loss.begin();
     std::map<std::string, int> models;
     for (const BenchTrial& t : s.trials) ++models[t.model];
-    size_t fastest = std::min_element(s.ttt.begin(), s.ttt.end()) - s.ttt.begin();
-    fmt::print("  {:<18} {:>2} trials, {:>2} models, budget {:>7.2f}s x {} GPUs; best at budget {:.4f} ({})\n", s.name,
-               s.trials.size(), models.size(), s.budget_s, s.trials.front().gpus, s.final_loss[best],
+    fmt::print("  {:<18} {:>2} trials, {:>2} models, budget {:>7.2f}s x {} GPUs; best at budget {:.4f} smoothed ({})\n",
+               s.name, s.trials.size(), models.size(), s.budget_s, s.trials.front().gpus, s.smooth_loss[best],
                s.trials[best].name);
-    fmt::print("  {:<18} target {:.4f} (median smoothed loss at budget): {} trials reach it, first at {:.3g}s ({})\n",
-               "", s.target, std::count_if(s.ttt.begin(), s.ttt.end(), [](double t) { return std::isfinite(t); }),
-               s.best_ttt, s.trials[fastest].name);
-    std::vector<std::vector<size_t>> o;
-    for (int k = 0; k < n_orders; ++k) {
+    std::vector<std::vector<size_t>> order_set;
+    for (int k = 0; k < o.n_orders; ++k) {
       std::vector<size_t> order(s.trials.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;
       std::shuffle(order.begin(), order.end(), rng);
-      o.push_back(order);
+      order_set.push_back(order);
     }
-    orders.push_back(o);
+    orders.push_back(order_set);
   }
 
   std::vector<Summary> together, sequential;
-  for (const Policy& p : Policies()) {
+  for (const Policy& p : Policies(o.ttt)) {
     std::vector<std::vector<Score>> all(studies.size()), seq(studies.size());
     for (size_t si = 0; si < studies.size(); ++si) {
       const BenchStudy& s = studies[si];
       StoppingConfig config = p.config(s.budget_s);
-      config.target_loss = s.target;
-      std::vector<double> stop = AllAtOnce(s, config, ticks);
+      if (config.race.enabled) config.target_loss = s.target;
+      std::vector<std::string> reasons(s.trials.size());
+      std::vector<double> stop = AllAtOnce(s, config, o.ticks, &reasons);
       all[si].push_back(ScoreRun(s, stop));
-      if (verbose) {
+      if (o.verbose && p.name == o.headline) {
         for (size_t i = 0; i < s.trials.size(); ++i) {
           const std::vector<CurvePoint>& c = s.trials[i].curve;
           double rate = c.size() > 1 ? (c.back().step - c.front().step) / (c.back().time_s - c.front().time_s) : 0;
-          if (stop[i] < s.end_s[i]) {
-            fmt::print("  [{} {}] stopped {} at {:.3g}s of {:.3g}s (loss at budget {:.4f}, {:.4g} it/s)\n", p.name,
-                       s.name, s.trials[i].name, stop[i], s.end_s[i], s.final_loss[i], rate);
-          } else {
-            fmt::print("  [{} {}] kept {} (loss at budget {:.4f}, {:.4g} it/s)\n", p.name, s.name, s.trials[i].name,
-                       s.final_loss[i], rate);
-          }
+          fmt::print("  [{} {}] {} {} ({}) {}{:.3g}s of {:.3g}s (at budget {:.4f} raw, {:.4f} smoothed; {:.4g} it/s)\n",
+                     p.name, s.name, stop[i] < s.end_s[i] ? "stopped" : "kept", s.trials[i].name, s.trials[i].model,
+                     stop[i] < s.end_s[i] ? "at " : "", stop[i], s.end_s[i], s.final_loss[i], s.smooth_loss[i], rate);
+          if (!reasons[i].empty()) fmt::print("      {}\n", reasons[i]);
         }
       }
-      for (const auto& order : orders[si]) seq[si].push_back(ScoreRun(s, OneAfterAnother(s, config, order, ticks)));
+      for (const auto& order : orders[si]) seq[si].push_back(ScoreRun(s, OneAfterAnother(s, config, order, o.ticks)));
     }
     together.push_back(Summarize(p.name, studies, all));
     sequential.push_back(Summarize(p.name, studies, seq));
@@ -645,7 +651,7 @@ int Main(int argc, char** argv) {
     std::vector<std::vector<Score>> oracle(studies.size());
     for (size_t si = 0; si < studies.size(); ++si) {
       const BenchStudy& s = studies[si];
-      size_t best = std::min_element(s.final_loss.begin(), s.final_loss.end()) - s.final_loss.begin();
+      size_t best = std::min_element(s.smooth_loss.begin(), s.smooth_loss.end()) - s.smooth_loss.begin();
       std::vector<double> stop(s.trials.size(), 0);
       stop[best] = s.end_s[best];
       oracle[si].push_back(ScoreRun(s, stop));
@@ -654,8 +660,8 @@ int Main(int argc, char** argv) {
     sequential.insert(sequential.begin() + 1, Summarize("(oracle: only the best runs)", studies, oracle));
   }
 
-  if (optuna) {
-    if (auto out = RunOptuna(studies, orders, ticks, python, source / "bench/optuna_pruners.py")) {
+  if (o.optuna) {
+    if (auto out = RunOptuna(studies, orders, o.ticks, o.python, o.source / "bench/optuna_pruners.py")) {
       for (const json& pr : (*out)["pruners"]) {
         std::vector<std::vector<Score>> all(studies.size()), seq(studies.size());
         for (size_t si = 0; si < studies.size(); ++si) {
@@ -665,7 +671,7 @@ int Main(int argc, char** argv) {
             for (const json& b : buckets) {
               size_t i = stop.size();
               int k = b.get<int>();
-              stop.push_back(k >= Buckets(s, i, ticks) ? s.end_s[i] : s.budget_s * k / ticks);
+              stop.push_back(k >= Buckets(s, i, o.ticks) ? s.end_s[i] : s.budget_s * k / o.ticks);
             }
             return stop;
           };
@@ -679,93 +685,97 @@ int Main(int argc, char** argv) {
     }
   }
 
-  fmt::print(
-      "\nGPU-time: spent up to the budget / exhaustive (every trial to the budget), mean over studies;\n"
-      "(pooled): summed over studies first; to ends: spent / no stopping (every trial to its recorded end),\n"
-      "mean over studies; GPU-h: spent. best kept: runs in which the best trial at the budget reached it.\n"
-      "regret: loss at the budget of the best trial that reached it minus the best of all (nats). Per\n"
-      "study: GPU-time and regret. Optuna is given the latest raw loss at the end of each time bucket (B/{},\n"
-      "its steps) until the trial's end; our rules are evaluated at the same instants.\n",
-      ticks);
-  PrintTable("All trials at once:", together, studies, true);
-  PrintTable(fmt::format("One after another ({} random orders per study):", n_orders), sequential, studies, true);
-  fmt::print(
-      "\nTime-to-target objective, the same runs: best kept = the trial fastest to the target ran until it got\n"
-      "there; regret = how much longer the fastest trial that got there took (relative; 'lost': none got\n"
-      "there). race and throughput+race are given each study's target as [stopping] target_loss.\n");
-  PrintTimeToTarget("All trials at once, time to target:", together, studies);
-  PrintTimeToTarget(fmt::format("One after another ({} random orders per study), time to target:", n_orders),
-                    sequential, studies);
+  PrintTable(fmt::format("{}, all trials at once:", data.string()), together, studies);
+  PrintTable(fmt::format("{}, one after another ({} random orders per study):", data.string(), o.n_orders), sequential,
+             studies);
+  if (o.ttt) {
+    PrintTimeToTarget(fmt::format("{}, all trials at once, time to target:", data.string()), together, studies);
+    PrintTimeToTarget(fmt::format("{}, one after another, time to target:", data.string()), sequential, studies);
+  }
+  for (const Summary& m : together) {
+    if (m.name == o.headline) result.together = m;
+  }
+  for (const Summary& m : sequential) {
+    if (m.name == o.headline) result.sequential = m;
+    if (m.name == kPeerPruner) result.peer_sequential = m;
+  }
+  return result;
+}
 
-  auto find = [](const std::vector<Summary>& rows, const std::string& name) -> const Summary* {
-    for (const Summary& m : rows) {
-      if (m.name == name) return &m;
+// Issue 15's targets, per folder, for the headline rule set.
+void PrintTargets(const std::vector<FolderResult>& folders, const std::string& headline) {
+  fmt::print(
+      "\nTargets (issue 15) for '{}': all at once <= 0.15 of no-stopping GPU-time, mean smoothed regret <= 0.01,\n"
+      "best (smoothed) kept in >= 90% of studies; one after another smoothed regret <= {}'s at <= half its GPU-time.\n",
+      headline, kPeerPruner);
+  for (const FolderResult& f : folders) {
+    if (!f.together || !f.sequential) continue;
+    const Summary& a = *f.together;
+    bool ok = a.mean_cost_full <= 0.15 && a.mean_regret_smooth <= 0.01 && a.kept_smooth >= 0.9;
+    fmt::print("  {:<40} all at once: GPU-time {:.3f}, regret {:.4f} smoothed ({:.4f} raw), kept {:.0f}%: {}\n", f.dir,
+               a.mean_cost_full, a.mean_regret_smooth, a.mean_regret, 100 * a.kept_smooth, ok ? "met" : "NOT met");
+    for (size_t si = 0; si < f.studies.size(); ++si) {
+      const Score& sc = a.per_study[si];
+      if (sc.regret_smooth > 0.01 || sc.cost_full > 0.15) {
+        fmt::print("  {:<40}   {}: GPU-time {:.3f}, regret {:.4f} smoothed\n", "", f.studies[si].name, sc.cost_full,
+                   sc.regret_smooth);
+      }
     }
-    return nullptr;
-  };
-  for (auto [title, rows] : {std::pair{"all at once", &together}, std::pair{"one after another", &sequential}}) {
-    const Summary* ours = find(*rows, headline);
-    if (!ours) continue;
-    fmt::print(
-        "\n{} vs Optuna, {} (GPU-time ratio ours/theirs, to the budget and to the runs' ends; regret ours - "
-        "theirs; better on both axes?):\n",
-        headline, title);
-    for (const Summary& m : *rows) {
-      if (m.name.rfind("optuna ", 0) != 0) continue;
-      bool both = ours->mean_cost <= m.mean_cost && ours->mean_cost_full <= m.mean_cost_full &&
-                  ours->mean_regret <= m.mean_regret;
-      fmt::print("  {:<44} {:>6.2f}x {:>6.2f}x {:>+9.4f}  {}\n", m.name, ours->mean_cost / m.mean_cost,
-                 ours->mean_cost_full / m.mean_cost_full, ours->mean_regret - m.mean_regret, both ? "yes" : "no");
+    if (!f.peer_sequential) continue;
+    const Summary& q = *f.sequential;
+    const Summary& m = *f.peer_sequential;
+    bool seq_ok = q.mean_regret_smooth <= m.mean_regret_smooth + 1e-9 && q.mean_cost_full <= 0.5 * m.mean_cost_full;
+    fmt::print("  {:<40} one after another: GPU-time {:.3f} vs {:.3f} ({:.2f}x), regret {:.4f} vs {:.4f}: {}\n", "",
+               q.mean_cost_full, m.mean_cost_full, q.mean_cost_full / m.mean_cost_full, q.mean_regret_smooth,
+               m.mean_regret_smooth, seq_ok ? "met" : "NOT met");
+  }
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  o.source = SLURMSWEEP_SOURCE_DIR;
+  o.python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
+  std::vector<fs::path> data;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::cerr << "stopping_bench: " << a << " needs a value\n";
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--data") data.push_back(next());
+    else if (a == "--python") o.python = next();
+    else if (a == "--ticks") o.ticks = std::stoi(next());
+    else if (a == "--orders") o.n_orders = std::stoi(next());
+    else if (a == "--headline") o.headline = next();
+    else if (a == "--no-optuna") o.optuna = false;
+    else if (a == "--verbose") o.verbose = true;
+    else if (a == "--time-to-target") o.ttt = true;
+    else {
+      std::cerr << "usage: stopping_bench [--data DIR]... [--python PATH] [--no-optuna] [--ticks N] [--orders N]\n"
+                   "                      [--headline RULE] [--verbose] [--time-to-target]\n"
+                   "Without --data: bench/data and each folder of bench/data/megatron-more.\n";
+      return a == "--help" ? 0 : 2;
     }
   }
-  for (auto [title, rows] : {std::pair{"all at once", &together}, std::pair{"one after another", &sequential}}) {
-    const Summary* ours = find(*rows, "throughput+race");
-    if (!ours) continue;
-    fmt::print(
-        "\nthroughput+race vs Optuna, {}, time to target (GPU-time ratio; best kept ours/theirs; mean "
-        "regret ours/theirs):\n",
-        title);
-    for (const Summary& m : *rows) {
-      if (m.name.rfind("optuna ", 0) != 0) continue;
-      auto pct = [](double r) { return std::isfinite(r) ? fmt::format("{:.2f}%", 100 * r) : std::string("lost"); };
-      fmt::print("  {:<44} {:>6.2f}x {:>5.0f}%/{:.0f}% {:>7}/{}\n", m.name, ours->mean_cost / m.mean_cost,
-                 100 * ours->ttt_kept, 100 * m.ttt_kept, pct(ours->mean_ttt_regret), pct(m.mean_ttt_regret));
-    }
+  if (data.empty()) {
+    data.push_back(o.source / "bench/data");
+    for (const char* d : {"gpt-gb200", "other-h100", "other-gb200"})
+      data.push_back(o.source / "bench/data/megatron-more" / d);
   }
-  if (const Summary* ours = find(together, headline)) {
-    // A study of n trials cannot cost less than 1/n if its best trial is to finish, so the target
-    // is also checked on the studies large enough for 0.25 to be within reach.
-    double cost = 0, regret = 0;
-    int large = 0;
-    for (size_t si = 0; si < studies.size(); ++si) {
-      if (studies[si].trials.size() < 5) continue;
-      cost += ours->per_study[si].cost;
-      regret += ours->per_study[si].regret;
-      ++large;
-    }
-    auto verdict = [](double c, double r) { return c <= 0.25 && r <= 0.01 ? "met" : "NOT met"; };
-    fmt::print("\nTarget (issue 6), {} all at once: GPU-time <= 0.25 and mean regret <= 0.01:\n", headline);
-    fmt::print(
-        "  against no stopping (every run to its recorded end), all {} studies: {:<7} (GPU-time {:.3f}, "
-        "mean regret {:.4f})\n",
-        studies.size(), verdict(ours->mean_cost_full, ours->mean_regret), ours->mean_cost_full, ours->mean_regret);
-    std::vector<std::string> per;
-    for (size_t si = 0; si < studies.size(); ++si) {
-      per.push_back(fmt::format("{} {:.3f}", studies[si].name, ours->per_study[si].cost_full));
-    }
-    fmt::print("    per study: {}\n", fmt::join(per, ", "));
-    fmt::print(
-        "  against exhaustive to the budget, all {} studies:                {:<7} (GPU-time {:.3f}, mean regret "
-        "{:.4f})\n",
-        studies.size(), verdict(ours->mean_cost, ours->mean_regret), ours->mean_cost, ours->mean_regret);
-    if (large > 0) {
-      cost /= large, regret /= large;
-      fmt::print(
-          "  against exhaustive to the budget, {} studies of 5+ trials:        {:<7} (GPU-time {:.3f}, mean "
-          "regret {:.4f})\n",
-          large, verdict(cost, regret), cost, regret);
-    }
-  }
+  fmt::print(
+      "stopping_bench. GPU-time 'to ends': spent / no stopping (every trial to its recorded end), mean over studies;\n"
+      "'vs B': spent up to the budget B / every trial cut at B. kept: runs in which the best trial by smoothed loss\n"
+      "at B reached B. regret: raw loss at B of the best trial that reached B minus the best of all (nats);\n"
+      "smoothed: the same on the smoothed loss at B (EMA 0.3 of the points up to B). Per study: to ends, regret,\n"
+      "smoothed regret. Optuna is given the latest raw loss at the end of each time bucket (B/{}); our rules are\n"
+      "evaluated at the same instants.\n",
+      o.ticks);
+  std::vector<FolderResult> folders;
+  for (const fs::path& d : data) folders.push_back(RunFolder(d, o));
+  PrintTargets(folders, o.headline);
   return 0;
 }
 

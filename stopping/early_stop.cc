@@ -37,7 +37,11 @@ struct Series {
   std::vector<double> s;        // smoothed
   std::vector<double> area_to;  // integral of s from the first point to each point
   std::optional<CurvePoint> first_nonfinite;
-  double now = 0;  // latest time on the axis of any point, NaN loss or not
+  double now = 0;            // latest time on the axis of any point, NaN loss or not
+  double noise = 0;          // standard deviation of the raw points about their trend
+  double se = 0;             // standard error of one smoothed value: noise times what smoothing leaves
+  double rate_rse = 0;       // relative standard error of Rate(): spread of the per-interval rates
+  int64_t stall_period = 0;  // iterations between the periodic stalls it has shown; 0: none seen
 
   bool empty() const { return t.empty(); }
   double first_t() const { return t.front(); }
@@ -57,7 +61,8 @@ struct Series {
     double area = area_to[lo] + 0.5 * (s[lo] + At(at)) * (at - t[lo]);
     return area / (at - t.front());
   }
-  // Iterations per second of axis time, over the whole curve (warm-up is outside the axis).
+  // Iterations per second of axis time, over the whole curve (warm-up is outside the axis): a
+  // stall, once seen, counts in full, and its spread widens the margin (rate_rse).
   std::optional<double> Rate(int min_points) const {
     if (static_cast<int>(t.size()) < min_points || last_t() <= first_t() || step.back() <= step.front()) {
       return std::nullopt;
@@ -66,9 +71,76 @@ struct Series {
   }
 };
 
+double MedianOf(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// Standard deviation of a curve's raw points about its trend, from the median absolute second
+// difference (a smooth trend's second differences are small; white noise's have variance 6
+// sigma^2), so a few steep early points or spikes do not inflate it.
+double NoiseSigma(const std::vector<CurvePoint>& finite) {
+  std::vector<double> d2;
+  for (size_t k = 1; k + 1 < finite.size(); ++k) {
+    d2.push_back(std::abs(finite[k + 1].value - 2 * finite[k].value + finite[k - 1].value));
+  }
+  return 1.4826 * MedianOf(std::move(d2)) / std::sqrt(6.0);
+}
+
+// What smoothing leaves of white noise of unit deviation, after n points.
+double SmoothedFraction(const Smoothing& smoothing, size_t n) {
+  switch (smoothing.kind) {
+    case SmoothingKind::kNone:
+      return 1;
+    case SmoothingKind::kEma:
+      return std::sqrt(smoothing.ema_alpha / (2 - smoothing.ema_alpha));
+    case SmoothingKind::kRunningMean:
+      return 1 / std::sqrt(static_cast<double>(std::max<size_t>(1, std::min<size_t>(n, smoothing.window))));
+  }
+  return 1;
+}
+
+// Relative standard error of a curve's mean iteration rate: the spread of its per-interval
+// seconds per iteration over the mean, over the square root of the intervals.
+double RateRse(const std::vector<double>& t, const std::vector<int64_t>& step) {
+  std::vector<double> per;
+  for (size_t k = 1; k < t.size(); ++k) {
+    if (step[k] > step[k - 1]) per.push_back((t[k] - t[k - 1]) / static_cast<double>(step[k] - step[k - 1]));
+  }
+  if (per.size() < 2) return kInf;
+  double mean = 0, var = 0;
+  for (double v : per) mean += v / static_cast<double>(per.size());
+  for (double v : per) var += (v - mean) * (v - mean) / static_cast<double>(per.size() - 1);
+  return mean > 0 ? std::sqrt(var / static_cast<double>(per.size())) / mean : kInf;
+}
+
+// Iterations between a curve's stalls (checkpoints, evaluation, data-loader refills: intervals
+// taking over 3x the median time per iteration), the longest gap seen; with one stall, the
+// iterations before it. 0 when none has shown. Such stalls come every so many iterations, so a
+// rate is trusted only over a window of twice the longest period any trial of the study shows.
+int64_t StallPeriod(const std::vector<double>& t, const std::vector<int64_t>& step) {
+  std::vector<double> per;
+  for (size_t k = 1; k < t.size(); ++k) {
+    if (step[k] > step[k - 1]) per.push_back((t[k] - t[k - 1]) / static_cast<double>(step[k] - step[k - 1]));
+  }
+  if (per.size() < 3) return 0;
+  double typical = MedianOf(per);
+  int64_t last = step.front(), period = 0;
+  for (size_t k = 1; k < t.size(); ++k) {
+    if (step[k] <= step[k - 1]) continue;
+    if ((t[k] - t[k - 1]) / static_cast<double>(step[k] - step[k - 1]) > 3 * typical) {
+      period = std::max(period, step[k] - last);
+      last = step[k];
+    }
+  }
+  return period;
+}
+
 Series MakeSeries(const TrialProgress& trial, const StoppingConfig& config) {
   Series out;
   double scale = config.axis == TimeAxis::kGpuTime ? std::max(trial.gpus, 1) : 1;
+  double sign = config.maximize ? -1 : 1;  // the rules minimise
   std::vector<CurvePoint> finite;
   for (const CurvePoint& p : trial.loss) {
     if (!std::isfinite(p.time_s)) continue;
@@ -77,8 +149,10 @@ Series MakeSeries(const TrialProgress& trial, const StoppingConfig& config) {
       if (!out.first_nonfinite) out.first_nonfinite = p;
       continue;
     }
-    finite.push_back(p);
+    finite.push_back({p.step, p.time_s, sign * p.value});
   }
+  out.noise = NoiseSigma(finite);
+  out.se = out.noise * SmoothedFraction(config.smoothing, finite.size());
   std::vector<double> smoothed = Smooth(finite, config.smoothing);
   for (size_t k = 0; k < finite.size(); ++k) {
     // Time must not run backwards for interpolation; a restart glitch is clamped, not trusted.
@@ -90,6 +164,8 @@ Series MakeSeries(const TrialProgress& trial, const StoppingConfig& config) {
     out.step.push_back(finite[k].step);
     out.s.push_back(smoothed[k]);
   }
+  out.rate_rse = RateRse(out.t, out.step);
+  out.stall_period = StallPeriod(out.t, out.step);
   return out;
 }
 
@@ -109,10 +185,29 @@ struct Context {
   std::vector<bool> live;     // running or completed, and not stopped during this evaluation
   std::vector<bool> decided;  // stopped during this evaluation
   std::vector<StopDecision> decisions;
+  int64_t stall_period = 0;  // the longest any trial has shown
 
   bool Candidate(size_t i) const {
     return trials[i].phase == TrialPhase::kRunning && !decided[i] && !series[i].empty();
   }
+  // Trial i has shown enough to be compared, or to be compared with: min_points finite points
+  // and min_fraction of the budget run. A completed trial's curve is all there will be.
+  bool Evident(size_t i) const {
+    const Series& s = series[i];
+    const EvidenceConfig& e = config.evidence;
+    if (s.empty()) return false;
+    if (trials[i].phase == TrialPhase::kCompleted) return true;
+    if (static_cast<int>(s.t.size()) < e.min_points) return false;
+    if (s.step.back() - s.step.front() < 2 * stall_period) return false;
+    return config.budget_s <= 0 || s.last_t() >= e.min_fraction * config.budget_s;
+  }
+  // What a difference between smoothed values of trials i and j must exceed: `floor`, and
+  // noise_z standard errors of that difference.
+  double Margin(size_t i, size_t j, double floor = 0) const {
+    return std::max(floor, config.evidence.noise_z * std::hypot(series[i].se, series[j].se));
+  }
+  // A value the rules judged, in the metric's own units (the rules see its negation when maximised).
+  double User(double v) const { return config.maximize ? -v : v; }
   void Stop(size_t i, std::string rule, std::string reason, double value, double threshold, int refs) {
     decided[i] = true;
     live[i] = false;
@@ -154,20 +249,28 @@ void Divergence(Context& c) {
       }
     }
     if (s.empty() || s.last_t() < cfg.grace_s) continue;
-    double now = s.s.back();
-    if (cfg.max_loss && now > *cfg.max_loss) {
+    double now = s.s.back();  // what the rules judge: the metric, negated when maximised
+    const char* worse = c.config.maximize ? "<" : ">";
+    if (cfg.max_loss && now > c.User(*cfg.max_loss)) {
       c.Stop(i, "divergence",
-             fmt::format("at t={}: smoothed loss {} > max_loss {}", Secs(s.last_t()), Num(now), Num(*cfg.max_loss)),
-             now, *cfg.max_loss, 0);
+             fmt::format("at t={}: smoothed {} {} {} {}", Secs(s.last_t()), c.config.maximize ? "value" : "loss",
+                         Num(c.User(now)), worse, Num(*cfg.max_loss)),
+             c.User(now), *cfg.max_loss, 0);
       continue;
     }
     if (cfg.spike_factor) {
-      double low = *std::min_element(s.s.begin(), s.s.end());
-      if (low > 0 && now > *cfg.spike_factor * low) {
+      // Minimised: above factor x its lowest (positive) loss. Maximised: below its highest
+      // (positive) value / factor; in the negated values the best is then negative.
+      double best = *std::min_element(s.s.begin(), s.s.end());
+      bool applies = c.config.maximize ? best < 0 : best > 0;
+      double bound = c.config.maximize ? best / *cfg.spike_factor : best * *cfg.spike_factor;
+      if (applies && now > bound) {
         c.Stop(i, "divergence",
-               fmt::format("at t={}: smoothed loss {} > {} x its minimum {}", Secs(s.last_t()), Num(now),
-                           Num(*cfg.spike_factor), Num(low)),
-               now, *cfg.spike_factor * low, 0);
+               fmt::format("at t={}: smoothed value {} {} {} its best {}", Secs(s.last_t()), Num(c.User(now)), worse,
+                           c.config.maximize ? fmt::format("1/{} x", Num(*cfg.spike_factor))
+                                             : fmt::format("{} x", Num(*cfg.spike_factor)),
+                           Num(c.User(best))),
+               c.User(now), c.User(bound), 0);
       }
     }
   }
@@ -186,24 +289,26 @@ std::optional<double> ReachTime(const Series& s, double target) {
 
 void Race(Context& c) {
   const RaceRuleConfig& cfg = c.config.race;
-  double target = *c.config.target_loss;
-  // Any trial that got there counts, stopped ones included: the time it took is a measured fact.
+  double target = c.User(*c.config.target_loss);
+  // Any trial that got there counts, stopped ones included: the time it took is a measured fact,
+  // once its curve has min_points behind the crossing (a smoothed dip of two points is not).
   std::optional<size_t> winner;
   double best = kInf;
   for (size_t j = 0; j < c.trials.size(); ++j) {
+    if (static_cast<int>(c.series[j].t.size()) < c.config.evidence.min_points) continue;
     if (auto t = ReachTime(c.series[j], target); t && *t < best) best = *t, winner = j;
   }
   if (!winner) return;
   double limit = best * (1 + cfg.slack);
   for (size_t i = 0; i < c.trials.size(); ++i) {
-    if (!c.Candidate(i)) continue;
+    if (!c.Candidate(i) || !c.Evident(i)) continue;
     const Series& me = c.series[i];
     if (me.last_t() <= limit || me.last_t() < cfg.grace_s || ReachTime(me, target)) continue;
     c.Stop(i, "race",
-           fmt::format("at t={}: smoothed loss {} has not reached the target {}, which trial {} reached at t={}{}",
-                       Secs(me.last_t()), Num(me.s.back()), Num(target), Name(c.trials[*winner]), Secs(best),
-                       cfg.slack > 0 ? fmt::format(" (+ slack {:.3g}: {})", cfg.slack, Secs(limit)) : ""),
-           me.s.back(), target, 1);
+           fmt::format("at t={}: smoothed value {} has not reached the target {}, which trial {} reached at t={}{}",
+                       Secs(me.last_t()), Num(c.User(me.s.back())), Num(c.User(target)), Name(c.trials[*winner]),
+                       Secs(best), cfg.slack > 0 ? fmt::format(" (+ slack {:.3g}: {})", cfg.slack, Secs(limit)) : ""),
+           c.User(me.s.back()), c.User(target), 1);
   }
 }
 
@@ -211,20 +316,20 @@ void Halving(Context& c) {
   const HalvingRuleConfig& cfg = c.config.halving;
   double max_time = cfg.max_time_s > 0 ? cfg.max_time_s : c.config.budget_s > 0 ? c.config.budget_s : kInf;
   for (size_t i = 0; i < c.trials.size(); ++i) {
-    if (!c.Candidate(i)) continue;
+    if (!c.Candidate(i) || !c.Evident(i)) continue;
     const Series& me = c.series[i];
     // Every rung the trial has passed, earliest first: a rung is judged again as more trials
     // reach it, so the answer does not depend on who happened to arrive first.
     for (double rung = cfg.min_time_s; rung < max_time && rung <= me.last_t(); rung *= cfg.eta) {
       if (!me.Reached(rung)) continue;
-      std::vector<double> values;
-      for (const Series& other : c.series) {
-        if (other.Reached(rung)) values.push_back(other.At(rung));
+      std::vector<std::pair<double, size_t>> values;
+      for (size_t j = 0; j < c.series.size(); ++j) {
+        if (c.series[j].Reached(rung)) values.emplace_back(c.series[j].At(rung), j);
       }
       if (static_cast<int>(values.size()) < cfg.min_trials) continue;
       size_t keep = std::max<size_t>(1, static_cast<size_t>(static_cast<double>(values.size()) / cfg.eta));
       std::sort(values.begin(), values.end());
-      double cut = values[keep - 1];
+      auto [cut, at_cut] = values[keep - 1];
       double mine = me.At(rung);
       // The best at a rung may since have been stopped by another rule; the best live trial stays,
       // or every trial could be stopped for the sake of ones already gone.
@@ -232,11 +337,13 @@ void Halving(Context& c) {
       for (size_t j = 0; j < c.series.size() && best_live; ++j) {
         best_live = j == i || !c.live[j] || !c.series[j].Reached(rung) || c.series[j].At(rung) >= mine;
       }
-      if (mine > cut && !best_live) {
+      double margin = c.Margin(i, at_cut);
+      if (mine > cut + margin && !best_live) {
         c.Stop(i, "halving",
-               fmt::format("rung at t={}: smoothed loss {} is not in the best {} of {} trials (cut-off {})", Secs(rung),
-                           Num(mine), keep, values.size(), Num(cut)),
-               mine, cut, static_cast<int>(values.size()));
+               fmt::format("rung at t={}: smoothed value {} is not in the best {} of {} trials (cut-off {}, "
+                           "noise margin {})",
+                           Secs(rung), Num(c.User(mine)), keep, values.size(), Num(c.User(cut)), Num(margin)),
+               c.User(mine), c.User(cut), static_cast<int>(values.size()));
         break;
       }
     }
@@ -246,32 +353,40 @@ void Halving(Context& c) {
 void Median(Context& c) {
   const MedianRuleConfig& cfg = c.config.median;
   for (size_t i = 0; i < c.trials.size(); ++i) {
-    if (!c.Candidate(i)) continue;
+    if (!c.Candidate(i) || !c.Evident(i)) continue;
     const Series& me = c.series[i];
     // Compare at the latest time that enough other trials have reached: in a sweep where all
     // trials run at once, the trial that started first is always ahead, and comparing only at
     // its own latest time would never find rivals that got there, so it could never be stopped.
     std::vector<double> reach;
     for (size_t j = 0; j < c.series.size(); ++j) {
-      if (j != i && !c.series[j].t.empty()) reach.push_back(c.series[j].last_t());
+      if (j != i && c.Evident(j)) reach.push_back(c.series[j].last_t());
     }
     if (static_cast<int>(reach.size()) < cfg.min_trials || cfg.min_trials < 1) continue;
     std::nth_element(reach.begin(), reach.begin() + (cfg.min_trials - 1), reach.end(), std::greater<>());
     double at = std::min(me.last_t(), reach[static_cast<size_t>(cfg.min_trials - 1)]);
     if (at < cfg.grace_s || at <= me.first_t()) continue;
     std::vector<double> others;
+    double se = 0;  // the others' typical standard error
     for (size_t j = 0; j < c.series.size(); ++j) {
-      if (j != i && c.series[j].Reached(at)) others.push_back(c.series[j].RunningAverage(at));
+      if (j != i && c.Evident(j) && c.series[j].Reached(at)) {
+        others.push_back(c.series[j].RunningAverage(at));
+        se += c.series[j].se;
+      }
     }
     if (static_cast<int>(others.size()) < cfg.min_trials) continue;
+    se /= static_cast<double>(others.size());
     double mine = me.RunningAverage(at);
     double median = Quantile(others, cfg.quantile);
-    if (mine > median) {
+    double margin = c.config.evidence.noise_z * std::hypot(me.se, se);
+    if (mine > median + margin) {
       c.Stop(i, "median",
-             fmt::format("at t={}: running average of smoothed loss {} > {} {} of {} trials", Secs(at), Num(mine),
-                         cfg.quantile == 0.5 ? "median" : fmt::format("{}-quantile", cfg.quantile), Num(median),
-                         others.size()),
-             mine, median, static_cast<int>(others.size()));
+             fmt::format("at t={}: running average of smoothed value {} worse than the {} {} of {} trials by more "
+                         "than the noise margin {}",
+                         Secs(at), Num(c.User(mine)),
+                         cfg.quantile == 0.5 ? "median" : fmt::format("{}-quantile", cfg.quantile), Num(c.User(median)),
+                         others.size(), Num(margin)),
+             c.User(mine), c.User(median), static_cast<int>(others.size()));
     }
   }
 }
@@ -279,7 +394,7 @@ void Median(Context& c) {
 void Patience(Context& c) {
   const PatienceRuleConfig& cfg = c.config.patience;
   for (size_t i = 0; i < c.trials.size(); ++i) {
-    if (!c.Candidate(i)) continue;
+    if (!c.Candidate(i) || !c.Evident(i)) continue;
     const Series& me = c.series[i];
     double now = me.last_t();
     double split = now - cfg.window_s;
@@ -289,11 +404,14 @@ void Patience(Context& c) {
       if (me.t[k] <= split) before = std::min(before, me.s[k]);
       else recent = std::min(recent, me.s[k]);
     }
-    if (recent > before - cfg.min_delta) {
+    // An improvement within the curve's own noise (a low point among noisy ones) is none.
+    double delta = c.Margin(i, i, cfg.min_delta);
+    if (recent > before - delta) {
       c.Stop(i, "patience",
-             fmt::format("at t={}: best smoothed loss in the last {} is {}, not below {} - min_delta {}", Secs(now),
-                         Secs(cfg.window_s), Num(recent), Num(before), Num(cfg.min_delta)),
-             recent, before - cfg.min_delta, 0);
+             fmt::format("at t={}: best smoothed value in the last {} is {}, not better than {} by {} (min_delta, "
+                         "or the curve's noise)",
+                         Secs(now), Secs(cfg.window_s), Num(c.User(recent)), Num(c.User(before)), Num(delta)),
+             c.User(recent), c.User(before - delta), 0);
     }
   }
 }
@@ -315,7 +433,8 @@ class ThroughputModel {
       for (const auto& [k, v] : kept) key += fmt::format("{}={};", k, v);
       int g = ids.emplace(key, static_cast<int>(ids.size())).first->second;
       group_.push_back(g);
-      rate_.push_back(c.series[i].Rate(c.config.throughput.min_points));
+      // A rate only from trials with the evidence to be compared (enough points, enough of the budget).
+      rate_.push_back(c.Evident(i) ? c.series[i].Rate(std::max(2, c.config.throughput.min_points)) : std::nullopt);
       if (static_cast<size_t>(g) == members_.size()) {
         members_.emplace_back();
         min_step_.push_back(kInf);
@@ -425,6 +544,7 @@ class ThroughputModel {
 
 void Throughput(Context& c) {
   const ThroughputRuleConfig& cfg = c.config.throughput;
+  const double z = c.config.evidence.noise_z;
   ThroughputModel model(c);
   // Slowest first, so that a chain of siblings collapses onto the fastest one.
   std::vector<size_t> order;
@@ -433,22 +553,42 @@ void Throughput(Context& c) {
                    [&](size_t a, size_t b) { return model.rate(a).value_or(kInf) < model.rate(b).value_or(kInf); });
   for (size_t i : order) {
     if (!c.Candidate(i) || c.series[i].last_t() < cfg.grace_s || !model.rate(i)) continue;
+    const Series& me = c.series[i];
     double mine = *model.rate(i);
-    // A live sibling that is clearly faster reaches more iterations of the same curve in any time.
+    // A live sibling that is clearly faster reaches more iterations of the same curve in any time:
+    // faster by rate_margin plus noise_z standard errors of the two rates (a trial whose stalls
+    // have shown spreads its per-interval rates, and a rival measured over a short window is
+    // not trusted at all: see Evident).
     std::optional<size_t> rival;
+    double needed = 0;
     for (size_t j = 0; j < c.trials.size(); ++j) {
       if (j == i || !c.live[j] || model.group(j) != model.group(i) || !model.rate(j)) continue;
-      if (*model.rate(j) >= mine * (1 + cfg.rate_margin) && (!rival || *model.rate(j) > *model.rate(*rival))) rival = j;
+      double need = 1 + cfg.rate_margin + z * std::hypot(me.rate_rse, c.series[j].rate_rse);
+      if (*model.rate(j) >= mine * need && (!rival || *model.rate(j) > *model.rate(*rival))) rival = j, needed = need;
     }
     if (rival) {
       double theirs = *model.rate(*rival);
       c.Stop(i, "throughput",
              fmt::format("at t={}: trial {} differs only in throughput parameters and runs {:.2f}x the "
-                         "iterations per second ({} vs {} it/s)",
-                         Secs(c.series[i].last_t()), Name(c.trials[*rival]), theirs / mine, Num(theirs), Num(mine)),
+                         "iterations per second ({} vs {} it/s; needed {:.3f}x with the rates' noise)",
+                         Secs(me.last_t()), Name(c.trials[*rival]), theirs / mine, Num(theirs), Num(mine), needed),
              mine, theirs, 1);
       continue;
     }
+    // Another configuration is only ever a reason to stop this one when it is lower *now, at
+    // equal time*, by more than the two curves' noise: progress per iteration and projections
+    // to the budget say how far ahead it will stay, not that it is ahead (a faster trial of
+    // another model can descend less per iteration and end higher).
+    // Equal time: the later of the two curves' ends is cut to the earlier one's.
+    auto lower_now = [&](size_t j, double floor) -> std::optional<double> {
+      const Series& them = c.series[j];
+      if (!c.Evident(j)) return std::nullopt;
+      double at = std::min(me.last_t(), them.last_t());
+      if (!me.Reached(at) || !them.Reached(at)) return std::nullopt;
+      double m = c.Margin(i, j, floor);
+      if (them.At(at) < me.At(at) - m) return m;
+      return std::nullopt;
+    };
     // Another group's trial, compared on progress per iteration (how much the loss fell since
     // the first iteration both logged; see GapPerIteration) and on speed. One that is much faster
     // and has progressed no worse, or is no slower and has progressed clearly better, is expected
@@ -456,66 +596,72 @@ void Throughput(Context& c) {
     // reverse by more than the margin before the budget.
     std::optional<size_t> rival_group;
     std::pair<double, double> gap;
+    double gap_margin = 0;
     for (size_t j = 0; j < c.trials.size(); ++j) {
       if (j == i || !c.live[j] || model.group(j) == model.group(i) || !model.rate(j)) continue;
       double speedup = *model.rate(j) / mine;
       if (speedup < 1) continue;
       auto g = model.GapPerIteration(model.group(i), model.group(j));
       if (!g) continue;
-      // Progress is not all: a rival that is higher at equal time has not shown it will end lower
-      // (a trial that started lower and stays lower may fall less). Never stop a trial for a rival
-      // it leads. (Also requiring the rival to be no higher at the last common iteration cost the
-      // bench 0.337 instead of 0.305 of the budget, for no regret saved.)
-      const Series& me = c.series[i];
+      auto m = lower_now(j, cfg.margin);
+      if (!m) continue;
+      // Progress is a difference of differences: its first values are single raw points (the
+      // smoothing has nothing to average yet), so its noise is the raw noise of both curves at
+      // the start plus the smoothed noise at the end.
       const Series& them = c.series[j];
-      if (them.At(me.last_t()) > me.s.back() + cfg.margin) continue;
-      bool much_faster = cfg.rival_speedup > 0 && speedup >= cfg.rival_speedup && g->first >= -cfg.margin;
-      bool better = g->first > cfg.margin;
+      double progress_margin = std::max(
+          cfg.margin, z * std::sqrt(me.noise * me.noise + them.noise * them.noise + me.se * me.se + them.se * them.se));
+      bool much_faster = cfg.rival_speedup > 0 && speedup >= cfg.rival_speedup && g->first >= -progress_margin;
+      bool better = g->first > progress_margin;
       if ((much_faster || better) && (!rival_group || *model.rate(j) > *model.rate(*rival_group))) {
-        rival_group = j, gap = *g;
+        rival_group = j, gap = *g, gap_margin = *m;
       }
     }
     if (rival_group) {
       double theirs = *model.rate(*rival_group);
       c.Stop(i, "throughput",
-             fmt::format("at t={}: trial {} runs {:.2f}x the iterations per second ({} vs {} it/s) and its loss "
-                         "fell {:.4g} more by iteration {:.0f} (margin {})",
-                         Secs(c.series[i].last_t()), Name(c.trials[*rival_group]), theirs / mine, Num(theirs),
-                         Num(mine), gap.first, gap.second, Num(cfg.margin)),
-             gap.first, gap.first > cfg.margin ? cfg.margin : -cfg.margin, 1);
+             fmt::format("at t={}: trial {} is lower by more than the margin {} at equal time, runs {:.2f}x the "
+                         "iterations per second ({} vs {} it/s) and improved {:.4g} more by iteration {:.0f}",
+                         Secs(me.last_t()), Name(c.trials[*rival_group]), Num(gap_margin), theirs / mine, Num(theirs),
+                         Num(mine), gap.first, gap.second),
+             gap.first, gap.first > gap_margin ? gap_margin : -gap_margin, 1);
       continue;
     }
-    // Across groups: only with a measured prediction for this trial, against rivals' upper bounds.
+    // Across groups: only with a measured prediction for this trial, against the upper bounds of
+    // rivals that are lower at equal time already.
     if (c.config.budget_s <= 0) continue;
     std::optional<size_t> best;
-    double best_bound = kInf;
+    double best_bound = kInf, best_margin = 0;
     for (size_t j = 0; j < c.trials.size(); ++j) {
       if (j == i || !c.live[j] || c.series[j].empty()) continue;
+      auto m = lower_now(j, cfg.margin);
+      if (!m) continue;
       double bound = model.UpperBoundAtBudget(j, c.config.budget_s);
-      if (bound < best_bound) best_bound = bound, best = j;
+      if (bound + *m < best_bound + best_margin || !best) best_bound = bound, best_margin = *m, best = j;
     }
     if (!best) continue;
     if (auto predicted = model.MeasuredAtBudget(i, c.config.budget_s);
-        predicted && *predicted > best_bound + cfg.margin) {
+        predicted && *predicted > best_bound + best_margin) {
       c.Stop(i, "throughput",
-             fmt::format("at t={}: predicted loss at the budget {} (its group's loss at iteration {:.0f}) > {} "
-                         "that trial {} will at most have, + margin {}",
-                         Secs(c.series[i].last_t()), Num(*predicted), *model.StepAt(i, c.config.budget_s),
-                         Num(best_bound), Name(c.trials[*best]), Num(cfg.margin)),
-             *predicted, best_bound, 1);
+             fmt::format("at t={}: predicted value at the budget {} (its group's at iteration {:.0f}) is worse than "
+                         "{} that trial {}, already better at equal time, will at most have, by more than {}",
+                         Secs(me.last_t()), Num(c.User(*predicted)), *model.StepAt(i, c.config.budget_s),
+                         Num(c.User(best_bound)), Name(c.trials[*best]), Num(best_margin)),
+             c.User(*predicted), c.User(best_bound), 1);
       continue;
     }
     // (5) Its own descent continued in a straight line to the budget: once a curve bends (its
     // recent slope per iteration no steeper than the one before), a loss that is convex in the
     // iteration lies above that line, so the line is a lower bound for the loss at the budget.
     if (cfg.extrapolate) {
-      if (auto bound = model.ConvexLowerBound(i, c.config.budget_s); bound && *bound > best_bound + cfg.margin) {
+      if (auto bound = model.ConvexLowerBound(i, c.config.budget_s); bound && *bound > best_bound + best_margin) {
         c.Stop(i, "throughput",
                fmt::format("at t={}: even its recent descent continued in a straight line to iteration {:.0f} "
-                           "ends at {} > {} that trial {} will at most have at the budget, + margin {}",
-                           Secs(c.series[i].last_t()), *model.StepAt(i, c.config.budget_s), Num(*bound),
-                           Num(best_bound), Name(c.trials[*best]), Num(cfg.margin)),
-               *bound, best_bound, 1);
+                           "ends at {}, worse than {} that trial {}, already better at equal time, will at most have "
+                           "at the budget, by more than {}",
+                           Secs(me.last_t()), *model.StepAt(i, c.config.budget_s), Num(c.User(*bound)),
+                           Num(c.User(best_bound)), Name(c.trials[*best]), Num(best_margin)),
+               c.User(*bound), c.User(best_bound), 1);
       }
     }
   }
@@ -587,6 +733,7 @@ std::vector<StopDecision> EvaluateStopping(const StoppingConfig& config, const s
   for (const TrialProgress& t : trials) {
     c.series.push_back(MakeSeries(t, config));
     c.live.push_back(t.phase != TrialPhase::kStopped);
+    c.stall_period = std::max(c.stall_period, c.series.back().stall_period);
   }
   // Cheapest certainty first: a diverged trial is stopped whatever the comparisons say.
   if (config.divergence.enabled) Divergence(c);

@@ -25,31 +25,39 @@
 //               smoothed loss over [0, t]) is worse than the median of the other trials'
 //               running averages at the same t; only trials that reached t count.
 //   patience    no improvement larger than min_delta within the last window.
-//   throughput  trials whose parameters differ only in throughput knobs (the study names them)
-//               share one loss-per-iteration curve, and a trial's iteration rate is steady
-//               after a few points. A trial is stopped when a live rival is expected to be lower
-//               at any budget: (1) a sibling (same group) at least rate_margin faster; (2) a
-//               trial of another group rival_speedup times faster whose loss has fallen at least
-//               as much per iteration (within margin); (3) one of another group, no slower, whose
-//               loss has fallen more than margin further per iteration; (4) with budget_s, when
-//               the group's measured curve at the iteration this trial will reach by the budget
-//               is worse, by margin, than what a rival will at most have there; (5) with
-//               budget_s and extrapolate, when even its own recent descent, carried in a
-//               straight line to the iteration it will reach by the budget, ends above that by
-//               margin: once a curve has bent (its slope per iteration no longer steepening), a
-//               loss convex in the iteration stays above that line. Never further ahead than the
+//   throughput  trials whose parameters differ only in throughput knobs (the study names them;
+//               none: every configuration is its own group) share one loss-per-iteration curve,
+//               and a trial's iteration rate is measured over its whole curve. A trial is stopped when a live rival is
+//               expected to be lower at any budget: (1) a sibling (same group) at least rate_margin faster; (2) a trial
+//               of another group rival_speedup times faster whose loss has fallen at least as much per iteration
+//               (within margin); (3) one of another group, no slower, whose loss has fallen more than margin further
+//               per iteration; (4) with budget_s, when the group's measured curve at the iteration this trial will
+//               reach by the budget is worse, by margin, than what a rival will at most have there; (5) with budget_s
+//               and extrapolate, when even its own recent descent, carried in a straight line to the iteration it will
+//               reach by the budget, ends above that by margin: once a curve has bent (its slope per iteration no
+//               longer steepening), a loss convex in the iteration stays above that line. Never further ahead than the
 //               trial has been observed: early Megatron curves bend more than once, and without
 //               that limit the bench lost the best trial of gpt-100it in sequential sweeps.
 //               Progress per iteration (loss fallen since the first common iteration) rather than
 //               level, because first losses differ by initialisation and data order alone.
+// Evidence (issue 15). Replayed on Megatron-LM curves of other model families and platforms, the
+// rules above lost the best trial in 30% of studies, all for decisions made before the evidence
+// existed. So every comparison rule now waits for EvidenceConfig: min_points logged points and
+// min_fraction of the budget, for the trial judged and for the rival or reference it is judged
+// against; its margins are at least noise_z standard errors of the difference, each curve's
+// noise measured from its own raw points; a sibling must be faster by rate_margin plus noise_z
+// standard errors of both rates (a stall, once seen, spreads a rate's intervals); and another
+// configuration is a reason to stop a trial only while it is lower *at equal time* by that
+// margin, whatever the projections to the budget say (they decide only how far ahead it stays).
+//
 // Considered and discarded: comparing at equal iteration (the problem above); fitting a curve
 // (power law) to each trial's few noisy early points and extrapolating to the budget: early
 // loss is flat and noisy, and a fitted curve's extrapolation is a guess, whereas siblings'
 // curves are measured and iteration rates are precise after two log lines. (5) extrapolates
 // only a bound, and only once the curve has bent.
 //
-// Lower is better everywhere (a loss). Not thread-safe; no shared state, so one per thread is fine.
-// Module stopping/: early-stopping rules; uses base/ only.
+// Lower is better everywhere (a loss), unless StoppingConfig::maximize. Not thread-safe; no shared state, so one per
+// thread is fine. Module stopping/: early-stopping rules; uses base/ only.
 #pragma once
 
 #include <cstdint>
@@ -103,10 +111,24 @@ struct PatienceRuleConfig {
   double grace_s = 0;
 };
 
+// What every comparison (race, halving, median, patience, throughput; not divergence, whose NaN
+// or bound is certain) waits for and how much it must see. A rule that decided on two logged
+// points or 0.4 s lost the best trial of studies in other model families: early points are
+// noise, and a rate over a few iterations misses the periodic stalls (checkpoints, evaluation,
+// data-loader refills) that come later.
+struct EvidenceConfig {
+  int min_points = 10;        // finite loss points of a trial (its own and a rival's) before it is compared
+  double min_fraction = 0.1;  // and axis time run, as a fraction of budget_s (no effect without a budget)
+  // Margins are at least noise_z standard errors of the difference compared: each curve's noise
+  // is measured from its own raw points (robustly, from second differences) and scaled by what
+  // the smoothing leaves of it; an iteration rate's by the spread of its per-interval rates.
+  double noise_z = 2;
+};
+
 struct ThroughputRuleConfig {
   bool enabled = false;
   std::vector<std::string> params;  // parameters that change speed but not loss per iteration
-  int min_points = 2;               // log lines before a trial's iteration rate is trusted
+  int min_points = 2;               // log lines before a trial's iteration rate is trusted (and evidence's)
   double grace_s = 0;
   double rate_margin = 0.02;   // (1): a sibling this much faster (0.02 = 2%)
   double rival_speedup = 1.5;  // (2): another group's trial this many times faster; 0: off
@@ -123,6 +145,11 @@ struct RaceRuleConfig {
 struct StoppingConfig {
   TimeAxis axis = TimeAxis::kTrainTime;
   Smoothing smoothing;
+  // The objective is maximised ([objective] mode = "max"): the rules judge its negation, and
+  // max_loss, target_loss and the values in reasons stay in the metric's own units (max_loss is
+  // then the value below which a trial has diverged; spike_factor a fall below its best / factor).
+  bool maximize = false;
+  EvidenceConfig evidence;
   // Time on the axis at which trials are compared ("loss at the budget"); 0: none. The
   // throughput rule needs it; halving's rungs stop below it.
   double budget_s = 0;

@@ -17,12 +17,16 @@ namespace sweep {
 // suggested. With `parameters` (the study's parameter names) non-empty, throughput.params must
 // name some of them.
 //
-// Keys (times are seconds on the chosen axis; a rule is on when its table is present):
+// Keys (times are seconds on the chosen axis; a rule is on when its table is present; with no
+// rule table at all, [stopping] means divergence (NaN) + throughput with no declared knobs, the
+// set stopping_bench measures against issue 15's targets):
 //   [stopping]             axis = "train_time" | "gpu_time" (train time x the trial's GPUs)
 //                          smoothing = "ema" (default) | "running_mean" | "none"
 //                          ema_alpha = 0.3 (weight of the newest point), window = 5 (points)
 //                          budget_s = training time at which trials are compared
 //                          target_loss = loss for the time-to-target objective
+//                          min_points = 10, min_fraction = 0.1 (of budget_s), noise_z = 2: the
+//                          evidence every comparison waits for (stopping/early_stop.h)
 //   [stopping.divergence]  nan = true, max_loss, spike_factor (e.g. 10), max_nan_iters, grace_s
 //   [stopping.race]        slack = 0, grace_s = 0 (needs target_loss)
 //   [stopping.halving]     eta = 3, min_time_s (required), max_time_s (default budget_s),

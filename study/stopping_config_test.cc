@@ -23,6 +23,9 @@ smoothing = "running_mean"
 window = 7
 budget_s = 3600
 target_loss = 2.5
+min_points = 20
+min_fraction = 0.05
+noise_z = 3
 [stopping.divergence]
 max_loss = 12.0
 spike_factor = 10
@@ -56,6 +59,9 @@ extrapolate = false
   CHECK(c->smoothing.kind == SmoothingKind::kRunningMean);
   CHECK(c->smoothing.window == 7);
   CHECK(c->budget_s == 3600);
+  CHECK(c->evidence.min_points == 20);
+  CHECK(c->evidence.min_fraction == 0.05);
+  CHECK(c->evidence.noise_z == 3);
   CHECK(*c->target_loss == 2.5);
   CHECK(c->divergence.enabled);
   CHECK(c->divergence.nan);
@@ -77,16 +83,35 @@ extrapolate = false
   CHECK(c->AnyRule());
 }
 
-TEST_CASE("[stopping] defaults: rules off unless their table is present") {
+TEST_CASE("[stopping] alone: the benchmarked default rule set, with evidence thresholds", "[stopping]") {
   auto c = Parse("[stopping]\n");
   REQUIRE(c.ok());
-  CHECK_FALSE(c->AnyRule());
+  // What stopping_bench measures as "default" against issue 15's targets (README).
+  CHECK(c->divergence.enabled);
+  CHECK(c->divergence.nan);
+  CHECK(c->throughput.enabled);
+  CHECK(c->throughput.params.empty());
+  CHECK_FALSE(c->median.enabled);
+  CHECK_FALSE(c->halving.enabled);
+  CHECK_FALSE(c->patience.enabled);
+  CHECK_FALSE(c->race.enabled);
+  CHECK(c->evidence.min_points == 10);
+  CHECK(c->evidence.min_fraction == 0.1);
+  CHECK(c->evidence.noise_z == 2);
   CHECK(c->axis == TimeAxis::kTrainTime);
   CHECK(c->smoothing.kind == SmoothingKind::kEma);
+  // With top-level options but no rule table, the same rules.
+  auto b = Parse("[stopping]\nbudget_s = 600\n");
+  REQUIRE(b.ok());
+  CHECK(b->throughput.enabled);
+  // A rule table present: that rule only (with the evidence thresholds all the same).
   auto m = Parse("[stopping.median]\n");
   REQUIRE(m.ok());
   CHECK(m->median.enabled);
   CHECK(m->median.min_trials == 3);
+  CHECK_FALSE(m->throughput.enabled);
+  CHECK_FALSE(m->divergence.enabled);
+  CHECK(m->evidence.min_points == 10);
 }
 
 TEST_CASE("[stopping] errors name file, line and key, and suggest the closest key") {
@@ -122,6 +147,10 @@ TEST_CASE("[stopping] errors name file, line and key, and suggest the closest ke
         "study.toml:1: missing key 'stopping.target_loss' (the loss that [stopping.race] races the trials to)");
   CHECK(status("[stopping]\ntarget_loss = 2\n[stopping.race]\nslack = -1\n") ==
         "study.toml:4: key 'stopping.race.slack': must be at least 0");
+  CHECK(status("[stopping]\nmin_points = 2\n") ==
+        "study.toml:2: key 'stopping.min_points': must be between 3 and 1000000");
+  CHECK(status("[stopping]\nmin_fraction = 1.5\n") ==
+        "study.toml:2: key 'stopping.min_fraction': must be between 0 and 1");
   CHECK(status("[stopping.throughput]\ngrace_s = 1\n") ==
         "study.toml:1: missing key 'stopping.throughput.params' (the parameters that change speed but not loss per "
         "iteration)");

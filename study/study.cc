@@ -214,11 +214,7 @@ class Loader {
       for (const auto& p : s.space) names.push_back(p.name);
       auto cfg = ParseStoppingConfig(**stopping, path_, names);
       if (!cfg.ok()) return cfg.status();
-      if (!s.objective.minimize && cfg->AnyRule()) {
-        // The rules compare losses: lower is better. A maximised objective would stop the winners.
-        return Error(*stopping, "stopping",
-                     "early-stopping rules need an objective to minimise (objective.mode = \"min\")");
-      }
+      cfg->maximize = !s.objective.minimize;  // the rules judge the objective's negation
       s.stopping = std::move(*cfg);
       // The loss the trials race to is the report's target too, unless the report sets its own.
       if (!s.report.target && s.stopping.target_loss) s.report.target = s.stopping.target_loss;

@@ -288,3 +288,16 @@ TEST_CASE("job-array, queue and ranking keys load, and bad values name their key
   CHECK_THAT(bad_array.status().message(),
              Catch::Contains("study.toml:6") && Catch::Contains("cluster.arrays") && Catch::Contains("true or false"));
 }
+
+TEST_CASE("an objective to maximise is judged by every stopping rule, negated", "[study][stopping]") {
+  StudyDir d;
+  auto s = d.Parse(
+      "[study]\nname = \"t1\"\n[objective]\nmetric = \"accuracy\"\nmode = \"max\"\n[cluster]\ntransport = "
+      "\"local\"\nworkdir = \"/tmp/x\"\n\n[job]\ntemplate = \"job.sbatch\"\n\n[space]\nlr = [0.1, 0.01]\nopt = "
+      "[\"sgd\", \"adam\"]\n[stopping]\n[stopping.median]\n[stopping.throughput]\nparams = [\"opt\"]\n");
+  REQUIRE(s.ok());
+  CHECK_FALSE(s->objective.minimize);
+  CHECK(s->stopping.maximize);
+  CHECK(s->stopping.median.enabled);
+  CHECK(s->stopping.throughput.enabled);
+}

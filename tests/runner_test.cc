@@ -412,9 +412,10 @@ TEST_CASE("prune: a stopping rule cancels a clearly worse running trial with one
   Sweep s("[space]\nlr = [0.1, 0.2, 0.3]\n\n[stopping.median]\ngrace_s = 0\nmin_trials = 2\n", 3);
   s.Tick();
   for (int i = 0; i < 3; ++i) s.slurm.Start(fmt::format("100_{}", i));
-  for (int step = 1; step <= 5; ++step) {
-    s.slurm.AppendLog("100_0", MegatronLine(step, 100, 3.0 - 0.3 * step));
-    s.slurm.AppendLog("100_1", MegatronLine(step, 100, 3.0 - 0.25 * step));
+  // Ten points each: the rules' evidence threshold ([stopping] min_points).
+  for (int step = 1; step <= 10; ++step) {
+    s.slurm.AppendLog("100_0", MegatronLine(step, 100, 3.0 - 0.15 * step));
+    s.slurm.AppendLog("100_1", MegatronLine(step, 100, 3.0 - 0.12 * step));
     s.slurm.AppendLog("100_2", MegatronLine(step, 100, 9.0));  // not learning
   }
   s.Tick();
@@ -427,7 +428,7 @@ TEST_CASE("prune: a stopping rule cancels a clearly worse running trial with one
   s.Tick();  // Slurm has cancelled it
   auto bad = s.Trial("0.3");
   CHECK(bad.state == "pruned");
-  CHECK(s.Loss(bad).size() == 5);  // its points are kept
+  CHECK(s.Loss(bad).size() == 10);  // its points are kept
   CHECK(s.Trial("0.1").state == "running");
   CHECK(s.Trial("0.2").state == "running");
 }
