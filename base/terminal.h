@@ -21,6 +21,9 @@ class TerminalGuard {
   ~TerminalGuard();
   TerminalGuard(const TerminalGuard&) = delete;
   TerminalGuard& operator=(const TerminalGuard&) = delete;
+  // The stream's own buffer, unfiltered: for the cursor movements of a display that redraws in
+  // place (orchestrator/cockpit.h), never for text.
+  std::streambuf* raw() const { return original_; }
 
  private:
   class Filter : public std::streambuf {

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,8 +28,10 @@
 #include "base/terminal.h"
 #include "base/text.h"
 #include "orchestrator/compare.h"
+#include "orchestrator/cockpit.h"
 #include "orchestrator/connect.h"
 #include "orchestrator/metrics_check.h"
+#include "orchestrator/notify.h"
 #include "orchestrator/phases.h"
 #include "planner/planner.h"
 #include "orchestrator/report_data.h"
@@ -77,8 +80,16 @@ struct App {
   bool submit_predicted_oom = false;
   std::string accept_host_key;
   std::string log_path;     // metrics LOGFILE
+  std::string trial_name;   // logs TRIAL
+  bool follow = false;      // logs --follow
   std::string format_name;  // metrics --format
   bool json = false;
+  int watch_s = 0;  // status --watch: seconds between refreshes (0: no watch)
+  // stdout's guard (main): its unfiltered buffer carries a live display's cursor movements.
+  TerminalGuard* stdout_guard = nullptr;
+  // Where a command's text goes: stdout, or stderr for `run --json` (stdout is the JSON).
+  std::ostream* text = &std::cout;
+  std::ostream& out() { return *text; }
   // Set by a command that succeeded but whose answer scripts must see (kExitNoResult, ...).
   int exit_code = 0;
 
@@ -147,9 +158,47 @@ struct App {
     InterruptibleClock interruptible(clock, interrupt);
     SWEEP_RETURN_IF_ERROR(OpenStore(false));
     SWEEP_RETURN_IF_ERROR(Connect());
-    Runner runner(study, *store, *transport, interruptible, std::cout);
+    if (json) text = &std::cerr;
+    // On a terminal one progress block is redrawn in place under the log lines; on a pipe (or
+    // --detach's log) a plain line each time the counts or the best trial change.
+    bool tty = !json && ::isatty(STDOUT_FILENO) && stdout_guard;
+    LiveDisplay display(out(), tty ? stdout_guard->raw() : nullptr, TerminalWidth());
+    ProgressOptions progress_options = ProgressOptionsFor(study);
+    Runner runner(study, *store, *transport, interruptible, display.log());
     runner.set_submit_predicted_oom(submit_predicted_oom);
     runner.set_interrupted([&interrupt] { return interrupt.received() != 0; });
+    runner.set_tick_lines(!tty);
+    // [notify]: failures are logged into the run's log and events, never returned.
+    Notifier notifier(study, clock, [&](const std::string& kind, const std::string& message) {
+      display.log() << fmt::format("[{}] {}\n", FormatUtc(clock.Now()), message);
+      if (runner.study_id() != 0) (void)store->AddEvent(runner.study_id(), std::nullopt, clock.Now(), kind, message);
+    });
+    if (auto rec = store->GetStudy(study.name); rec.ok()) {
+      auto before = store->ListTrials(rec->id);
+      if (!before.ok()) return before.status();
+      std::set<std::string> failed;
+      for (const auto& t : *before) {
+        const TrialStateInfo* info = FindTrialState(t.state);
+        if (info && info->final && info->outcome == TrialOutcome::kFailed) failed.insert(t.trial_key);
+      }
+      notifier.SetKnownFailures(std::move(failed));
+    }
+    runner.set_on_event([&](std::optional<int64_t>, const std::string& kind, const std::string& message) {
+      notifier.OnRunEvent(kind, message);
+    });
+    runner.set_on_tick([&](const TickReport& report) {
+      double now = clock.Now();
+      auto view = ReadStudyView(*store, study, runner.study_id(), now);
+      if (!view.ok()) return;  // the next tick shows it; the run goes on
+      display.Show(ComputeProgress(view->progress, progress_options, now), progress_options,
+                   fmt::format("[{}] ", FormatUtc(now)));
+      std::vector<Notifier::TrialFacts> facts;
+      for (size_t i = 0; i < view->rows.size(); ++i) {
+        const auto& r = view->rows[i];
+        facts.push_back({r.trial_key, r.state, r.reason, r.job_id, view->log_paths[i]});
+      }
+      notifier.OnTick(report.unavailable, facts);
+    });
     // A detached run's pid file goes with it, however it ends.
     struct RemovePidFile {
       std::string path;
@@ -160,14 +209,20 @@ struct App {
     if (!resubmit_states->empty()) {
       auto n = runner.Resubmit(*resubmit_states);
       if (!n.ok()) return n.status();
-      std::cout << fmt::format("{} trial(s) that ended {} start over\n", *n, resubmit);
+      out() << fmt::format("{} trial(s) that ended {} start over\n", *n, resubmit);
     }
     Status run_status = runner.Run(max_ticks);
+    display.Finish();
+    // Notifications still running get their timeout to finish, whatever happens next.
+    struct DrainAtExit {
+      Notifier& n;
+      ~DrainAtExit() { n.Drain(); }
+    } drain{notifier};
     if (int sig = interrupt.received()) return Interrupted(runner.study_id(), sig);
     SWEEP_RETURN_IF_ERROR(run_status);
     const auto& s = runner.slurm_stats();
     const auto& c = runner.cluster_calls();
-    std::cout << fmt::format(
+    out() << fmt::format(
         "slurm commands: {} sbatch, {} squeue, {} sacct, {} scancel; cluster calls: {} commands, {} file writes, {} "
         "log reads\n",
         s.sbatch, s.squeue, s.sacct, s.scancel, c.commands, c.writes, c.reads);
@@ -181,13 +236,13 @@ struct App {
     if (!again.empty()) {
       std::vector<std::string> parts, names;
       for (const auto& [state, n] : again) parts.push_back(fmt::format("{} {}", n, state)), names.push_back(state);
-      std::cout << fmt::format("{}: `slurmsweep run --resubmit {} {}` runs them again from scratch\n",
-                               fmt::join(parts, ", "), fmt::join(names, ","), study_path);
+      out() << fmt::format("{}: `slurmsweep run --resubmit {} {}` runs them again from scratch\n",
+                           fmt::join(parts, ", "), fmt::join(names, ","), study_path);
     }
     auto open = std::count_if(trials->begin(), trials->end(),
                               [](const store::TrialRecord& t) { return !IsFinalTrialState(t.state); });
     if (max_ticks > 0 && open > 0) {
-      std::cout << fmt::format(
+      out() << fmt::format(
           "stopped after --max-ticks {} with {} trial(s) not ended; `slurmsweep run {}` goes "
           "on tracking them\n",
           max_ticks, open, study_path);
@@ -202,24 +257,47 @@ struct App {
         exit_code = kExitNoResult;
       }
     }
+    if (json || (open == 0 && study.notify)) {
+      double now = clock.Now();
+      auto view = ReadStudyView(*store, study, runner.study_id(), now);
+      if (!view.ok()) return view.status();
+      Progress progress = ComputeProgress(view->progress, progress_options, now);
+      if (open == 0) {
+        std::string line = RenderProgressLine(progress, progress_options);  // "progress: ...\n"
+        line = line.substr(line.find(' ') + 1);
+        line.pop_back();
+        notifier.Finished(fmt::format("study {} finished: {}", study.name, line),
+                          {{"progress", ProgressJson(progress)},
+                           {"best", BestJson(progress, progress_options)},
+                           {"exit_code", exit_code}});
+      }
+      nlohmann::json commands = {
+          {"sbatch", s.sbatch}, {"squeue", s.squeue}, {"sacct", s.sacct}, {"scancel", s.scancel}};
+      if (json) std::cout << DumpJson(RunSummaryJson(study, *view, progress, exit_code, commands));
+    }
     return Status::OK();
+  }
+
+  static int TerminalWidth() {
+    winsize ws{};
+    return ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
   }
 
   // After SIGINT/SIGTERM: what goes on without this run, and how to resume or cancel it. The
   // database is as a crash would leave it, which the next `run` picks up (README: resuming).
   Status Interrupted(int64_t study_id, int sig) {
     exit_code = 128 + sig;
-    std::cout << fmt::format("\nslurmsweep run: stopped by {}; this run ends and releases its lock\n",
-                             sig == SIGINT    ? "SIGINT"
-                             : sig == SIGTERM ? "SIGTERM"
-                                              : "a signal");
+    out() << fmt::format("\nslurmsweep run: stopped by {}; this run ends and releases its lock\n",
+                         sig == SIGINT    ? "SIGINT"
+                         : sig == SIGTERM ? "SIGTERM"
+                                          : "a signal");
     if (study_id == 0) {
-      std::cout << "nothing was submitted yet\n";
+      out() << "nothing was submitted yet\n";
       return Status::OK();
     }
     auto trials = store->ListTrials(study_id);
     if (!trials.ok()) return trials.status();
-    std::cout << UntrackedTrials(*trials);
+    out() << UntrackedTrials(*trials);
     return Status::OK();
   }
 
@@ -276,8 +354,21 @@ struct App {
     SWEEP_RETURN_IF_ERROR(OpenStore(true));
     auto rec = store->GetStudy(study.name);
     if (!rec.ok()) return rec.status().WithContext("nothing recorded yet for this study; run it first");
+    if (watch_s > 0) return WatchStatus(rec->id);
+    if (json) {
+      auto view = ReadStudyView(*store, study, rec->id, clock.Now());
+      if (!view.ok()) return view.status();
+      auto holder = RunLock::Holder(study.database + ".lock");
+      std::cout << DumpJson(
+          StatusJson(study, *view, ComputeProgress(view->progress, ProgressOptionsFor(study), clock.Now()), holder));
+      return Status::OK();
+    }
     SWEEP_RETURN_IF_ERROR(PrintStatus(rec->id));
-    // Whether a run is tracking the study now; a detached run killed with -9 leaves its pid file.
+    return PrintRunGoingOn(rec->id);
+  }
+
+  // Whether a run is tracking the study now; a detached run killed with -9 leaves its pid file.
+  Status PrintRunGoingOn(int64_t study_id) {
     std::string pid_file = study.database + ".pid";
     if (auto holder = RunLock::Holder(study.database + ".lock")) {
       std::cout << fmt::format("a run of this study is going on (pid {})\n", *holder);
@@ -289,48 +380,96 @@ struct App {
         std::filesystem::remove(pid_file, ec);
       }
       std::cout << "\n";
-      auto trials = store->ListTrials(rec->id);
+      auto trials = store->ListTrials(study_id);
       if (!trials.ok()) return trials.status();
       std::cout << UntrackedTrials(*trials);
     }
     return Status::OK();
   }
 
-  Status PrintStatus(int64_t study_id) {
+  // `status --watch`: on a terminal the whole status, redrawn every watch_s seconds; elsewhere one
+  // progress line (with --json, one JSON document per line) whenever the counts or the best trial
+  // change. Ends once every trial has ended; Ctrl-C ends it before.
+  Status WatchStatus(int64_t study_id) {
+    bool tty = !json && ::isatty(STDOUT_FILENO) && stdout_guard;
+    ProgressOptions options = ProgressOptionsFor(study);
+    LiveDisplay display(std::cout, nullptr, TerminalWidth());
+    std::string last_key;
+    for (;;) {
+      double now = clock.Now();
+      auto view = ReadStudyView(*store, study, study_id, now);
+      if (!view.ok()) return view.status();
+      Progress progress = ComputeProgress(view->progress, options, now);
+      if (tty) {
+        // Home and clear: the cursor movement goes around the guard, the text through it.
+        std::string home = "\x1b[H\x1b[2J";
+        std::cout.flush();
+        stdout_guard->raw()->sputn(home.data(), static_cast<std::streamsize>(home.size()));
+        std::cout << fmt::format("every {}s, {}  (Ctrl-C ends)\n", watch_s, FormatUtc(now));
+        SWEEP_RETURN_IF_ERROR(PrintStatus(study_id, &*view));
+        SWEEP_RETURN_IF_ERROR(PrintRunGoingOn(study_id));
+        std::cout.flush();
+      } else if (json) {
+        std::string key = ProgressChangeKey(progress);
+        if (key != std::exchange(last_key, key)) {
+          auto holder = RunLock::Holder(study.database + ".lock");
+          std::cout << StatusJson(study, *view, progress, holder)
+                           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                    << "\n";
+          std::cout.flush();
+        }
+      } else {
+        display.Show(progress, options, fmt::format("[{}] ", FormatUtc(now)));
+      }
+      if (progress.running + progress.queued == 0) return Status::OK();
+      clock.SleepFor(watch_s);
+    }
+  }
+
+  // `view`: already read (status --watch), else read here.
+  Status PrintStatus(int64_t study_id, const StudyView* view = nullptr) {
     // The objective's final value (base/final_objective.h, as the report ranks), so a misspelt
     // metric shows as '-' everywhere, not as the loss.
     const std::string& objective = study.objective.metric;
-    int left_out = 0;
-    auto rows = CollectTrialRows(*store, study, study_id, clock.Now(), objective, &left_out);
-    if (!rows.ok()) return rows.status();
+    std::optional<StudyView> read;
+    if (!view) {
+      auto v = ReadStudyView(*store, study, study_id, clock.Now());
+      if (!v.ok()) return v.status();
+      read = std::move(*v);
+      view = &*read;
+    }
+    const std::vector<reports::TrialRow>* rows = &view->rows;
+    int left_out = view->left_out;
     std::map<std::string, int> by_state;
     // The objective's column is as wide as its name (up to 24), so the header names it whole.
     size_t ow = std::clamp<size_t>(objective.size(), 11, 24);
     std::string header = objective.size() <= ow ? objective : objective.substr(0, ow - 1) + "~";
-    std::cout << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>{}} {:>8}  {}\n", "trial", "state", "job", "steps", header,
-                             ow, "iter/s", "parameters / reason");
+    out() << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>{}} {:>8}  {}\n", "trial", "state", "job", "steps",
+                         TerminalSafe(header), ow, "iter/s", "parameters / reason");
     auto names = ParamNames(study);
     const reports::TrialRow* logging = nullptr;  // a trial that logged metrics
     bool any_objective = false;
     for (const auto& r : *rows) {
       ++by_state[r.state];
-      any_objective = any_objective || r.objective_value.has_value();
+      std::optional<double> value = TrialObjective(r);
+      any_objective = any_objective || value.has_value();
       if (r.steps > 0 && !logging) logging = &r;
       std::string params;
       for (size_t i = 0; i < names.size(); ++i) {
         params += fmt::format("{}{}={}", i ? " " : "", names[i], TerminalSafe(r.param_values[i]));
       }
-      std::cout << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>{}} {:>8}  {}{}\n", r.trial_key, r.state,
-                               r.job_id.empty() ? "-" : r.job_id, r.steps,
-                               r.objective_value ? fmt::format("{:.5g}", *r.objective_value) : "-", ow,
-                               r.iters_per_s ? fmt::format("{:.3g}", *r.iters_per_s) : "-", params,
-                               r.reason.empty() ? "" : "  [" + TerminalSafe(r.reason) + "]");
+      out() << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>{}} {:>8}  {}{}\n", r.trial_key, r.state,
+                           r.job_id.empty() ? "-" : r.job_id, r.steps, value ? fmt::format("{:.5g}", *value) : "-", ow,
+                           r.iters_per_s ? fmt::format("{:.3g}", *r.iters_per_s) : "-", params,
+                           r.reason.empty() ? "" : "  [" + TerminalSafe(r.reason) + "]");
     }
     std::string summary;
     for (const auto& [state, n] : by_state) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, state);
-    std::cout << fmt::format("{} trials: {}\n", rows->size(), summary);
+    out() << fmt::format("{} trials: {}\n", rows->size(), summary);
+    ProgressOptions options = ProgressOptionsFor(study);
+    out() << RenderProgressBlock(ComputeProgress(view->progress, options, clock.Now()), options);
     if (left_out > 0) {
-      std::cout << fmt::format(
+      out() << fmt::format(
           "({} trial(s) of an earlier version of {}, whose values are no longer in [space], are "
           "left out here and in the reports)\n",
           left_out, study.path);
@@ -341,8 +480,8 @@ struct App {
       std::set<std::string> logged;
       for (const auto& m : summary->metrics) logged.insert(m.name);
       std::vector<std::string_view> known(logged.begin(), logged.end());
-      std::cout << fmt::format("warning: no trial has logged the objective metric '{}'{}; the logs have: {}\n",
-                               objective, DidYouMean(objective, known), fmt::join(logged, ", "));
+      out() << fmt::format("warning: no trial has logged the objective metric '{}'{}; the logs have: {}\n", objective,
+                           DidYouMean(objective, known), fmt::join(logged, ", "));
     }
     return PrintFailedLogs(study_id);
   }
@@ -356,10 +495,10 @@ struct App {
       const TrialStateInfo* info = FindTrialState(t.state);
       if (!info || !info->final || info->outcome != TrialOutcome::kFailed || t.log_path.empty()) continue;
       if (std::exchange(first, false)) {
-        std::cout << fmt::format("logs of failed trials (on {}):\n",
-                                 study.cluster.transport == "ssh" ? study.cluster.host : "this machine");
+        out() << fmt::format("logs of failed trials (on {}):\n",
+                             study.cluster.transport == "ssh" ? study.cluster.host : "this machine");
       }
-      std::cout << fmt::format("  {:<16} {:<13} {}\n", t.trial_key, t.state, TerminalSafe(t.log_path));
+      out() << fmt::format("  {:<16} {:<13} {}\n", t.trial_key, t.state, TerminalSafe(t.log_path));
     }
     return Status::OK();
   }
@@ -367,18 +506,92 @@ struct App {
   // Offline: needs neither the cluster nor the database, so a study can be planned anywhere.
   Status CmdPlan() {
     SWEEP_RETURN_IF_ERROR(LoadStudyFile());
-    SWEEP_RETURN_IF_ERROR(PrintTrialPlan());
     // What `run` would refuse before submitting anything: trials whose values their template
     // cannot carry.
     auto specs = ExpandStudy(study);
     if (!specs.ok()) return specs.status();
     auto refused = RenderRefusals(study, *specs);
-    for (const auto& [key, why] : refused) std::cout << fmt::format("refused  {}: {}\n", key, TerminalSafe(why));
+    if (json) {
+      auto doc = PlanJson(*specs, refused);
+      if (!doc.ok()) return doc.status();
+      std::cout << DumpJson(*doc);
+    } else {
+      SWEEP_RETURN_IF_ERROR(PrintTrialPlan());
+      for (const auto& [key, why] : refused) std::cout << fmt::format("refused  {}: {}\n", key, TerminalSafe(why));
+    }
     if (!refused.empty()) {
       return Status::InvalidArgument(
           fmt::format("{} trial(s) cannot be rendered; `run` would submit nothing", refused.size()));
     }
     return Status::OK();
+  }
+
+  // What each trial is in the study's database already (a study that ran), by trial key.
+  std::map<std::string, std::string> StoredStates() {
+    std::map<std::string, std::string> stored;
+    if (std::filesystem::exists(study.database) && OpenStore(true).ok()) {
+      if (auto rec = store->GetStudy(study.name); rec.ok()) {
+        if (auto trials = store->ListTrials(rec->id); trials.ok()) {
+          for (const auto& t : *trials) stored[t.trial_key] = t.state;
+        }
+      }
+    }
+    return stored;
+  }
+
+  // `plan --json` (README: JSON output): every trial with its verdict ("run", "dropped" by a
+  // constraint, "rule" or "oom" from the memory plan, or the state a trial that already ran is
+  // in), its values and predicted memory, and the trials run would refuse to render.
+  Result<nlohmann::json> PlanJson(const std::vector<TrialSpec>& specs,
+                                  const std::map<std::string, std::string>& refused) {
+    std::map<std::string, std::string> stored = StoredStates();
+    nlohmann::json trials = nlohmann::json::array();
+    std::map<std::string, int> counts;
+    auto add = [&](const TrialSpec& t, std::string verdict, const std::string& reason, std::optional<double> gib) {
+      auto it = stored.find(t.key);
+      if (verdict == "run" && it != stored.end() && it->second != kTrialNew) verdict = it->second;
+      ++counts[verdict];
+      nlohmann::json params = nlohmann::json::object();
+      for (const auto& [name, value] : t.params) {
+        std::visit([&](const auto& v) { params[name] = v; }, value);
+      }
+      trials.push_back({{"key", t.key},
+                        {"verdict", verdict},
+                        {"reason", reason},
+                        {"params", params},
+                        {"predicted_gib", gib ? nlohmann::json(*gib) : nlohmann::json()}});
+    };
+    nlohmann::json memory_plan;
+    if (study.job.vars.count("model")) {
+      auto plan = PlanStudy(study);
+      if (!plan.ok()) return plan.status();
+      memory_plan = {{"model", plan->model.name},
+                     {"world", plan->world},
+                     {"gpu_mem_gib", plan->gpu_mem_gib},
+                     {"headroom_gib", plan->headroom_gib}};
+      for (const PlanRow& r : plan->rows) {
+        const char* verdict = r.verdict == PlanRow::Verdict::kFits         ? "run"
+                              : r.verdict == PlanRow::Verdict::kConstraint ? "dropped"
+                              : r.verdict == PlanRow::Verdict::kRule       ? "rule"
+                                                                           : "oom";
+        std::optional<double> gib;
+        if (r.memory) gib = r.predicted_bytes / (1024.0 * 1024 * 1024);
+        add(r.trial, verdict, r.reason, gib);
+      }
+    } else {
+      for (const TrialSpec& t : specs) {
+        add(t, t.dropped_reason.empty() ? "run" : "dropped", t.dropped_reason, std::nullopt);
+      }
+    }
+    nlohmann::json refusals = nlohmann::json::array();
+    for (const auto& [key, why] : refused) refusals.push_back({{"key", key}, {"reason", why}});
+    return nlohmann::json{{"version", kCockpitJsonVersion},
+                          {"kind", "plan"},
+                          {"study", {{"name", study.name}, {"file", study.path}}},
+                          {"memory_plan", memory_plan},
+                          {"counts", counts},
+                          {"trials", trials},
+                          {"refused", refusals}};
   }
 
   Status PrintTrialPlan() {
@@ -388,14 +601,7 @@ struct App {
       auto specs = ExpandStudy(study);
       if (!specs.ok()) return specs.status();
       // A study that already ran: what each trial is now, so "to run" means what a run would submit.
-      std::map<std::string, std::string> stored;
-      if (std::filesystem::exists(study.database) && OpenStore(true).ok()) {
-        if (auto rec = store->GetStudy(study.name); rec.ok()) {
-          if (auto trials = store->ListTrials(rec->id); trials.ok()) {
-            for (const auto& t : *trials) stored[t.trial_key] = t.state;
-          }
-        }
-      }
+      std::map<std::string, std::string> stored = StoredStates();
       int dropped = 0, to_run = 0;
       std::map<std::string, int> already;
       for (const TrialSpec& t : *specs) {
@@ -517,6 +723,84 @@ struct App {
     return Status::OK();
   }
 
+  // `logs STUDY TRIAL [--follow]`: the trial's current log, read over the study's transport (SSH or
+  // local) from the path the store recorded; --follow goes on printing what is appended, moves to
+  // the next attempt's log when the trial is retried, and ends once the trial has ended.
+  Status CmdLogs() {
+    SWEEP_RETURN_IF_ERROR(LoadStudyFile());
+    SWEEP_RETURN_IF_ERROR(OpenStore(true));
+    auto rec = store->GetStudy(study.name);
+    if (!rec.ok()) return rec.status().WithContext("nothing recorded yet for this study; run it first");
+    auto trials = store->ListTrials(rec->id);
+    if (!trials.ok()) return trials.status();
+    // A trial key, a unique beginning of one, or the trial's number (status --json's id).
+    std::vector<const store::TrialRecord*> matches;
+    std::vector<std::string_view> keys;
+    for (const auto& t : *trials) {
+      keys.push_back(t.trial_key);
+      if (t.trial_key == trial_name || std::to_string(t.id) == trial_name) {
+        matches = {&t};
+        break;
+      }
+      if (t.trial_key.starts_with(trial_name)) matches.push_back(&t);
+    }
+    if (matches.empty()) {
+      return Status::NotFound(fmt::format("{}: no trial '{}'{} (see `slurmsweep status {}`)", study.path,
+                                          TerminalSafe(trial_name), DidYouMean(trial_name, keys), study_path));
+    }
+    if (matches.size() > 1) {
+      return Status::InvalidArgument(
+          fmt::format("'{}' is the beginning of {} trial keys ({}, {}, ...): give more of it", TerminalSafe(trial_name),
+                      matches.size(), matches[0]->trial_key, matches[1]->trial_key));
+    }
+    store::TrialRecord trial = *matches[0];
+    auto where = [&] { return study.cluster.transport == "ssh" ? "on " + study.cluster.host : "on this machine"; };
+    if (trial.log_path.empty() && !follow) {
+      return Status::FailedPrecondition(
+          fmt::format("trial {} has no log yet: it is {} (never submitted); --follow "
+                      "waits for it",
+                      trial.trial_key, trial.state));
+    }
+    SWEEP_RETURN_IF_ERROR(Connect());
+    std::string path;
+    uint64_t offset = 0;
+    bool ended_seen = false;
+    constexpr size_t kChunk = 1 << 20;
+    for (;;) {
+      if (trial.log_path != path && !trial.log_path.empty()) {
+        if (!path.empty()) std::cerr << fmt::format("--- attempt {}: {} ---\n", trial.attempt, trial.log_path);
+        path = trial.log_path, offset = 0;
+      }
+      bool got = false;
+      if (!path.empty()) {
+        auto chunk = transport->ReadFrom(path, offset, kChunk);
+        if (chunk.ok()) {
+          got = !chunk->empty();
+          offset += chunk->size();
+          std::cout << *chunk;
+          std::cout.flush();
+        } else if (chunk.status().IsNotFound()) {
+          if (!follow) {
+            return Status::FailedPrecondition(fmt::format(
+                "trial {} ({}): its log {} is not there {} yet{}", trial.trial_key, trial.state, TerminalSafe(path),
+                where(), IsFinalTrialState(trial.state) ? "" : "; --follow waits for it"));
+          }
+        } else if (!(follow && chunk.status().IsUnavailable())) {
+          return chunk.status().WithContext("reading " + path);
+        }
+      }
+      if (got) continue;  // more may be there already
+      if (!follow) return Status::OK();
+      // Nothing new: once the trial has ended and its log was read after that, it is complete.
+      if (ended_seen) return Status::OK();
+      clock.SleepFor(1);
+      auto now = store->GetTrial(trial.id);
+      if (!now.ok()) return now.status();
+      trial = *now;
+      ended_seen = IsFinalTrialState(trial.state) && trial.log_path == path;
+    }
+  }
+
   Status CmdReport() {
     SWEEP_RETURN_IF_ERROR(LoadStudyFile());
     // Neither given: both, where the run loop writes them ([report] html and csv_dir).
@@ -574,6 +858,10 @@ constexpr Command kCommands[] = {
      "configuration of each, its throughput, time to a common target and cost, and the gain over the first "
      "study split into throughput x convergence = time to target.",
      &App::CmdCompare},
+    {"logs",
+     "Show a trial's log (TRIAL: its key, a unique beginning of it, or its id), read over the study's transport "
+     "(SSH or local); --follow prints what is appended until the trial ends.",
+     &App::CmdLogs},
     {"metrics",
      "Check a training log before a sweep: the metrics slurmsweep would store (points, steps), the time "
      "axis and the key that gives it, malformed lines, and whether the objective is there (exit 5 if not).",
@@ -588,13 +876,15 @@ int main(int argc, char** argv) {
   // No escape sequence in a study value or a log line reaches the terminal.
   TerminalGuard guard_out(std::cout), guard_err(std::cerr);
   App app;
+  app.stdout_guard = &guard_out;
   CLI::App cli{"slurmsweep: performance and hyperparameter sweeps of training jobs on Slurm clusters"};
   cli.set_version_flag("--version", std::string("slurmsweep ") + SLURMSWEEP_VERSION);
   cli.require_subcommand(1);
   cli.footer(
       "Exit codes: 0 success; 1 failure while running; 2 bad input (study file, template, flags, a setting the cluster "
       "refuses); 3 cluster unreachable (SSH or slurmctld); 4 refused for safety or not now (unknown or changed host "
-      "key, newer database, another run of the study going on, phase 1 not ended); 5 no result (run: every trial ended "
+      "key, newer database, another run of the study going on, phase 1 not ended; logs: no log yet); 5 no result (run: "
+      "every trial ended "
       "and "
       "none completed with a value of the objective; metrics: the objective is not in the log); 130/143 run stopped "
       "by SIGINT/SIGTERM (the jobs go on: run again to resume, or cancel).");
@@ -635,6 +925,11 @@ int main(int argc, char** argv) {
     } else {
       sub->add_option("study", app.study_path, "Study file (TOML)")->required()->check(CLI::ExistingFile);
     }
+    if (std::string_view(c.name) == "logs") {
+      sub->add_option("trial", app.trial_name, "Trial key (t-...), a unique beginning of it, or its id")->required();
+      sub->add_flag("--follow,-f", app.follow,
+                    "Keep printing what is appended (the next attempt's log after a retry) until the trial ends");
+    }
     if (std::string_view(c.name) == "run") {
       sub->add_option("--max-ticks", app.max_ticks, "Stop after N polling rounds (0: until every trial ends)")
           ->check(CLI::NonNegativeNumber);
@@ -650,6 +945,22 @@ int main(int argc, char** argv) {
           ->type_name("STATES");
       sub->add_flag("--detach", app.detach,
                     "Run in the background: log to DATABASE.log, pid in DATABASE.pid; `status` works meanwhile");
+    }
+    if (std::string_view(c.name) == "run" || std::string_view(c.name) == "status" ||
+        std::string_view(c.name) == "plan") {
+      sub->add_flag("--json", app.json,
+                    std::string_view(c.name) == "run"
+                        ? "At the end, print the run's summary as JSON on stdout (schema version 1, see README); "
+                          "the log and progress go to stderr"
+                        : "Print JSON (schema version 1, see README)");
+    }
+    if (std::string_view(c.name) == "status") {
+      sub->add_flag(
+             "--watch{5}", app.watch_s,
+             "Refresh every 5 s (--watch=SECONDS, whole seconds) until every trial has ended: the whole status on a "
+             "terminal, else a progress line (with --json a JSON line) whenever the counts or the best "
+             "trial change")
+          ->check(CLI::PositiveNumber);
     }
     if (std::string_view(c.name) == "cancel") {
       sub->add_option("--wait", app.cancel_wait_s,

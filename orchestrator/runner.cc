@@ -91,6 +91,7 @@ void Runner::Event(std::optional<int64_t> trial_id, const std::string& kind, con
   log_.flush();
   // An event that cannot be stored is not worth stopping the sweep for; the log line stands.
   (void)store_.AddEvent(study_id_, trial_id, clock_.Now(), kind, message);
+  if (on_event_) on_event_(trial_id, kind, message);
 }
 
 std::string Runner::JobName(const std::string& trial_key) const { return "ss-" + study_.name + "-" + trial_key; }
@@ -1030,6 +1031,7 @@ Result<TickReport> Runner::Tick() {
     if (t.state == slurm::JobStateName(slurm::JobState::kRunning)) ++report.running;
     else ++report.queued;
   }
+  if (!tick_lines_) return report;
   log_ << fmt::format(
       "[{}] tick {}: {} running, {} queued, {} submitted, {} ended, {} points, {} squeue/sacct call(s), "
       "{} cluster call(s)\n",
@@ -1062,6 +1064,7 @@ Status Runner::Run(int max_ticks) {
     if (*wait > 0) clock_.SleepFor(*wait);
     auto r = Tick();
     if (!r.ok()) return r.status();
+    if (on_tick_) on_tick_(*r);
     if (r->done) {
       Event(std::nullopt, "done", "every trial has ended");
       RefreshReports(/*final=*/true);

@@ -90,6 +90,15 @@ class Runner {
   // cancelled; the jobs stay on Slurm) and records an "interrupted" event.
   void set_interrupted(std::function<bool()> interrupted) { interrupted_ = std::move(interrupted); }
 
+  // The cockpit's hooks (orchestrator/cockpit.h, notifications): called by Run after every tick,
+  // and for every event the run records (after it is logged and stored). They must not throw.
+  using TickHook = std::function<void(const TickReport&)>;
+  using EventHook = std::function<void(std::optional<int64_t> trial_id, const std::string& kind, const std::string&)>;
+  void set_on_tick(TickHook hook) { on_tick_ = std::move(hook); }
+  void set_on_event(EventHook hook) { on_event_ = std::move(hook); }
+  // Whether each tick logs its counters line (on a terminal the progress block replaces it).
+  void set_tick_lines(bool on) { tick_lines_ = on; }
+
   int64_t study_id() const { return study_id_; }
   const slurm::SlurmClient::Stats& slurm_stats() const { return client_.stats(); }
   const slurm::CountingTransport::Counts& cluster_calls() const { return transport_.counts(); }
@@ -174,6 +183,9 @@ class Runner {
   bool prepared_ = false;
   bool submit_predicted_oom_ = false;
   std::function<bool()> interrupted_;
+  TickHook on_tick_;
+  EventHook on_event_;
+  bool tick_lines_ = true;
   std::map<std::string, TrialSpec> specs_;           // by trial key: this study file's trials
   std::optional<Plan> plan_;                         // the memory plan, for studies that name a model
   std::map<std::string, const PlanRow*> plan_rows_;  // by trial key, into plan_

@@ -139,7 +139,8 @@ class Loader {
           fmt::format("{}:{}:{}: {}", path_, e.source().begin.line, e.source().begin.column, e.description()));
     }
     SWEEP_RETURN_IF_ERROR(CheckKeys(
-        root, "", {"study", "objective", "cluster", "job", "search", "space", "retry", "stopping", "report"}));
+        root, "",
+        {"study", "objective", "cluster", "job", "search", "space", "retry", "stopping", "report", "notify"}));
 
     // [study]
     auto study = Table(root, "study", true);
@@ -207,6 +208,7 @@ class Loader {
     SWEEP_RETURN_IF_ERROR(LoadJob(root, s));
     SWEEP_RETURN_IF_ERROR(LoadRetry(root, s));
     SWEEP_RETURN_IF_ERROR(LoadReport(root, s));
+    SWEEP_RETURN_IF_ERROR(LoadNotify(root, s));
     auto stopping = Table(root, "stopping", false);
     if (!stopping.ok()) return stopping.status();
     if (*stopping) {
@@ -445,6 +447,39 @@ class Loader {
         return Error(t, "report.target", "must be a number (objective value that counts as reached)");
       s.report.target = t->value<double>();
     }
+    return Status::OK();
+  }
+
+  Status LoadNotify(const toml::table& root, Study& s) {
+    auto nt = Table(root, "notify", false);
+    if (!nt.ok()) return nt.status();
+    if (!*nt) return Status::OK();
+    TableReader r(**nt, "notify", path_);
+    SWEEP_RETURN_IF_ERROR(r.CheckKeys({"command", "events", "timeout_s", "unreachable_minutes"}, true));
+    Study::Notify n;
+    n.line = LineOf(**nt);
+    SWEEP_RETURN_IF_ERROR(r.String("command", &n.command, true));
+    if (n.command.find_first_not_of(" \t") == std::string::npos) {
+      return r.Error(*r.Get("command"), "command", "must not be empty (it is run with /bin/sh -c)");
+    }
+    SWEEP_RETURN_IF_ERROR(r.Positive("timeout_s", &n.timeout_s));
+    SWEEP_RETURN_IF_ERROR(r.Positive("unreachable_minutes", &n.unreachable_minutes));
+    if (const toml::node* ev = r.Get("events")) {
+      const toml::array* list = ev->as_array();
+      if (!list) return r.Error(*ev, "events", "must be a list of event names");
+      n.events.clear();
+      for (const toml::node& e : *list) {
+        auto name = e.value<std::string>();
+        std::vector<std::string_view> known(std::begin(kNotifyEvents), std::end(kNotifyEvents));
+        if (!e.is_string() || std::find(known.begin(), known.end(), *name) == known.end()) {
+          return r.Error(e, "events",
+                         fmt::format("'{}' is not an event{}; events: {}", name.value_or("?"),
+                                     name ? DidYouMean(*name, known) : "", fmt::join(known, ", ")));
+        }
+        n.events.push_back(*name);
+      }
+    }
+    s.notify = std::move(n);
     return Status::OK();
   }
 

@@ -93,6 +93,10 @@ struct Objective {
   int LoggedWithin() const;
 };
 
+// The events [notify] can name, in the README's order.
+inline constexpr const char* kNotifyEvents[] = {"study_finished", "trial_failed", "cluster_unreachable",
+                                                "cluster_reachable", "quota_pause"};
+
 // [retry]'s classes with their default counts (base/trial_state.h).
 std::map<std::string, int> DefaultRetries();
 
@@ -145,6 +149,16 @@ struct Study {
   // [retry]: how many times a trial that ended in a class is submitted again from scratch; the
   // classes and their defaults are base/trial_state.h's.
   std::map<std::string, int> retry = DefaultRetries();
+  // [notify]: a local command `run` starts on each event (orchestrator/notify.h), the event as
+  // JSON on its stdin. Unset: no notifications.
+  struct Notify {
+    std::string command;  // run with /bin/sh -c on this machine
+    std::vector<std::string> events = {std::begin(kNotifyEvents), std::end(kNotifyEvents)};
+    double timeout_s = 30;            // then it is killed (and the failure logged)
+    double unreachable_minutes = 10;  // cluster_unreachable fires after this long without the cluster
+    int line = 0;
+  };
+  std::optional<Notify> notify;
 };
 
 Result<Study> LoadStudy(const std::string& path);

@@ -1,15 +1,23 @@
 // The user's cockpit through the built binary (issue 16): `metrics` on recorded logs, exit codes a
-// script can trust, `logs`. No cluster: the local transport where a study runs at all. Tagged [cli].
+// script can trust, live progress, --json, `logs`, [notify]. No cluster: the local transport where a study runs at all.
+// Tagged [cli].
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "orchestrator/run_lock.h"
+#include "store/store.h"
 #include "tests/test_util.h"
 
 using namespace sweep;
@@ -176,4 +184,318 @@ TEST_CASE("run ends with exit 5 when every trial ended and none completed", "[cl
   INFO(out);
   CHECK(rc == 5);
   CHECK_THAT(out, Catch::Contains("every trial has ended, but no trial completed (2 failed)"));
+}
+
+// ---- live progress, --json, logs, notify (issue 16, items 4, 5, 6, 8) ----
+
+namespace {
+
+// `text` with `line` added to the end of table `table` of the study file.
+std::string AddToTable(std::string text, const std::string& table, const std::string& line) {
+  size_t at = text.find("[" + table + "]\n");
+  REQUIRE(at != std::string::npos);
+  at = text.find('\n', at) + 1;
+  return text.insert(at, line + "\n");
+}
+
+// A study whose two trials wait on a full submit quota (the cluster otherwise unreachable), polled
+// every second, with `extra` appended (TOML tables).
+std::string WaitingStudy(const testing::TempDir& dir, const std::string& extra = "") {
+  std::string study = FakeSlurmStudy(dir, "sbatch: error: QOSMaxSubmitJobPerUserLimit");
+  testing::WriteAll(study, AddToTable(testing::ReadAll(study), "cluster", "poll_interval_s = 1") + extra);
+  return study;
+}
+
+// A database for `study` (name `name`) holding `trials`; returns their ids.
+std::vector<int64_t> StoreTrials(const testing::TempDir& dir, const std::string& name, const std::string& study,
+                                 std::vector<store::TrialRecord> trials,
+                                 const std::vector<std::vector<store::MetricRow>>& metrics = {}) {
+  auto db = store::Store::Open(dir.file(name + ".db"));
+  REQUIRE(db.ok());
+  auto id = (*db)->UpsertStudy(name, study, "h", 1.0);
+  REQUIRE(id.ok());
+  REQUIRE((*db)->InsertTrialsIfAbsent(*id, trials).ok());
+  std::vector<int64_t> ids;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    // InsertTrialsIfAbsent stores the identity; the rest as a run loop would.
+    REQUIRE((*db)->UpdateTrial(trials[i]).ok());
+    if (i < metrics.size()) REQUIRE((*db)->AppendMetrics(trials[i].id, metrics[i], 100).ok());
+    ids.push_back(trials[i].id);
+  }
+  return ids;
+}
+
+// Waits for the background process `pid` (as `echo $!` printed it) to end.
+void WaitForExit(std::string pid) {
+  pid.erase(std::remove(pid.begin(), pid.end(), '\n'), pid.end());
+  REQUIRE(!pid.empty());
+  testing::RunShell("while kill -0 " + pid + " 2>/dev/null; do sleep 0.1; done");
+}
+
+store::TrialRecord TrialIn(const std::string& key, const std::string& lr, const std::string& state) {
+  store::TrialRecord t;
+  t.trial_key = key;
+  t.params_json = R"({"lr":)" + lr + "}";
+  t.state = state;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("run on a pipe prints a plain progress line; on a terminal one block is redrawn in place", "[cli]") {
+  testing::TempDir dir;
+  std::string study = WaitingStudy(dir);
+  SECTION("a pipe: no escape sequence, a line when the counts change") {
+    auto [rc, out] =
+        Shell(fmt::format("PATH={}:$PATH timeout -s INT 3 {} run {} | cat", dir.file("fake"), kBinary, study));
+    INFO(out);
+    CHECK_THAT(out, Catch::Contains("] progress: 0/2 done (0%); 0 running, 2 queued; best lm_loss: none yet; "
+                                    "elapsed 0s, ETA unknown"));
+    CHECK(out.find('\x1b') == std::string::npos);
+    CHECK_THAT(out, Catch::Contains("] tick 1:"));
+  }
+  SECTION("a terminal (script(1) gives the run a pseudo-terminal): the block, erased and redrawn under new lines") {
+    auto [rc, out] = Shell(fmt::format("PATH={}:$PATH script -qec 'timeout -s INT 3 {} run {}' /dev/null",
+                                       dir.file("fake"), kBinary, study));
+    INFO(out);
+    CHECK_THAT(out, Catch::Contains("trials: 0/2 done (0%); 0 running, 2 queued"));
+    CHECK_THAT(out, Catch::Contains("best lm_loss: none yet"));
+    // Up three lines, clear to the end of the screen, then the next log line and the block again.
+    CHECK_THAT(out, Catch::Contains("\x1b[3A\x1b[J"));
+    CHECK_THAT(out, !Catch::Contains("] tick 1:"));  // the block replaces the counters line
+    CHECK_THAT(out, Catch::Contains("stopped by SIGINT"));
+  }
+}
+
+TEST_CASE("run --json prints the end-of-run summary on stdout, the log on stderr", "[cli]") {
+  testing::TempDir dir;
+  std::string study = FakeSlurmStudy(dir, "sbatch: error: Batch job submission failed: something broke");
+  auto [rc, out] = testing::RunShell(
+      fmt::format("PATH={}:$PATH {} run --json {} 2>{}", dir.file("fake"), kBinary, study, dir.file("err")));
+  INFO(out);
+  CHECK(rc == 5);
+  auto j = nlohmann::json::parse(out);
+  CHECK(j["version"] == 1);
+  CHECK(j["kind"] == "run");
+  CHECK(j["exit_code"] == 5);
+  CHECK(j["progress"]["failed"] == 2);
+  CHECK(j["progress"]["eta_s"] == 0);
+  CHECK(j["best"].is_null());
+  CHECK(j["trials"].size() == 2);
+  CHECK(j["slurm_commands"]["sbatch"].get<int>() >= 1);
+  CHECK_THAT(testing::ReadAll(dir.file("err")), Catch::Contains("every trial has ended"));
+}
+
+TEST_CASE("status --json: versioned document with progress, best trial and every trial", "[cli]") {
+  testing::TempDir dir;
+  std::string study = testing::WriteLocalStudyFile(dir, "js", "train {{lr}}", "[space]\nlr = [0.1, 0.01, 0.001]\n");
+  auto a = TrialIn("t-a", "0.1", "completed"), b = TrialIn("t-b", "0.01", "completed"),
+       c = TrialIn("t-c", "0.001", "cuda_oom");
+  a.started_at = 1000, a.ended_at = 1100, b.started_at = 1050, b.ended_at = 1350, c.started_at = 1100,
+  c.ended_at = 1110;
+  c.log_path = "/w/logs/t-c.1.out";
+  StoreTrials(dir, "js", study, {a, b, c},
+              {{{10, 1, "lm_loss", 2.5}, {20, 2, "lm_loss", 2.2}}, {{20, 2, "lm_loss", 1.9}}});
+  auto [rc, out] = testing::RunShell(kBinary + " status --json " + study);
+  INFO(out);
+  REQUIRE(rc == 0);
+  auto j = nlohmann::json::parse(out);
+  CHECK(j["version"] == 1);
+  CHECK(j["kind"] == "status");
+  CHECK(j["study"]["objective"] == nlohmann::json{{"metric", "lm_loss"}, {"goal", "min"}});
+  CHECK(j["progress"]["completed"] == 2);
+  CHECK(j["progress"]["failed"] == 1);
+  CHECK(j["progress"]["elapsed_s"] == 350);
+  CHECK(j["best"]["trial"] == "t-b");
+  CHECK(j["best"]["value"] == 1.9);
+  CHECK(j["run"]["going_on"] == false);
+  REQUIRE(j["trials"].size() == 3);
+  CHECK(j["trials"][0]["params"]["lr"] == 0.1);
+  CHECK(j["trials"][0]["objective"] == Approx(2.35));  // the final value: the mean of the last points
+  CHECK(j["trials"][2]["state"] == "cuda_oom");
+  CHECK(j["trials"][2]["objective"].is_null());
+  CHECK(j["trials"][2]["log_path"] == "/w/logs/t-c.1.out");
+  // The text shows the same progress under the table.
+  auto [trc, text] = Shell(kBinary + " status " + study);
+  CHECK_THAT(text, Catch::Contains("trials: 3/3 done (100%) [2 completed, 1 failed]; 0 running, 0 queued"));
+  CHECK_THAT(text, Catch::Contains("best lm_loss (min): 1.9 in t-b (completed)"));
+  CHECK_THAT(text, Catch::Contains("elapsed 5m50s, ETA 0s"));
+}
+
+TEST_CASE("status --watch on a pipe: a line per change, and it ends once every trial has ended", "[cli]") {
+  testing::TempDir dir;
+  std::string study = testing::WriteLocalStudyFile(dir, "w", "train {{lr}}", "[space]\nlr = [0.1]\n");
+  auto t = TrialIn("t-a", "0.1", "running");
+  t.started_at = 1000;
+  auto ids = StoreTrials(dir, "w", study, {t});
+  std::string cmd =
+      fmt::format("timeout 60 {} status --watch=1 {} > {} 2>&1 & echo $!", kBinary, study, dir.file("watch.out"));
+  auto [src, pid] = testing::RunShell(cmd);
+  // Wait for its first line, then end the trial as a run would.
+  for (int i = 0; i < 200 && testing::ReadAll(dir.file("watch.out")).find("progress:") == std::string::npos; ++i) {
+    usleep(50'000);
+  }
+  {
+    auto db = store::Store::Open(dir.file("w.db"));
+    REQUIRE(db.ok());
+    auto rec = (*db)->GetTrial(ids[0]);
+    REQUIRE(rec.ok());
+    rec->state = "completed";
+    rec->ended_at = 1600;
+    REQUIRE((*db)->UpdateTrial(*rec).ok());
+  }
+  WaitForExit(pid);
+  std::string out = testing::ReadAll(dir.file("watch.out"));
+  INFO(out);
+  CHECK_THAT(out, Catch::Contains("progress: 0/1 done (0%); 1 running, 0 queued"));
+  CHECK_THAT(out, Catch::Contains("progress: 1/1 done (100%) [1 completed]; 0 running, 0 queued"));
+  CHECK(std::count(out.begin(), out.end(), '\n') == 2);  // the unchanged refreshes print nothing
+  CHECK(out.find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("logs prints a trial's log over the local transport; --follow follows it until the trial ends", "[cli]") {
+  testing::TempDir dir;
+  std::string study = testing::WriteLocalStudyFile(dir, "lg", "train {{lr}}", "[space]\nlr = [0.1, 0.01]\n");
+  auto a = TrialIn("t-0aa", "0.1", "running"), b = TrialIn("t-1bb", "0.01", "new");
+  a.log_path = dir.file("t-0aa.1.out");
+  a.job_id = "42";
+  auto ids = StoreTrials(dir, "lg", study, {a, b});
+  testing::WriteAll(a.log_path, "iteration 1\nred \x1b[31malert\n");
+  SECTION("the whole log, control characters escaped") {
+    auto [rc, out] = Shell(kBinary + " logs " + study + " t-0");
+    INFO(out);
+    CHECK(rc == 0);
+    CHECK(out == "iteration 1\nred \\e[31malert\n");
+  }
+  SECTION("an unknown trial names the closest; one never submitted has no log yet") {
+    auto [rc, out] = Shell(kBinary + " logs " + study + " t-0ab");
+    CHECK(rc == 2);
+    CHECK_THAT(out, Catch::Contains("no trial 't-0ab' (did you mean 't-0aa'?)"));
+    auto [rc2, out2] = Shell(kBinary + " logs " + study + " t-1bb");
+    CHECK(rc2 == 4);
+    CHECK_THAT(out2, Catch::Contains("trial t-1bb has no log yet: it is new"));
+  }
+  SECTION("--follow: what is appended, then the end") {
+    auto [src, pid] = testing::RunShell(fmt::format("timeout 60 {} logs --follow {} {} > {} 2>&1 & echo $!", kBinary,
+                                                    study, std::to_string(ids[0]), dir.file("f.out")));
+    for (int i = 0; i < 200 && testing::ReadAll(dir.file("f.out")).find("alert") == std::string::npos; ++i) {
+      usleep(50'000);
+    }
+    { std::ofstream(a.log_path, std::ios::app) << "iteration 2\n"; }
+    for (int i = 0; i < 200 && testing::ReadAll(dir.file("f.out")).find("iteration 2") == std::string::npos; ++i) {
+      usleep(50'000);
+    }
+    {
+      std::ofstream(a.log_path, std::ios::app) << "done\n";
+      auto db = store::Store::Open(dir.file("lg.db"));
+      REQUIRE(db.ok());
+      auto rec = (*db)->GetTrial(ids[0]);
+      REQUIRE(rec.ok());
+      rec->state = "completed";
+      REQUIRE((*db)->UpdateTrial(*rec).ok());
+    }
+    WaitForExit(pid);
+    std::string out = testing::ReadAll(dir.file("f.out"));
+    INFO(out);
+    CHECK(out == "iteration 1\nred \\e[31malert\niteration 2\ndone\n");
+  }
+}
+
+TEST_CASE("[notify]: events as JSON on the command's stdin; a failing or hanging command never stops the run",
+          "[cli]") {
+  testing::TempDir dir;
+  SECTION("trial_failed for each trial and study_finished, with the event's name in the environment") {
+    std::string study = FakeSlurmStudy(dir, "sbatch: error: Batch job submission failed: something broke");
+    testing::WriteAll(study, testing::ReadAll(study) +
+                                 fmt::format("\n[notify]\ncommand = \"{{ cat; echo; }} >> '{}'; echo $SLURMSWEEP_EVENT "
+                                             ">> '{}'\"\n",
+                                             dir.file("events.jsonl"), dir.file("names")));
+    auto [rc, out] = Shell(fmt::format("PATH={}:$PATH {} run {}", dir.file("fake"), kBinary, study));
+    INFO(out);
+    CHECK(rc == 5);
+    std::vector<nlohmann::json> events;
+    std::istringstream lines(testing::ReadAll(dir.file("events.jsonl")));
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty()) events.push_back(nlohmann::json::parse(line));
+    }
+    REQUIRE(events.size() == 3);
+    std::multiset<std::string> kinds;
+    for (const auto& e : events) {
+      CHECK(e["version"] == 1);
+      CHECK(e["study"] == "sig");
+      kinds.insert(e["event"].get<std::string>());
+      if (e["event"] == "trial_failed") {
+        CHECK(e["trial"]["class"] == "failed");
+        CHECK_THAT(e["trial"]["reason"].get<std::string>(), Catch::Contains("something broke"));
+      }
+      if (e["event"] == "study_finished") {
+        CHECK(e["exit_code"] == 5);
+        CHECK(e["progress"]["failed"] == 2);
+      }
+    }
+    CHECK(kinds == std::multiset<std::string>{"study_finished", "trial_failed", "trial_failed"});
+    CHECK_THAT(testing::ReadAll(dir.file("names")), Catch::Contains("study_finished\n"));
+  }
+  SECTION("a command that fails, and one that hangs past timeout_s: logged, the run ends as it would") {
+    std::string study = FakeSlurmStudy(dir, "sbatch: error: Batch job submission failed: something broke");
+    std::string command = GENERATE(std::string("echo no mail server >&2; exit 3"), std::string("sleep 600"));
+    testing::WriteAll(study, testing::ReadAll(study) + "\n[notify]\ncommand = \"" + command +
+                                 "\"\ntimeout_s = 1\nevents = [\"study_finished\"]\n");
+    auto [rc, out] = Shell(fmt::format("PATH={}:$PATH {} run {}", dir.file("fake"), kBinary, study));
+    INFO(out);
+    CHECK(rc == 5);
+    if (command.starts_with("sleep")) {
+      CHECK_THAT(out, Catch::Contains("notify study_finished: the [notify] command ran longer than timeout_s = 1 "
+                                      "and was killed; the run goes on"));
+    } else {
+      CHECK_THAT(out, Catch::Contains("notify study_finished: the [notify] command exited 3: no mail server"));
+    }
+    CHECK_THAT(out, !Catch::Contains("notify trial_failed"));  // not subscribed
+  }
+  SECTION("quota_pause, and cluster_unreachable after unreachable_minutes") {
+    std::string study = WaitingStudy(dir, fmt::format("\n[notify]\ncommand = \"cat >> '{}'; echo >> '{}'\"\n"
+                                                      "unreachable_minutes = 0.02\n",
+                                                      dir.file("events.jsonl"), dir.file("events.jsonl")));
+    auto [rc, out] = Shell(fmt::format("PATH={}:$PATH timeout -s INT 5 {} run {}", dir.file("fake"), kBinary, study));
+    INFO(out);
+    std::string events = testing::ReadAll(dir.file("events.jsonl"));
+    INFO(events);
+    CHECK_THAT(events, Catch::Contains("\"event\":\"quota_pause\""));
+    CHECK_THAT(events, Catch::Contains("\"event\":\"cluster_unreachable\""));
+    CHECK_THAT(events, Catch::Contains("QOSMaxSubmitJobPerUserLimit"));
+  }
+  SECTION("a misspelt event is refused with file:line and the closest name") {
+    std::string study = FakeSlurmStudy(dir, "x");
+    testing::WriteAll(study, testing::ReadAll(study) + "\n[notify]\ncommand = \"true\"\nevents = [\"trial_fail\"]\n");
+    auto [rc, out] = Shell(kBinary + " plan " + study);
+    CHECK(rc == 2);
+    CHECK_THAT(out, Catch::Contains("study.toml:16: key 'notify.events': 'trial_fail' is not an event (did you mean "
+                                    "'trial_failed'?)"));
+  }
+}
+
+TEST_CASE("plan --json: every trial with its verdict and values, and the refused ones", "[cli]") {
+  testing::TempDir dir;
+  std::string study = testing::WriteLocalStudyFile(
+      dir, "pj", "train {{lr}} {{bs}}",
+      "[search]\nconstraints = [\"lr * bs < 0.15\"]\n\n[space]\nlr = [0.1, 0.01]\nbs = [1, 2]\n");
+  auto [rc, out] = testing::RunShell(kBinary + " plan --json " + study);
+  INFO(out);
+  REQUIRE(rc == 0);
+  auto j = nlohmann::json::parse(out);
+  CHECK(j["version"] == 1);
+  CHECK(j["kind"] == "plan");
+  CHECK(j["memory_plan"].is_null());
+  CHECK(j["counts"] == nlohmann::json{{"dropped", 1}, {"run", 3}});
+  REQUIRE(j["trials"].size() == 4);
+  int dropped = 0;
+  for (const auto& t : j["trials"]) {
+    if (t["verdict"] == "dropped") {
+      ++dropped;
+      CHECK(t["params"] == nlohmann::json{{"lr", 0.1}, {"bs", 2}});
+      CHECK_FALSE(t["reason"].get<std::string>().empty());
+    }
+  }
+  CHECK(dropped == 1);
+  CHECK(j["refused"].empty());
 }
