@@ -19,6 +19,7 @@
 #include "orchestrator/poll_schedule.h"
 #include "orchestrator/query_budget.h"
 #include "orchestrator/report_data.h"
+#include "orchestrator/tpe_trials.h"
 #include "study/space.h"
 #include "slurm/array_script.h"
 #include "orchestrator/trial_script.h"
@@ -162,6 +163,7 @@ Status Runner::Prepare() {
                     refused.size(), refused.begin()->first, refused.begin()->second));
   }
   SWEEP_RETURN_IF_ERROR(store_.InsertTrialsIfAbsent(study_id_, records));
+  if (study_.sampler == "tpe") SWEEP_RETURN_IF_ERROR(PrepareTpe());
 
   const std::string& w = study_.cluster.workdir;
   auto mk = transport_.Run(fmt::format("mkdir -p {} {} {}", slurm::ShellQuote(w), slurm::ShellQuote(w + "/scripts"),
@@ -833,6 +835,125 @@ Result<int> Runner::Resubmit(const std::set<std::string>& states) {
   return n;
 }
 
+Status Runner::PrepareTpe() {
+  auto trials = store_.ListTrials(study_id_);
+  if (!trials.ok()) return trials.status();
+  auto checker = ConstraintChecker::Make(study_);
+  if (!checker.ok()) return checker.status();
+  // A trial is this study's when its values are a point of the file's [space] that maps back to
+  // its key: after an edit to [space], older trials stay history, as for a grid.
+  for (const auto& t : *trials) {
+    auto x = PointOf(study_, t.params_json);
+    if (!x) continue;
+    auto spec = checker->Check(ParamsOf(study_, *x));
+    if (!spec.ok()) return spec.status();
+    if (spec->key == t.trial_key) specs_[spec->key] = std::move(*spec);
+  }
+  auto warm = WarmStartObservations(study_);
+  if (!warm.ok()) return warm.status();
+  warm_ = std::move(*warm);
+  if (!warm_.empty()) {
+    Event(std::nullopt, "warm_start",
+          fmt::format("tpe starts from {} ended trial(s) of {}", warm_.size(), study_.warm_start->study_path));
+  }
+  return Status::OK();
+}
+
+bool Runner::TpeFeasible(const TrialSpec& spec, const std::vector<const TrialSpec*>& ooms) {
+  if (!spec.dropped_reason.empty()) return false;
+  for (const TrialSpec* oom : ooms) {
+    if (NeedsAtLeastAsMuchMemory(spec, *oom)) return false;
+  }
+  if (!study_.job.vars.count("model")) return true;
+  // The planner's verdict, as Prepare applies it to a grid: parallelism rules always, the memory
+  // plan unless --submit-predicted-oom.
+  auto plan = PlanTrials(study_, {spec});
+  if (!plan.ok() || plan->rows.size() != 1) return false;
+  auto verdict = plan->rows.front().verdict;
+  if (verdict == PlanRow::Verdict::kRule || verdict == PlanRow::Verdict::kConstraint) return false;
+  if (verdict == PlanRow::Verdict::kOom && !submit_predicted_oom_) return false;
+  if (plan->rows.front().memory && headroom_bytes_ > plan->headroom_gib * kGiB) {
+    // The plan's headroom, grown by what finished trials measured (CalibrateMemory).
+    double need = plan->rows.front().memory->Peak().Total() + headroom_bytes_;
+    if (need > plan->gpu_mem_gib * kGiB && !submit_predicted_oom_) return false;
+  }
+  return true;
+}
+
+Status Runner::ProposeTrials(std::vector<store::TrialRecord>& trials, int free_slots) {
+  if (tpe_exhausted_) return Status::OK();
+  int own = 0, waiting = 0;
+  std::vector<sampler::Observation> history = warm_;
+  std::vector<const TrialSpec*> ooms;
+  for (const auto& t : trials) {  // in id order: the order they were proposed
+    auto spec = specs_.find(t.trial_key);
+    if (spec == specs_.end()) continue;
+    ++own;
+    if (t.state == kTrialNew) ++waiting;
+    if (t.state == kTrialCudaOom) ooms.push_back(&spec->second);
+    auto o = ObserveTrial(store_, study_, t);
+    if (!o.ok()) return o.status();
+    if (*o) history.push_back(std::move(**o));
+  }
+  int k = std::min(free_slots - waiting, study_.trials - own);
+  if (k <= 0) return Status::OK();
+  auto checker = ConstraintChecker::Make(study_);
+  if (!checker.ok()) return checker.status();
+  Status error;
+  auto feasible = [&](const sampler::Point& x) {
+    auto spec = checker->Check(ParamsOf(study_, x));
+    if (!spec.ok()) {
+      if (error.ok()) error = spec.status();
+      return false;
+    }
+    return TpeFeasible(*spec, ooms);
+  };
+  sampler::Options options;
+  options.seed = study_.seed;
+  // Optuna's ten random trials first, fewer in a small budget so the model gets its turn.
+  options.startup = std::clamp(study_.trials / 4, 2, 10);
+  auto space = SamplerSpace(study_);
+  auto points = sampler::Propose(space, history, k, options, feasible);
+  SWEEP_RETURN_IF_ERROR(error);
+  if (static_cast<int>(points.size()) < k) {
+    tpe_exhausted_ = true;
+    Event(std::nullopt, "exhausted",
+          fmt::format("tpe: no configuration left that constraints and the plan allow and no trial has tried; "
+                      "the study ends with {} of {} trials",
+                      own + static_cast<int>(points.size()), study_.trials));
+  }
+  if (points.empty()) return Status::OK();
+  std::vector<TrialSpec> specs;
+  std::vector<store::TrialRecord> records;
+  for (const auto& x : points) {
+    auto spec = checker->Check(ParamsOf(study_, x));
+    if (!spec.ok()) return spec.status();
+    store::TrialRecord r;
+    r.trial_key = spec->key;
+    r.params_json = spec->params_json;
+    r.state = std::string(kTrialNew);
+    records.push_back(std::move(r));
+    specs.push_back(std::move(*spec));
+  }
+  // Rendered before anything is stored, as a grid's trials are in Prepare.
+  if (auto refused = RenderRefusals(study_, specs); !refused.empty()) {
+    return Status::InvalidArgument(fmt::format("tpe proposed trial {} that its template cannot carry: {}",
+                                               refused.begin()->first, refused.begin()->second));
+  }
+  SWEEP_RETURN_IF_ERROR(store_.InsertTrialsIfAbsent(study_id_, records));
+  int ended = static_cast<int>(std::count_if(history.begin(), history.end(), [](const sampler::Observation& o) {
+    return o.source == 0 && o.outcome != sampler::Outcome::kPending;
+  }));
+  for (size_t i = 0; i < records.size(); ++i) {
+    specs_[specs[i].key] = specs[i];
+    Event(
+        records[i].id, "propose",
+        fmt::format("tpe proposed {} {} (from {} ended trial(s))", records[i].trial_key, specs[i].params_json, ended));
+    trials.push_back(std::move(records[i]));
+  }
+  return Status::OK();
+}
+
 // Fills the free slots: every new trial up to max_concurrent + queue_ahead. Trials whose
 // scripts carry the same #SBATCH directives go as one job array throttled so that at most
 // max_concurrent trials run at once; the rest, or every trial with arrays off, one job each.
@@ -847,6 +968,9 @@ Status Runner::SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& re
   // the study within max_concurrent however the queue starts them.
   int free_slots = c.max_concurrent - live;
   if (free_slots <= 0) return Status::OK();
+  // A tpe study proposes only what can run now (one array of K = free slots), so every result
+  // shapes the next proposals.
+  if (study_.sampler == "tpe") SWEEP_RETURN_IF_ERROR(ProposeTrials(trials, free_slots));
   int64_t room = c.queue_ahead < 0 ? INT64_MAX : int64_t{free_slots} + c.queue_ahead;
   std::vector<std::pair<std::optional<std::vector<std::string>>, std::vector<store::TrialRecord*>>> groups;
   int64_t taken = 0;
@@ -1022,7 +1146,13 @@ Result<TickReport> Runner::Tick() {
           std::string(store::IsDatabaseBusy(st) ? "database busy" : "cluster unreachable") +
               ", will retry: " + st.message());
   }
-  report.done = st.ok() && std::all_of(trials->begin(), trials->end(), [&](const store::TrialRecord& t) {
+  bool to_propose = false;  // tpe: budget left and configurations left to propose
+  if (study_.sampler == "tpe" && !tpe_exhausted_) {
+    auto own = std::count_if(trials->begin(), trials->end(),
+                             [&](const store::TrialRecord& t) { return specs_.count(t.trial_key) > 0; });
+    to_propose = own < study_.trials;
+  }
+  report.done = st.ok() && !to_propose && std::all_of(trials->begin(), trials->end(), [&](const store::TrialRecord& t) {
                   return IsFinalTrialState(t.state) || !specs_.count(t.trial_key);
                 });
   report.cluster_calls = transport_.counts().total() - calls_before;

@@ -25,6 +25,7 @@
 #include "logs/metrics_parser.h"
 #include "orchestrator/objective_watch.h"
 #include "planner/planner.h"
+#include "sampler/tpe.h"
 #include "study/space.h"
 #include "study/study.h"
 #include "slurm/sbatch_script.h"
@@ -138,6 +139,14 @@ class Runner {
   // excess and unsubmitted configurations that no longer fit are skipped.
   Status CalibrateMemory(const store::TrialRecord& trial, std::vector<store::TrialRecord>& trials);
   Status SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& report);
+  // sampler = "tpe": this study's trials so far, rebuilt from the store, and the warm start.
+  Status PrepareTpe();
+  // Proposes up to `free_slots` new trials (fewer with trials already waiting, or near the budget)
+  // from every trial in the store, stores them new and appends them to `trials`.
+  Status ProposeTrials(std::vector<store::TrialRecord>& trials, int free_slots);
+  // Whether the tpe sampler may propose `spec`: constraints, the planner's rules and memory verdict,
+  // and no CUDA OOM of a trial needing no more memory (`ooms`).
+  bool TpeFeasible(const TrialSpec& spec, const std::vector<const TrialSpec*>& ooms);
   // One sbatch for `batch`: a plain job for one trial, else a job array throttled to `throttle`
   // running tasks. Submit limits pause submission (no error); other refusals fail the trials.
   Status SubmitBatch(std::vector<store::TrialRecord*>& batch, int throttle, TickReport& report);
@@ -190,6 +199,8 @@ class Runner {
   std::optional<Plan> plan_;                         // the memory plan, for studies that name a model
   std::map<std::string, const PlanRow*> plan_rows_;  // by trial key, into plan_
   double headroom_bytes_ = 0;                        // the plan's headroom, grown by CalibrateMemory
+  std::vector<sampler::Observation> warm_;           // tpe: another study's trials ([search] seed_from)
+  bool tpe_exhausted_ = false;                       // tpe: no feasible configuration left to propose
   std::map<int64_t, ParserState> parsers_;
   // The first trials' logs against the objective and the time rules (objective_watch.h).
   ObjectiveWatch watch_;

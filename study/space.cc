@@ -71,6 +71,8 @@ Result<std::vector<TrialSpec>> ExpandSpace(const Study& study) { return ExpandSp
 
 Result<std::vector<TrialSpec>> ExpandSpace(const Study& study, const std::vector<Params>& seeds) {
   std::vector<Params> configs;
+  // The tpe sampler proposes trials as results come in (sampler/tpe.h): none are known up front.
+  if (study.sampler == "tpe") return std::vector<TrialSpec>{};
   if (study.sampler == "grid") {
     configs = seeds;
     for (const auto& p : study.space) {
@@ -94,41 +96,53 @@ Result<std::vector<TrialSpec>> ExpandSpace(const Study& study, const std::vector
     }
   }
 
-  std::vector<std::pair<Constraint, Expr>> constraints;
+  auto checker = ConstraintChecker::Make(study);
+  if (!checker.ok()) return checker.status();
+  std::vector<TrialSpec> out;
+  out.reserve(configs.size());
+  for (auto& c : configs) {
+    auto spec = checker->Check(std::move(c));
+    if (!spec.ok()) return spec.status();
+    out.push_back(std::move(*spec));
+  }
+  return out;
+}
+
+Result<ConstraintChecker> ConstraintChecker::Make(const Study& study) {
+  ConstraintChecker checker;
+  checker.path_ = study.path;
   for (const auto& c : study.constraints) {
     auto e = Expr::Parse(c.expr);
     if (!e.ok()) return e.status().WithContext(fmt::format("{}:{}: constraint '{}'", study.path, c.line, c.expr));
-    constraints.emplace_back(c, *e);
+    checker.constraints_.emplace_back(c, *e);
   }
-  std::map<std::string, ExprValue> builtins = {
+  checker.builtins_ = {
       {"nodes", static_cast<double>(study.job.nodes)},
       {"gpus_per_node", static_cast<double>(study.job.gpus_per_node)},
       {"gpus", static_cast<double>(study.job.nodes * study.job.gpus_per_node)},
   };
+  return checker;
+}
 
-  std::vector<TrialSpec> out;
-  out.reserve(configs.size());
-  for (auto& c : configs) {
-    TrialSpec t;
-    t.key = TrialKey(c);
-    t.params_json = ParamsJson(c);
-    std::map<std::string, ExprValue> vars = builtins;
-    for (const auto& [name, v] : c) vars[name] = ToExpr(v);
-    for (const auto& [spec, expr] : constraints) {
-      auto ok = expr.EvalBool(vars);
-      if (!ok.ok()) {
-        return ok.status().WithContext(
-            fmt::format("{}:{}: constraint '{}' for {}", study.path, spec.line, spec.expr, t.params_json));
-      }
-      if (!*ok) {
-        t.dropped_reason = fmt::format("constraint '{}' is false", spec.expr);
-        break;
-      }
+Result<TrialSpec> ConstraintChecker::Check(Params c) const {
+  TrialSpec t;
+  t.key = TrialKey(c);
+  t.params_json = ParamsJson(c);
+  std::map<std::string, ExprValue> vars = builtins_;
+  for (const auto& [name, v] : c) vars[name] = ToExpr(v);
+  for (const auto& [spec, expr] : constraints_) {
+    auto ok = expr.EvalBool(vars);
+    if (!ok.ok()) {
+      return ok.status().WithContext(
+          fmt::format("{}:{}: constraint '{}' for {}", path_, spec.line, spec.expr, t.params_json));
     }
-    t.params = std::move(c);
-    out.push_back(std::move(t));
+    if (!*ok) {
+      t.dropped_reason = fmt::format("constraint '{}' is false", spec.expr);
+      break;
+    }
   }
-  return out;
+  t.params = std::move(c);
+  return t;
 }
 
 }  // namespace sweep

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "study/expr.h"
 #include "study/study.h"
 
 namespace sweep {
@@ -23,12 +24,27 @@ struct TrialSpec {
 };
 
 // Grid: the cartesian product, last parameter varying fastest. Random: `trials` distinct
-// draws from a generator seeded by the study's seed (same study file, same trials).
+// draws from a generator seeded by the study's seed (same study file, same trials). Tpe: none
+// (the run loop proposes them as results come in).
 // Errors only for constraints that cannot be evaluated (e.g. comparing a string to a number).
 Result<std::vector<TrialSpec>> ExpandSpace(const Study& study);
 // The grid crossed with `seeds`: each seed's values (the winners of an earlier study, see
 // phases.h) come first in every configuration of theirs.
 Result<std::vector<TrialSpec>> ExpandSpace(const Study& study, const std::vector<Params>& seeds);
+
+// The constraints of a study, parsed once, for configurations proposed one at a time (tpe).
+class ConstraintChecker {
+ public:
+  static Result<ConstraintChecker> Make(const Study& study);
+  // The trial of `params`; dropped_reason names the first constraint that is false. Errors for a
+  // constraint that cannot be evaluated (comparing a string to a number).
+  Result<TrialSpec> Check(Params params) const;
+
+ private:
+  std::string path_;
+  std::vector<std::pair<Constraint, Expr>> constraints_;
+  std::map<std::string, ExprValue> builtins_;
+};
 
 // The key of a set of parameter values; order-independent.
 std::string TrialKey(const std::vector<std::pair<std::string, ParamValue>>& params);

@@ -279,8 +279,8 @@ class Loader {
       const toml::table& t = **se;
       SWEEP_RETURN_IF_ERROR(CheckKeys(t, "search", {"sampler", "trials", "seed", "constraints", "seed_from"}));
       SWEEP_RETURN_IF_ERROR(String(t, "search", "sampler", &s.sampler, false));
-      if (s.sampler != "grid" && s.sampler != "random") {
-        return Error(t.get("sampler"), "search.sampler", "must be \"grid\" or \"random\"");
+      if (s.sampler != "grid" && s.sampler != "random" && s.sampler != "tpe") {
+        return Error(t.get("sampler"), "search.sampler", "must be \"grid\", \"random\" or \"tpe\"");
       }
       SWEEP_RETURN_IF_ERROR(Int(t, "search", "trials", &s.trials, 1, static_cast<int>(kMaxTrials)));
       int seed = 1;
@@ -300,22 +300,27 @@ class Loader {
         if (!sf)
           return Error(n, "search.seed_from",
                        "must be a table: { study = \"phase1.toml\", top = 3, by = \"iters_per_s\" }");
-        SWEEP_RETURN_IF_ERROR(CheckKeys(*sf, "search.seed_from", {"study", "top", "by"}));
-        Study::SeedFrom seed;
-        seed.line = static_cast<int>(n->source().begin.line);
-        SWEEP_RETURN_IF_ERROR(String(*sf, "search.seed_from", "study", &seed.study_path, true));
-        seed.study_path = Resolve(s.dir, seed.study_path);
-        SWEEP_RETURN_IF_ERROR(Int(*sf, "search.seed_from", "top", &seed.top, 1, 10000));
-        SWEEP_RETURN_IF_ERROR(String(*sf, "search.seed_from", "by", &seed.by, false));
-        if (seed.by != "iters_per_s" && seed.by != "final" && seed.by != "time_to_target") {
-          return Error(sf->get("by"), "search.seed_from.by",
-                       "must be \"iters_per_s\", \"final\" or \"time_to_target\"");
+        if (s.sampler == "tpe") {
+          // Warm start: the other study's trials are prior knowledge, not seeds to cross.
+          for (const char* key : {"top", "by"}) {
+            if (sf->get(key)) {
+              return Error(sf->get(key), fmt::format("search.seed_from.{}", key),
+                           "picks phase 1's winners for a grid study; with sampler = \"tpe\" every ended trial of "
+                           "the other study informs the sampler (seed_from = { study = \"old.toml\" })");
+            }
+          }
+          SWEEP_RETURN_IF_ERROR(CheckKeys(*sf, "search.seed_from", {"study"}));
+          Study::WarmStart warm;
+          warm.line = static_cast<int>(n->source().begin.line);
+          SWEEP_RETURN_IF_ERROR(String(*sf, "search.seed_from", "study", &warm.study_path, true));
+          warm.study_path = Resolve(s.dir, warm.study_path);
+          s.warm_start = warm;
+        } else {
+          SWEEP_RETURN_IF_ERROR(LoadSeedFrom(*n, *sf, s));
         }
-        if (s.sampler != "grid") return Error(n, "search.seed_from", "needs the grid sampler");
-        s.seed_from = seed;
       }
-      if (s.sampler == "random" && s.trials == 0) {
-        return Error(&t, "search.trials", "the random sampler needs a trial budget (trials = N)");
+      if ((s.sampler == "random" || s.sampler == "tpe") && s.trials == 0) {
+        return Error(&t, "search.trials", fmt::format("the {} sampler needs a trial budget (trials = N)", s.sampler));
       }
       if (s.sampler == "grid" && t.get("trials")) {
         return Error(
@@ -323,7 +328,28 @@ class Loader {
             "is the random sampler's budget; the grid runs every combination (sampler = \"random\" to sample)");
       }
     }
+    return LoadSpace(root, s);
+  }
 
+  // A grid study's phase 1: its top configurations, crossed with this study's [space].
+  Status LoadSeedFrom(const toml::node& n, const toml::table& sf_table, Study& s) {
+    const toml::table* sf = &sf_table;
+    SWEEP_RETURN_IF_ERROR(CheckKeys(*sf, "search.seed_from", {"study", "top", "by"}));
+    Study::SeedFrom seed;
+    seed.line = static_cast<int>(n.source().begin.line);
+    SWEEP_RETURN_IF_ERROR(String(*sf, "search.seed_from", "study", &seed.study_path, true));
+    seed.study_path = Resolve(s.dir, seed.study_path);
+    SWEEP_RETURN_IF_ERROR(Int(*sf, "search.seed_from", "top", &seed.top, 1, 10000));
+    SWEEP_RETURN_IF_ERROR(String(*sf, "search.seed_from", "by", &seed.by, false));
+    if (seed.by != "iters_per_s" && seed.by != "final" && seed.by != "time_to_target") {
+      return Error(sf->get("by"), "search.seed_from.by", "must be \"iters_per_s\", \"final\" or \"time_to_target\"");
+    }
+    if (s.sampler != "grid") return Error(&n, "search.seed_from", "needs the grid or tpe sampler");
+    s.seed_from = seed;
+    return Status::OK();
+  }
+
+  Status LoadSpace(const toml::table& root, Study& s) {
     auto sp = Table(root, "space", true);
     if (!sp.ok()) return sp.status();
     for (const auto& [k, node] : **sp) {
@@ -368,8 +394,9 @@ class Loader {
         p.integer = range->get("int") && range->get("int")->value<bool>().value_or(false);
         if (p.log && lo <= 0) return Error(&node, full, "a log range needs min > 0");
         if (s.sampler == "grid") {
-          return Error(&node, full,
-                       "a range needs the random sampler ([search] sampler = \"random\"); grid takes lists");
+          return Error(
+              &node, full,
+              "a range needs the random sampler or tpe ([search] sampler = \"random\" or \"tpe\"); grid takes lists");
         }
       } else {
         return Error(&node, full, "must be a list of values, or a range { min = .., max = .. }");

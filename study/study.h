@@ -114,8 +114,8 @@ struct Study {
   ClusterSpec cluster;
   JobSpec job;
   std::vector<ParamSpec> space;  // in file order
-  std::string sampler = "grid";  // "grid" | "random"
-  int trials = 0;                // random: budget
+  std::string sampler = "grid";  // "grid" | "random" | "tpe" (model-based, sampler/tpe.h)
+  int trials = 0;                // random, tpe: budget
   uint64_t seed = 1;
   std::vector<Constraint> constraints;
   // Phase 2 of a two-phase study: the `top` configurations of an earlier study (its file, whose
@@ -128,6 +128,14 @@ struct Study {
     int line = 0;
   };
   std::optional<SeedFrom> seed_from;
+  // A tpe study's prior knowledge: every ended trial of another study (same parameters; the
+  // hardware or model changed) informs the sampler from its first proposal. [search] seed_from
+  // = { study = "old.toml" } with sampler = "tpe".
+  struct WarmStart {
+    std::string study_path;  // absolute
+    int line = 0;
+  };
+  std::optional<WarmStart> warm_start;
   // Phase 2's seeds, resolved once by the application (ResolveSeeds, orchestrator/report_data.h)
   // so that expansion and the report's trial list then take data, not phase 1's files. Unset
   // (tests, tools): read from phase 1 whenever they are needed.

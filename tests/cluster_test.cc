@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <nlohmann/json.hpp>
 
 #include "base/clock.h"
 #include "orchestrator/connect.h"
@@ -613,4 +614,41 @@ TEST_CASE("two studies against one cluster share one query pace", "[cluster]") {
   CHECK(ha.runner->slurm_stats().squeue > 0);
   CHECK(hb.runner->slurm_stats().squeue > 0);
   CHECK(squeue <= static_cast<int>(elapsed / 3) + 2);
+}
+
+TEST_CASE("a tpe study runs end to end as job arrays and proposes more as trials end", "[cluster]") {
+  testing::TempDir dir;
+  std::string path = WriteStudy(dir, "tpe",
+                                "[search]\nsampler = \"tpe\"\ntrials = 7\nseed = 2\n\n[space]\noptimizer = [\"sgd\", "
+                                "\"adam\"]\nlr = { min = 0.003, max = 0.1, log = true }\nmbs = [4, 8]\n",
+                                "iters = 30\nsleep_ms = 0\nfail_at = 0\n", 3);
+  {
+    Harness h(path);
+    REQUIRE(h.runner->Run(240).ok());
+    auto trials = h.Trials();
+    INFO(h.log.str());
+    REQUIRE(trials.size() == 7);
+    std::set<std::string> arrays;
+    for (const auto& t : trials) {
+      CHECK(t.state == "completed");
+      CHECK(t.attempt == 1);
+      auto params = nlohmann::json::parse(t.params_json);
+      double lr = params["lr"].get<double>();
+      CHECK((lr >= 0.003 && lr <= 0.1));
+      auto last = h.store->LastMetric(t.id, "lm_loss");
+      REQUIRE(last.ok());
+      CHECK(last->has_value());
+      if (!t.array_name.empty()) arrays.insert(t.array_name);
+    }
+    // The first three (the free slots) went as one array; the rest followed as trials ended.
+    std::string first = testing::ReadAll(fmt::format("{}/scripts/{}.sbatch", dir.file("work"), trials[0].array_name));
+    CHECK_THAT(first, Catch::Contains("#SBATCH --array=0-2%3"));
+    CHECK(h.runner->slurm_stats().sbatch >= 3);
+    CHECK(!arrays.empty());
+  }
+  // The budget is spent: a second run proposes and submits nothing.
+  Harness again(path);
+  REQUIRE(again.runner->Run(5).ok());
+  CHECK(again.runner->slurm_stats().sbatch == 0);
+  CHECK(again.Trials().size() == 7);
 }

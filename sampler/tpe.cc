@@ -1,0 +1,367 @@
+// The TPE sampler; see tpe.h.
+#include "sampler/tpe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <set>
+
+namespace sweep::sampler {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kLogSqrt2Pi = 0.91893853320467274178;
+// Finite spaces up to this many configurations times components are scored exhaustively.
+constexpr double kExhaustiveWork = 4e6;
+
+// splitmix64: the same numbers on every compiler and standard library (std::normal_distribution
+// is not), which a resumed run on another machine relies on.
+uint64_t Next(uint64_t& s) {
+  uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+double Uniform(uint64_t& s) { return static_cast<double>(Next(s) >> 11) * 0x1.0p-53; }
+double Normal(uint64_t& s) {
+  double u = std::max(Uniform(s), 1e-300), v = Uniform(s);
+  return std::sqrt(-2 * std::log(u)) * std::cos(2 * M_PI * v);
+}
+
+bool Numeric(const Dimension& d) { return d.kind != Dimension::Kind::kCategorical; }
+
+// Internal (modelled) bounds of a numeric dimension: log scale where asked; integers own the
+// half-unit around them, so each integer is equally likely under a flat density.
+std::pair<double, double> Bounds(const Dimension& d) {
+  double lo = d.lo, hi = d.hi;
+  if (d.kind == Dimension::Kind::kInt) {
+    lo = std::ceil(d.lo) - 0.5;
+    hi = std::floor(d.hi) + 0.5;
+    if (d.log) lo = std::max(lo, std::ceil(d.lo) * 0.5);
+  }
+  if (d.log) return {std::log(lo), std::log(hi)};
+  return {lo, hi};
+}
+
+double ToInternal(const Dimension& d, double x) { return Numeric(d) && d.log ? std::log(x) : x; }
+
+double RoundDigits(double x, int digits) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  double scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(std::fabs(x)))));
+  return std::round(x * scale) / scale;
+}
+
+// A value of the dimension from an internal one: clamped, rounded to what a trial would carry.
+double FromInternal(const Dimension& d, double u) {
+  if (d.kind == Dimension::Kind::kCategorical) {
+    return std::clamp(std::floor(u), 0.0, static_cast<double>(d.choices - 1));
+  }
+  double x = d.log ? std::exp(u) : u;
+  if (d.kind == Dimension::Kind::kInt) return std::clamp(std::round(x), std::ceil(d.lo), std::floor(d.hi));
+  return std::clamp(RoundDigits(x, d.digits), d.lo, d.hi);
+}
+
+double LogNormalCdfMass(double lo, double hi, double mu, double sigma) {
+  double a = (lo - mu) / (sigma * M_SQRT2), b = (hi - mu) / (sigma * M_SQRT2);
+  double mass = 0.5 * (std::erf(b) - std::erf(a));
+  return std::log(std::max(mass, 1e-300));
+}
+
+// A mixture of product kernels: one per observation, plus the prior (flat over the space).
+class Parzen {
+ public:
+  Parzen(const std::vector<Dimension>& space, const std::vector<const Point*>& points, double prior_weight)
+      : space_(space), n_(points.size()) {
+    size_t dims = space.size();
+    int numeric = static_cast<int>(std::count_if(space.begin(), space.end(), Numeric));
+    // Scott's rule for a product kernel, as a fraction of each range (Optuna's multivariate TPE).
+    double frac = 0.2 * std::pow(static_cast<double>(std::max<size_t>(n_, 1)), -1.0 / (numeric + 4));
+    double total = static_cast<double>(n_) + prior_weight;
+    log_w_.assign(n_ + 1, std::log(1.0 / total));
+    log_w_[n_] = std::log(prior_weight / total);
+    mu_.assign((n_ + 1) * dims, 0);
+    sigma_.assign(dims, 0);
+    log_norm_.assign((n_ + 1) * dims, 0);
+    cat_.resize(dims);
+    for (size_t j = 0; j < dims; ++j) {
+      const Dimension& d = space[j];
+      if (!Numeric(d)) {
+        // Each observation's kernel: its choice plus a share of the prior over all choices.
+        int c = d.choices;
+        double smooth = prior_weight / total;
+        cat_[j].assign((n_ + 1) * c, 0);
+        for (size_t i = 0; i < n_; ++i) {
+          int x = static_cast<int>((*points[i])[j]);
+          double norm = 1 + smooth * c;
+          for (int k = 0; k < c; ++k) cat_[j][i * c + k] = std::log((smooth + (k == x ? 1 : 0)) / norm);
+        }
+        for (int k = 0; k < c; ++k) cat_[j][n_ * c + k] = -std::log(static_cast<double>(c));
+        continue;
+      }
+      auto [lo, hi] = Bounds(d);
+      double range = hi - lo;
+      sigma_[j] = std::max(frac * range, range * 1e-3);
+      for (size_t i = 0; i < n_; ++i) {
+        double mu = std::clamp(ToInternal(d, (*points[i])[j]), lo, hi);
+        mu_[i * dims + j] = mu;
+        log_norm_[i * dims + j] = -std::log(sigma_[j]) - kLogSqrt2Pi - LogNormalCdfMass(lo, hi, mu, sigma_[j]);
+      }
+      mu_[n_ * dims + j] = 0;  // the prior: flat
+      log_norm_[n_ * dims + j] = -std::log(range);
+    }
+  }
+
+  // log density at an internal point (numeric dimensions internal, categorical as indices).
+  double LogPdf(const std::vector<double>& u) const {
+    size_t dims = space_.size();
+    double best = -kInf;
+    scratch_.resize(n_ + 1);
+    for (size_t i = 0; i <= n_; ++i) {
+      double s = log_w_[i];
+      for (size_t j = 0; j < dims; ++j) {
+        const Dimension& d = space_[j];
+        if (!Numeric(d)) {
+          s += cat_[j][i * d.choices + static_cast<int>(u[j])];
+        } else if (i == n_) {
+          s += log_norm_[i * dims + j];
+        } else {
+          double z = (u[j] - mu_[i * dims + j]) / sigma_[j];
+          s += log_norm_[i * dims + j] - 0.5 * z * z;
+        }
+      }
+      scratch_[i] = s;
+      best = std::max(best, s);
+    }
+    double sum = 0;
+    for (double s : scratch_) sum += std::exp(s - best);
+    return best + std::log(sum);
+  }
+
+  // A draw in internal coordinates.
+  std::vector<double> Sample(uint64_t& rng) const {
+    size_t dims = space_.size();
+    double r = Uniform(rng), acc = 0;
+    size_t comp = n_;
+    for (size_t i = 0; i <= n_; ++i) {
+      acc += std::exp(log_w_[i]);
+      if (r < acc) {
+        comp = i;
+        break;
+      }
+    }
+    std::vector<double> u(dims);
+    for (size_t j = 0; j < dims; ++j) {
+      const Dimension& d = space_[j];
+      if (!Numeric(d)) {
+        double r2 = Uniform(rng), a2 = 0;
+        int c = d.choices, pick = c - 1;
+        for (int k = 0; k < c; ++k) {
+          a2 += std::exp(cat_[j][comp * c + k]);
+          if (r2 < a2) {
+            pick = k;
+            break;
+          }
+        }
+        u[j] = pick;
+        continue;
+      }
+      auto [lo, hi] = Bounds(d);
+      if (comp == n_) {
+        u[j] = lo + Uniform(rng) * (hi - lo);
+        continue;
+      }
+      double mu = mu_[comp * dims + j], x = mu;
+      bool inside = false;
+      for (int tries = 0; tries < 64 && !inside; ++tries) {
+        x = mu + sigma_[j] * Normal(rng);
+        inside = x >= lo && x <= hi;
+      }
+      u[j] = inside ? x : std::clamp(x, lo, hi);
+    }
+    return u;
+  }
+
+ private:
+  const std::vector<Dimension>& space_;
+  size_t n_;
+  std::vector<double> log_w_, mu_, sigma_, log_norm_;
+  std::vector<std::vector<double>> cat_;  // per dimension: [component * choices + choice] log mass
+  mutable std::vector<double> scratch_;
+};
+
+// Internal coordinates of a point (as the densities read it).
+std::vector<double> Internal(const std::vector<Dimension>& space, const Point& x) {
+  std::vector<double> u(space.size());
+  for (size_t j = 0; j < space.size(); ++j) u[j] = ToInternal(space[j], x[j]);
+  return u;
+}
+
+Point External(const std::vector<Dimension>& space, const std::vector<double>& u) {
+  Point x(space.size());
+  for (size_t j = 0; j < space.size(); ++j) x[j] = FromInternal(space[j], u[j]);
+  return x;
+}
+
+int Gamma(size_t n) { return std::min(static_cast<int>(std::ceil(0.1 * static_cast<double>(n))), 25); }
+
+// The number of configurations of a space of choices and integers (infinity with a float).
+double FiniteSize(const std::vector<Dimension>& space) {
+  double size = 1;
+  for (const auto& d : space) {
+    if (d.kind == Dimension::Kind::kFloat) return kInf;
+    size *= d.kind == Dimension::Kind::kCategorical ? d.choices : std::floor(d.hi) - std::ceil(d.lo) + 1;
+  }
+  return size;
+}
+
+// Every configuration of a finite space, in lexicographic order.
+std::vector<Point> Enumerate(const std::vector<Dimension>& space) {
+  std::vector<Point> out{Point()};
+  for (const auto& d : space) {
+    std::vector<Point> next;
+    double lo = d.kind == Dimension::Kind::kCategorical ? 0 : std::ceil(d.lo);
+    double hi = d.kind == Dimension::Kind::kCategorical ? d.choices - 1 : std::floor(d.hi);
+    for (const auto& p : out) {
+      for (double v = lo; v <= hi; v += 1) {
+        Point q = p;
+        q.push_back(v);
+        next.push_back(std::move(q));
+      }
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+class Proposer {
+ public:
+  Proposer(const std::vector<Dimension>& space, const Options& options, const Feasible& feasible)
+      : space_(space), options_(options), feasible_(feasible), finite_size_(FiniteSize(space)) {}
+
+  // One proposal given the history; nullopt when nothing feasible and new is left.
+  std::optional<Point> ProposeOne(const std::vector<Observation>& history) {
+    size_t own = 0;
+    std::set<Point> taken;
+    for (const auto& o : history) {
+      if (o.source != 0) continue;
+      ++own;
+      taken.insert(o.x);
+    }
+    uint64_t rng = options_.seed * 0x9e3779b97f4a7c15ULL ^ (own + 1) * 0xd1b54a32d192ed03ULL;
+    Next(rng);
+    auto ok = [&](const Point& x) { return !taken.count(x) && (!feasible_ || feasible_(x)); };
+
+    // Below / above: each source ranked within itself; completed before pruned; failed and
+    // pending always above.
+    std::vector<const Point*> below, above;
+    std::set<int> sources;
+    for (const auto& o : history) sources.insert(o.source);
+    for (int s : sources) {
+      std::vector<const Observation*> ranked;
+      for (const auto& o : history) {
+        if (o.source != s) continue;
+        if (o.outcome == Outcome::kComplete || o.outcome == Outcome::kPartial) ranked.push_back(&o);
+        else if (o.outcome != Outcome::kIgnored) above.push_back(&o.x);
+      }
+      std::stable_sort(ranked.begin(), ranked.end(), [](const Observation* a, const Observation* b) {
+        bool pa = a->outcome == Outcome::kPartial, pb = b->outcome == Outcome::kPartial;
+        if (pa != pb) return pb;
+        return a->value < b->value;
+      });
+      size_t n = 0;
+      for (const auto& o : history) n += o.source == s && o.outcome != Outcome::kIgnored;
+      size_t cut = std::min(ranked.size(), static_cast<size_t>(Gamma(n)));
+      for (size_t i = 0; i < ranked.size(); ++i) (i < cut ? below : above).push_back(&ranked[i]->x);
+    }
+    bool model = own >= static_cast<size_t>(options_.startup) && !below.empty();
+    if (sources.size() > 1 && !below.empty()) model = true;  // a warm start needs no random start-up
+
+    if (!model) return RandomFeasible(rng, ok);
+    Parzen l(space_, below, options_.prior_weight), g(space_, above, options_.prior_weight);
+    auto score = [&](const Point& x) {
+      auto u = Internal(space_, x);
+      return l.LogPdf(u) - g.LogPdf(u);
+    };
+    double work = finite_size_ * static_cast<double>(below.size() + above.size() + 2);
+    if (work <= kExhaustiveWork) {
+      std::optional<Point> best;
+      double best_score = -kInf;
+      for (const Point& x : Enumerate(space_)) {
+        if (!ok(x)) continue;
+        // Ties (rare) go to the first in order: deterministic.
+        double s = score(x);
+        if (!best || s > best_score) best = x, best_score = s;
+      }
+      return best;
+    }
+    std::optional<Point> best;
+    double best_score = -kInf;
+    int scored = 0;
+    for (int draws = 0; scored < options_.candidates && draws < options_.candidates * 20; ++draws) {
+      Point x = External(space_, l.Sample(rng));
+      if (!ok(x)) continue;
+      ++scored;
+      double s = score(x);
+      if (!best || s > best_score) best = x, best_score = s;
+    }
+    if (best) return best;
+    return RandomFeasible(rng, ok);
+  }
+
+ private:
+  template <class Ok>
+  std::optional<Point> RandomFeasible(uint64_t& rng, const Ok& ok) {
+    for (int tries = 0; tries < 2000; ++tries) {
+      Point x = RandomPoint(space_, rng);
+      if (ok(x)) return x;
+    }
+    // A small finite space mostly taken or ruled out: look at every configuration.
+    if (finite_size_ <= 1e6) {
+      std::vector<Point> left;
+      for (const Point& x : Enumerate(space_)) {
+        if (ok(x)) left.push_back(x);
+      }
+      if (left.empty()) return std::nullopt;
+      return left[static_cast<size_t>(Uniform(rng) * static_cast<double>(left.size()))];
+    }
+    return std::nullopt;
+  }
+
+  const std::vector<Dimension>& space_;
+  const Options& options_;
+  const Feasible& feasible_;
+  double finite_size_;
+};
+
+}  // namespace
+
+Point RandomPoint(const std::vector<Dimension>& space, uint64_t& rng) {
+  Point x(space.size());
+  for (size_t j = 0; j < space.size(); ++j) {
+    const Dimension& d = space[j];
+    if (!Numeric(d)) {
+      x[j] = std::min(std::floor(Uniform(rng) * d.choices), static_cast<double>(d.choices - 1));
+      continue;
+    }
+    auto [lo, hi] = Bounds(d);
+    x[j] = FromInternal(d, lo + Uniform(rng) * (hi - lo));
+  }
+  return x;
+}
+
+std::vector<Point> Propose(const std::vector<Dimension>& space, std::vector<Observation> history, int k,
+                           const Options& options, const Feasible& feasible) {
+  Proposer proposer(space, options, feasible);
+  std::vector<Point> out;
+  for (int i = 0; i < k; ++i) {
+    auto x = proposer.ProposeOne(history);
+    if (!x) break;
+    out.push_back(*x);
+    // The constant liar: the pick is pending, so the next one is drawn away from it.
+    history.push_back({*x, Outcome::kPending, 0, 0});
+  }
+  return out;
+}
+
+}  // namespace sweep::sampler
