@@ -123,8 +123,8 @@ TEST_CASE("Summary: ingestion in random chunks with replays and a late gap equal
   TempDir dir;
   auto store = MustOpen(dir.file("s.db"));
   int64_t trial = OneTrial(*store);
-  // 9000 lines: past 4096 points, so the buckets merge twice (stride 8 -> 16 -> 32).
-  auto lines = MakeLines(9000, 7);
+  // 40000 lines: past 512 x 64 points, so the buckets merge twice (stride 32 -> 64 -> 128).
+  auto lines = MakeLines(40000, 7);
   std::mt19937_64 rng(11);
   std::vector<size_t> gap;  // lines 3000-3019 come last
   size_t i = 0;
@@ -144,9 +144,9 @@ TEST_CASE("Summary: ingestion in random chunks with replays and a late gap equal
   CheckAgainstRecomputation(*store, trial, kNames);
   auto summary = store->Summary(trial, {"loss"});
   REQUIRE(summary.ok());
-  CHECK(summary->Find("loss")->stride == 32);
-  CHECK(summary->Find("loss")->points == 9000 - 20);
-  CHECK(summary->max_step() == 90000);
+  CHECK(summary->Find("loss")->stride == 128);
+  CHECK(summary->Find("loss")->points == 40000 - 20);
+  CHECK(summary->max_step() == 400000);
 
   // The gap arrives (a log re-read from further back): those rows are before the last point.
   std::vector<MetricRow> rows;
@@ -155,12 +155,12 @@ TEST_CASE("Summary: ingestion in random chunks with replays and a late gap equal
   CheckAgainstRecomputation(*store, trial, kNames);
   summary = store->Summary(trial, {"loss"});
   REQUIRE(summary.ok());
-  CHECK(summary->Find("loss")->points == 9000);
-  CHECK(summary->rows() == 9000 * 2 + (9000 - 699));
+  CHECK(summary->Find("loss")->points == 40000);
+  CHECK(summary->rows() == 40000 * 2 + (40000 - 699));
   auto last = store->LastMetric(trial, "loss");
   REQUIRE(last.ok());
   REQUIRE(last->has_value());
-  CHECK((*last)->step == 90000);
+  CHECK((*last)->step == 400000);
   CHECK(!store->LastMetric(trial, "never_logged").value().has_value());
 }
 
@@ -168,22 +168,22 @@ TEST_CASE("Summary: a tick rolled back mid-way (a crash) leaves the summary of t
   TempDir dir;
   auto store = MustOpen(dir.file("s.db"));
   int64_t trial = OneTrial(*store);
-  auto lines = MakeLines(6000, 3);
+  auto lines = MakeLines(20000, 3);
   auto rows_of = [&](size_t from, size_t to) {
     std::vector<MetricRow> rows;
     for (size_t k = from; k < to; ++k) rows.insert(rows.end(), lines[k].begin(), lines[k].end());
     return rows;
   };
-  // Up to 4090 points: 511 complete buckets of 8, one short of the merge.
-  REQUIRE(store->AppendMetrics(trial, rows_of(0, 4090), 1).ok());
+  // Up to 16380 points: 511 complete buckets of 32, one short of the merge.
+  REQUIRE(store->AppendMetrics(trial, rows_of(0, 16380), 1).ok());
   auto before = store->Summary(trial, kNames);
   REQUIRE(before.ok());
   CHECK(before->Find("loss")->complete == 511);
 
   // The tick's appends go through (past the merge) and then something fails before the commit.
   Status failed = store->InTransaction([&]() -> Status {
-    SWEEP_RETURN_IF_ERROR(store->AppendMetrics(trial, rows_of(4090, 4200), 2));
-    SWEEP_RETURN_IF_ERROR(store->AppendMetrics(trial, rows_of(4200, 4300), 3));
+    SWEEP_RETURN_IF_ERROR(store->AppendMetrics(trial, rows_of(16380, 16500), 2));
+    SWEEP_RETURN_IF_ERROR(store->AppendMetrics(trial, rows_of(16500, 16600), 3));
     return Status::Unavailable("cluster unreachable");
   });
   REQUIRE(!failed.ok());
@@ -195,9 +195,9 @@ TEST_CASE("Summary: a tick rolled back mid-way (a crash) leaves the summary of t
   CheckAgainstRecomputation(*store, trial, kNames);
 
   // The next tick reads the same bytes again: as if the failed one never happened.
-  REQUIRE(store->AppendMetrics(trial, rows_of(4090, 6000), 2).ok());
+  REQUIRE(store->AppendMetrics(trial, rows_of(16380, 20000), 2).ok());
   CheckAgainstRecomputation(*store, trial, kNames);
-  CHECK(store->Summary(trial, {}).value().Find("loss")->stride == 16);
+  CHECK(store->Summary(trial, {}).value().Find("loss")->stride == 64);
 }
 
 TEST_CASE("Summary: ResetMetrics drops the summary with the rows; another trial keeps its own", "[store][summary]") {
@@ -256,7 +256,7 @@ TEST_CASE("Summary: a database from before summaries (schema 5) gets them on ope
   auto store = MustOpen(path);
   CheckAgainstRecomputation(*store, trial, kNames);
   CHECK(store->Summary(trial, {}).value().Find("loss")->points == 4500);
-  // Ingestion goes on from the migrated summary (a merge included) as if it had always been kept.
+  // Ingestion goes on from the migrated summary as if it had always been kept.
   REQUIRE(store->AppendMetrics(trial, rows_of(4496, 5000), 5000).ok());
   CheckAgainstRecomputation(*store, trial, kNames);
   CHECK(store->GetTrial(trial)->log_offset == 5000);
