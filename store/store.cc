@@ -16,6 +16,7 @@
 #include <iterator>
 #include <limits>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 
@@ -423,6 +424,22 @@ class Query {
     if (rc == SQLITE_DONE) return false;
     return SqliteError(db_, path_, what_, rc);
   }
+  // Calls `row()` for each row the statement yields (read them with Int, Real, Text, ...); an
+  // error of the statement, or a Status that is not OK from `row()`, ends it.
+  template <typename F>
+  Status ForEachRow(F&& row) {
+    for (;;) {
+      auto ready = Step();
+      if (!ready.ok()) return ready.status();
+      if (!*ready) return Status::OK();
+      if constexpr (std::is_same_v<std::invoke_result_t<F&>, Status>) {
+        SWEEP_RETURN_IF_ERROR(row());
+      } else {
+        static_assert(std::is_void_v<std::invoke_result_t<F&>>, "a row callback returns void or Status");
+        row();
+      }
+    }
+  }
   // Ready for the next row of a statement run once per row (bulk inserts): every parameter is
   // bound again, so the bindings are not cleared, and `what` is not built again.
   void Rewind() { sqlite3_reset(stmt_); }
@@ -578,10 +595,7 @@ Status WriteBucketRow(Query& q, int64_t trial_id, int64_t name_id, int64_t index
 Status ReadBuckets(Query& q, int64_t trial_id, int64_t name_id, std::vector<SeriesBucket>& out) {
   q.BindInt(1, trial_id);
   q.BindInt(2, name_id);
-  for (;;) {
-    auto row = q.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] {
     SeriesBucket b;
     b.first_step = q.Int(0);
     b.last_step = q.Int(1);
@@ -590,7 +604,7 @@ Status ReadBuckets(Query& q, int64_t trial_id, int64_t name_id, std::vector<Seri
     b.finite = q.Int(4);
     b.sum = q.Real(5);
     out.push_back(b);
-  }
+  }));
   q.Rewind();
   return Status::OK();
 }
@@ -629,17 +643,15 @@ Status RebuildSummaries(sqlite3* db, const std::string& path) {
     return Status::OK();
   };
   Query q(db, path, all->get(), what);
-  for (;;) {
-    auto row = q.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] {
     if (q.Int(0) != trial || q.Int(1) != name) {
       SWEEP_RETURN_IF_ERROR(flush());
       trial = q.Int(0);
       name = q.Int(1);
     }
     points.push_back({q.Int(2), q.Real(3), q.Real(4)});
-  }
+    return Status::OK();
+  }));
   return flush();
 }
 
@@ -993,12 +1005,9 @@ Result<std::vector<TrialRecord>> SqliteStore::ListTrials(int64_t study_id) {
   Query q = Use(stmts_.list_trials, "list trials of study " + std::to_string(study_id));
   q.BindInt(1, study_id);
   std::vector<TrialRecord> trials;
-  for (;;) {
-    auto row = q.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] {
     trials.push_back(ReadTrial(q));
-  }
+  }));
   return trials;
 }
 
@@ -1133,12 +1142,9 @@ Result<SqliteStore::SummaryCache*> SqliteStore::CachedSummaries(int64_t trial_id
   SummaryCache cache;
   Query q = Use(stmts_.trial_summary, "read metric summaries of trial " + std::to_string(trial_id));
   q.BindInt(1, trial_id);
-  for (;;) {
-    auto row = q.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] {
     ReadSummary(q, 1, cache[q.Int(0)]);
-  }
+  }));
   return &summaries_.emplace(trial_id, std::move(cache)).first->second;
 }
 
@@ -1151,12 +1157,9 @@ Status SqliteStore::RebuildSummary(int64_t trial_id, int64_t name_id, MetricSumm
     Query q = Use(stmts_.series_by_id, what);
     q.BindInt(1, trial_id);
     q.BindInt(2, name_id);
-    for (;;) {
-      auto row = q.Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
+    SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] {
       points.push_back({q.Int(0), q.Real(1), q.Real(2)});
-    }
+    }));
   }
   std::string name = std::move(m.name);
   m = SummarizeSeries(std::move(name), points);
@@ -1179,12 +1182,9 @@ Result<const std::string*> SqliteStore::MetricName(int64_t name_id) {
   auto it = names_by_id_.find(name_id);
   if (it != names_by_id_.end()) return &it->second;
   Query q = Use(stmts_.metric_names, "read metric names");
-  for (;;) {
-    auto row = q.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] {
     names_by_id_[q.Int(0)] = q.Text(1);
-  }
+  }));
   it = names_by_id_.find(name_id);
   if (it == names_by_id_.end())
     return Status::Internal(path_ + ": metric number " + std::to_string(name_id) + " has no name");
@@ -1396,12 +1396,9 @@ Result<std::vector<double>> SqliteStore::MetricTail(int64_t trial_id, const std:
   q.BindInt(3, static_cast<int64_t>(n));
   std::vector<double> values;
   values.reserve(n);
-  for (;;) {
-    auto row = q.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] {
     values.push_back(q.Real(0));
-  }
+  }));
   std::reverse(values.begin(), values.end());
   return values;
 }
@@ -1431,10 +1428,7 @@ Result<std::vector<EventRecord>> SqliteStore::Events(int64_t study_id) {
   Query q = Use(stmts_.events, "read events of study " + std::to_string(study_id));
   q.BindInt(1, study_id);
   std::vector<EventRecord> events;
-  for (;;) {
-    auto row = q.Step();
-    if (!row.ok()) return row.status();
-    if (!*row) break;
+  SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] {
     EventRecord e;
     e.id = q.Int(0);
     e.trial_id = q.OptInt(1);
@@ -1442,7 +1436,7 @@ Result<std::vector<EventRecord>> SqliteStore::Events(int64_t study_id) {
     e.kind = q.Text(3);
     e.message = q.Text(4);
     events.push_back(std::move(e));
-  }
+  }));
   return events;
 }
 
