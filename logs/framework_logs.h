@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "logs/metrics_parser.h"
+#include "logs/log_format.h"
 
 namespace sweep::logs_internal {
 
