@@ -17,6 +17,7 @@
 #include "store/store.h"
 #include "study/study.h"
 #include "tests/fake_slurm.h"
+#include "tests/fake_sweep.h"
 #include "tests/test_util.h"
 
 using namespace sweep;
@@ -26,77 +27,7 @@ using testing::MegatronLine;
 
 namespace {
 
-// A study in a temp dir, its store, and a Runner whose cluster is a FakeSlurm and whose clock is fake.
-// `tables` goes after [job]'s template line: further [job] keys, then any tables.
-class Sweep {
- public:
-  Sweep(const std::string& tables, int max_concurrent, const std::string& cluster_extra = "",
-        const std::string& command = "echo {{lr}}") {
-    testing::WriteAll(dir_.file("job.sbatch"), "#!/bin/bash\n" + command + "\n");
-    std::string text = fmt::format(
-        "[study]\nname = \"fk\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"/fake/work\"\nmax_concurrent = "
-        "{}\n{}\n\n"
-        "[job]\ntemplate = \"job.sbatch\"\n{}\n",
-        max_concurrent, cluster_extra, tables);
-    auto study = ParseStudy(text, dir_.file("study.toml"));
-    INFO(study.status().ToString());
-    REQUIRE(study.ok());
-    study_ = std::move(*study);
-    auto db = store::Store::Open(dir_.file("fk.db"));
-    REQUIRE(db.ok());
-    db_ = std::move(*db);
-    runner_ = std::make_unique<Runner>(study_, *db_, slurm, clock, log_);
-  }
-
-  TickReport Tick() {
-    auto r = runner_->Tick();
-    INFO(log_.str());
-    REQUIRE(r.ok());
-    return *r;
-  }
-  std::vector<store::TrialRecord> Trials() {
-    auto t = db_->ListTrials(runner_->study_id());
-    REQUIRE(t.ok());
-    return *t;
-  }
-  // The trial whose parameters contain `param` ("\"lr\":0.2").
-  store::TrialRecord Trial(const std::string& param) {
-    for (auto& t : Trials()) {
-      if (t.params_json.find(param) != std::string::npos) return t;
-    }
-    FAIL("no trial with " << param);
-    return {};
-  }
-  std::vector<double> Loss(const store::TrialRecord& t) {
-    auto rows = db_->MetricSeries(t.id, "lm_loss");
-    REQUIRE(rows.ok());
-    std::vector<double> out;
-    for (const auto& r : *rows) out.push_back(r.value);
-    return out;
-  }
-  int Events(const std::string& kind, std::optional<int64_t> trial = std::nullopt) {
-    auto ev = db_->Events(runner_->study_id());
-    REQUIRE(ev.ok());
-    return static_cast<int>(std::count_if(ev->begin(), ev->end(), [&](const store::EventRecord& e) {
-      return e.kind == kind && (!trial || e.trial_id == trial);
-    }));
-  }
-  std::string log() const { return log_.str(); }
-  std::string file(const std::string& name) const { return dir_.file(name); }
-  const Study& study() const { return study_; }
-  Runner& runner() { return *runner_; }
-  store::Store& db() { return *db_; }
-
-  FakeClock clock;
-  FakeSlurm slurm{clock};
-
- private:
-  testing::TempDir dir_;
-  Study study_;
-  std::unique_ptr<store::Store> db_;
-  std::ostringstream log_;
-  std::unique_ptr<Runner> runner_;
-};
+using Sweep = testing::FakeSweep;
 
 // The real store, counting the metric rows each read returns, by trial: what a run reads of the
 // points it stored.

@@ -14,6 +14,7 @@
 #include "store/store.h"
 #include "study/study.h"
 #include "tests/fake_slurm.h"
+#include "tests/fake_sweep.h"
 #include "tests/test_util.h"
 
 using namespace sweep;
@@ -35,38 +36,12 @@ y = { min = 0.0, max = 1.0 }
 opt = ["sgd", "adam"]
 )";
 
-class TpeSweep {
+// The TPE study of these tests (name "tp") on the fake Slurm; `job` goes before `tables`.
+class TpeSweep : public testing::FakeSweep {
  public:
-  explicit TpeSweep(const std::string& tables, int max_concurrent = 4, const std::string& job = "") {
-    testing::WriteAll(dir_.file("job.sbatch"), "#!/bin/bash\necho {{x}} {{y}} {{opt}}\n");
-    std::string text = fmt::format(
-        "[study]\nname = \"tp\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"/fake/work\"\nmax_concurrent = {}\n\n"
-        "[job]\ntemplate = \"job.sbatch\"\n{}\n{}",
-        max_concurrent, job, tables);
-    auto study = ParseStudy(text, dir_.file("study.toml"));
-    INFO(study.status().ToString());
-    REQUIRE(study.ok());
-    study_ = std::move(*study);
-    auto db = store::Store::Open(dir_.file("tp.db"));
-    REQUIRE(db.ok());
-    db_ = std::move(*db);
-    Restart();
-  }
+  explicit TpeSweep(const std::string& tables, int max_concurrent = 4, const std::string& job = "")
+      : FakeSweep(job + "\n" + tables, max_concurrent, "", "echo {{x}} {{y}} {{opt}}", "tp") {}
 
-  // A new orchestrator process on the same database and cluster.
-  void Restart() { runner_ = std::make_unique<Runner>(study_, *db_, slurm, clock, log_); }
-
-  TickReport Tick() {
-    auto r = runner_->Tick();
-    INFO(log_.str());
-    REQUIRE(r.ok());
-    return *r;
-  }
-  std::vector<store::TrialRecord> Trials() {
-    auto t = db_->ListTrials(runner_->study_id());
-    REQUIRE(t.ok());
-    return *t;
-  }
   // Runs and ends the first `n` trials waiting in the queue; loss from their values.
   void EndSome(int n) {
     for (const auto& t : Trials()) {
@@ -81,18 +56,6 @@ class TpeSweep {
       --n;
     }
   }
-  std::string log() const { return log_.str(); }
-  const Study& study() const { return study_; }
-
-  FakeClock clock;
-  FakeSlurm slurm{clock};
-
- private:
-  testing::TempDir dir_;
-  Study study_;
-  std::unique_ptr<store::Store> db_;
-  std::ostringstream log_;
-  std::unique_ptr<Runner> runner_;
 };
 
 // Drives a sweep to its end, two trials ending per tick; `restart_every` > 0 starts a new
