@@ -38,6 +38,7 @@
 #include "orchestrator/run_lock.h"
 #include "orchestrator/run_outcome.h"
 #include "orchestrator/runner.h"
+#include "orchestrator/tpe_trials.h"
 #include "orchestrator/trial_script.h"
 #include "study/study.h"
 #include "reports/csv.h"
@@ -512,6 +513,7 @@ struct App {
   // Offline: needs neither the cluster nor the database, so a study can be planned anywhere.
   Status CmdPlan() {
     SWEEP_RETURN_IF_ERROR(LoadStudyFile());
+    if (study.sampler == "tpe") return PlanTpe();
     // What `run` would refuse before submitting anything: trials whose values their template
     // cannot carry.
     auto specs = ExpandStudy(study);
@@ -529,6 +531,45 @@ struct App {
       return Status::InvalidArgument(
           fmt::format("{} trial(s) cannot be rendered; `run` would submit nothing", refused.size()));
     }
+    return Status::OK();
+  }
+
+  // A tpe study has no trials before it runs: the region its proposals come from (tpe_trials.h),
+  // and the trials it proposed so far.
+  Status PlanTpe() {
+    auto region = PlanTpeRegion(study);
+    if (!region.ok()) return region.status();
+    // The trials proposed so far (a study that ran), as `plan --json` lists a grid's.
+    nlohmann::json trials = nlohmann::json::array();
+    std::map<std::string, int> counts;
+    if (std::filesystem::exists(study.database) && OpenStore(true).ok()) {
+      if (auto rec = store->GetStudy(study.name); rec.ok()) {
+        auto stored = store->ListTrials(rec->id);
+        if (!stored.ok()) return stored.status();
+        for (const auto& t : *stored) {
+          ++counts[t.state];
+          trials.push_back({{"key", t.trial_key},
+                            {"verdict", t.state},
+                            {"reason", t.reason},
+                            {"params", nlohmann::json::parse(t.params_json, nullptr, false)},
+                            {"predicted_gib", nullptr}});
+        }
+      }
+    }
+    if (json) {
+      auto doc = PlanJson({}, {});
+      if (!doc.ok()) return doc.status();
+      (*doc)["sampler"] = "tpe";
+      (*doc)["region"] = TpeRegionJson(*region);
+      (*doc)["trials"] = trials;
+      (*doc)["counts"] = counts;
+      std::cout << DumpJson(*doc);
+      return Status::OK();
+    }
+    std::cout << RenderTpeRegion(study, *region);
+    std::string so_far;
+    for (const auto& [state, n] : counts) so_far += fmt::format("{}{} {}", so_far.empty() ? "" : ", ", n, state);
+    if (!so_far.empty()) std::cout << fmt::format("already proposed ({} in the database): {}\n", trials.size(), so_far);
     return Status::OK();
   }
 

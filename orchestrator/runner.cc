@@ -127,6 +127,7 @@ Status Runner::Prepare() {
   std::map<std::string, std::string> plan_drops;
   plan_.reset();
   plan_rows_.clear();
+  tpe_rows_.clear();
   if (study_.job.vars.count("model")) {
     auto plan = PlanStudy(study_);
     if (!plan.ok()) return plan.status();
@@ -662,7 +663,7 @@ Status Runner::SkipDominatedByOom(const store::TrialRecord& oom, std::vector<sto
     if ((t.state != kTrialNew && !waiting) || t.id == oom.id) continue;
     auto candidate = specs_.find(t.trial_key);
     if (candidate == specs_.end() || candidate->second.params.size() != spec->second.params.size()) continue;
-    if (!NeedsAtLeastAsMuchMemory(candidate->second, spec->second)) continue;
+    if (!DominatedByOom(candidate->second, spec->second)) continue;
     std::string why = fmt::format("skipped: dominated by the CUDA OOM of trial {} ({})", oom.id, oom.trial_key);
     if (waiting) {
       // Recorded before scancel, so its end is classed skipped even after a crash.
@@ -678,26 +679,39 @@ Status Runner::SkipDominatedByOom(const store::TrialRecord& oom, std::vector<sto
   return client_.Cancel(queued);
 }
 
-Status Runner::CalibrateMemory(const store::TrialRecord& done, std::vector<store::TrialRecord>& trials) {
-  if (!plan_) return Status::OK();
+Result<std::optional<double>> Runner::MeasuredExcess(const store::TrialRecord& done) {
+  if (!plan_) return std::optional<double>();
   auto row = plan_rows_.find(done.trial_key);
-  if (row == plan_rows_.end() || !row->second->memory) return Status::OK();
+  if (row == plan_rows_.end() || !row->second->memory) return std::optional<double>();
   // The peak from the store's summary of each metric (its largest finite value): no point is read.
   auto summary = store_.Summary(done.id);
   if (!summary.ok()) return summary.status();
-  std::optional<double> peak;
   for (const char* name : {"mem_max_reserved_mb", "mem_max_allocated_mb"}) {
     const store::MetricSummary* m = summary->Find(name);
-    if (m && m->finite > 0) {
-      peak = m->max;
-      break;
-    }
+    if (m && m->finite > 0) return std::optional<double>(m->max * kMiB - row->second->memory->Peak().Total());
   }
-  if (!peak) return Status::OK();
-  double observed = *peak * kMiB;
-  double predicted = row->second->memory->Peak().Total();
-  if (observed - predicted <= headroom_bytes_) return Status::OK();
-  headroom_bytes_ = observed - predicted;
+  return std::optional<double>();
+}
+
+bool Runner::DominatedByOom(const TrialSpec& candidate, const TrialSpec& oom) const {
+  if (candidate.params.size() != oom.params.size()) return false;
+  TrialSpec c = candidate, o = oom;
+  for (const ParamSpec& p : study_.space) {
+    if (!p.choices.empty() || p.integer) continue;
+    auto named = [&](const auto& kv) { return kv.first == p.name; };
+    c.params.erase(std::remove_if(c.params.begin(), c.params.end(), named), c.params.end());
+    o.params.erase(std::remove_if(o.params.begin(), o.params.end(), named), o.params.end());
+  }
+  return NeedsAtLeastAsMuchMemory(c, o);
+}
+
+Status Runner::CalibrateMemory(const store::TrialRecord& done, std::vector<store::TrialRecord>& trials) {
+  auto excess = MeasuredExcess(done);
+  if (!excess.ok()) return excess.status();
+  if (!*excess || **excess <= headroom_bytes_) return Status::OK();
+  headroom_bytes_ = **excess;
+  double predicted = plan_rows_[done.trial_key]->memory->Peak().Total();
+  double observed = predicted + headroom_bytes_;
   Event(done.id, "calibrate",
         fmt::format("memory plan recalibrated: trial {} ({}) peaked at {:.1f} GiB, {:.1f} GiB more than the {:.1f} GiB "
                     "predicted; headroom is now {:.1f} GiB",
@@ -849,6 +863,17 @@ Status Runner::PrepareTpe() {
     if (!spec.ok()) return spec.status();
     if (spec->key == t.trial_key) specs_[spec->key] = std::move(*spec);
   }
+  std::vector<TrialSpec> own;
+  for (const auto& [key, spec] : specs_) own.push_back(spec);
+  SWEEP_RETURN_IF_ERROR(PlanProposed(own));
+  // The headroom as the trials that ended so far calibrated it, so that a resumed run rules out
+  // what an uninterrupted one would (their skip and calibrate events are in the store already).
+  for (const auto& t : *trials) {
+    if (!IsFinalTrialState(t.state) || !specs_.count(t.trial_key)) continue;
+    auto excess = MeasuredExcess(t);
+    if (!excess.ok()) return excess.status();
+    if (*excess) headroom_bytes_ = std::max(headroom_bytes_, **excess);
+  }
   auto warm = WarmStartObservations(study_);
   if (!warm.ok()) return warm.status();
   warm_ = std::move(*warm);
@@ -859,10 +884,21 @@ Status Runner::PrepareTpe() {
   return Status::OK();
 }
 
+Status Runner::PlanProposed(const std::vector<TrialSpec>& specs) {
+  if (!plan_ || specs.empty()) return Status::OK();
+  auto plan = PlanTrials(study_, specs);
+  if (!plan.ok()) return plan.status();
+  for (auto& row : plan->rows) {
+    std::string key = row.trial.key;
+    plan_rows_[key] = &(tpe_rows_[key] = std::move(row));
+  }
+  return Status::OK();
+}
+
 bool Runner::TpeFeasible(const TrialSpec& spec, const std::vector<const TrialSpec*>& ooms) {
   if (!spec.dropped_reason.empty()) return false;
   for (const TrialSpec* oom : ooms) {
-    if (NeedsAtLeastAsMuchMemory(spec, *oom)) return false;
+    if (DominatedByOom(spec, *oom)) return false;
   }
   if (!study_.job.vars.count("model")) return true;
   // The planner's verdict, as Prepare applies it to a grid: parallelism rules always, the memory
@@ -941,6 +977,7 @@ Status Runner::ProposeTrials(std::vector<store::TrialRecord>& trials, int free_s
                                                refused.begin()->first, refused.begin()->second));
   }
   SWEEP_RETURN_IF_ERROR(store_.InsertTrialsIfAbsent(study_id_, records));
+  SWEEP_RETURN_IF_ERROR(PlanProposed(specs));
   int ended = static_cast<int>(std::count_if(history.begin(), history.end(), [](const sampler::Observation& o) {
     return o.source == 0 && o.outcome != sampler::Outcome::kPending;
   }));

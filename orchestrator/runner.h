@@ -134,10 +134,19 @@ class Runner {
   Status StartOver(store::TrialRecord& trial, std::string reason);
   Result<bool> MaybeChain(store::TrialRecord& trial);
   Status SkipDominatedByOom(const store::TrialRecord& oom, std::vector<store::TrialRecord>& trials);
+  // NeedsAtLeastAsMuchMemory, with the space's float ranges (lr, weight decay) left out: a sampler
+  // draws a new value for every trial, so requiring them equal would let an OOM rule out only
+  // itself, and the memory plan does not read them either.
+  bool DominatedByOom(const TrialSpec& candidate, const TrialSpec& oom) const;
   // Feeds a finished trial's measured peak GPU memory (Megatron's memory report) back into the
   // plan: when it exceeds the prediction by more than the headroom, the headroom grows to that
   // excess and unsubmitted configurations that no longer fit are skipped.
   Status CalibrateMemory(const store::TrialRecord& trial, std::vector<store::TrialRecord>& trials);
+  // By how many bytes a finished trial's measured peak exceeded the plan's prediction; nullopt
+  // without a prediction or a measurement.
+  Result<std::optional<double>> MeasuredExcess(const store::TrialRecord& trial);
+  // tpe: the memory plan of proposed trials (kept in tpe_rows_), so CalibrateMemory learns from them.
+  Status PlanProposed(const std::vector<TrialSpec>& specs);
   Status SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& report);
   // sampler = "tpe": this study's trials so far, rebuilt from the store, and the warm start.
   Status PrepareTpe();
@@ -198,6 +207,7 @@ class Runner {
   std::map<std::string, TrialSpec> specs_;           // by trial key: this study file's trials
   std::optional<Plan> plan_;                         // the memory plan, for studies that name a model
   std::map<std::string, const PlanRow*> plan_rows_;  // by trial key, into plan_
+  std::map<std::string, PlanRow> tpe_rows_;          // tpe: the plan of each proposed trial (plan_rows_ too)
   double headroom_bytes_ = 0;                        // the plan's headroom, grown by CalibrateMemory
   std::vector<sampler::Observation> warm_;           // tpe: another study's trials ([search] seed_from)
   bool tpe_exhausted_ = false;                       // tpe: no feasible configuration left to propose

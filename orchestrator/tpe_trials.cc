@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <nlohmann/json.hpp>
 
+#include "base/terminal.h"
 #include "base/trial_state.h"
+#include "study/expr.h"
 
 namespace sweep {
 
@@ -147,6 +150,155 @@ Result<std::vector<sampler::Observation>> WarmStartObservations(const Study& stu
         "{}: no ended trial of study '{}' has values in this study's [space] to start from", where, other->name));
   }
   return out;
+}
+
+namespace {
+
+// The region is listed up to this many combinations (the plan table is a line each).
+constexpr double kMaxListed = 10000;
+
+bool IsFloatRange(const ParamSpec& p) { return p.choices.empty() && !p.integer; }
+
+}  // namespace
+
+int TpeRegion::Proposable() const {
+  if (plan) return plan->Count(PlanRow::Verdict::kFits);
+  return static_cast<int>(
+      std::count_if(rows.begin(), rows.end(), [](const TrialSpec& t) { return t.dropped_reason.empty(); }));
+}
+
+Result<TpeRegion> PlanTpeRegion(const Study& study) {
+  TpeRegion region;
+  // The study as a grid of its lists and integer ranges, without the constraints that read a float.
+  Study knobs = study;
+  knobs.sampler = "grid";
+  knobs.space.clear();
+  knobs.constraints.clear();
+  std::set<std::string> floats;
+  for (const ParamSpec& p : study.space) {
+    if (IsFloatRange(p)) {
+      region.floats.push_back(&p);
+      floats.insert(p.name);
+      continue;
+    }
+    double n = !p.choices.empty() ? static_cast<double>(p.choices.size()) : std::floor(*p.max) - std::ceil(*p.min) + 1;
+    region.combinations *= n;
+    knobs.space.push_back(p);
+  }
+  for (const Constraint& c : study.constraints) {
+    auto e = Expr::Parse(c.expr);
+    if (!e.ok()) return e.status().WithContext(fmt::format("{}:{}: constraint '{}'", study.path, c.line, c.expr));
+    auto names = e->Variables();
+    if (std::any_of(names.begin(), names.end(), [&](const std::string& n) { return floats.count(n) > 0; })) {
+      region.per_proposal.push_back(&c);
+    } else {
+      knobs.constraints.push_back(c);
+    }
+  }
+  if (region.combinations > kMaxListed) return region;
+  for (ParamSpec& p : knobs.space) {
+    if (!p.choices.empty()) continue;
+    for (double v = std::ceil(*p.min); v <= std::floor(*p.max); v += 1) p.choices.emplace_back(static_cast<int64_t>(v));
+  }
+  auto rows = ExpandSpace(knobs);
+  if (!rows.ok()) return rows.status();
+  for (size_t i = 0; i < rows->size(); ++i) (*rows)[i].key = fmt::format("#{}", i + 1);
+  if (study.job.vars.count("model")) {
+    auto plan = PlanTrials(knobs, *rows);
+    if (!plan.ok()) return plan.status();
+    region.plan = std::move(*plan);
+  }
+  region.rows = std::move(*rows);
+  return region;
+}
+
+std::string RenderTpeRegion(const Study& study, const TpeRegion& region) {
+  std::vector<std::string> names;
+  for (const ParamSpec& p : study.space) {
+    if (!IsFloatRange(p)) names.push_back(p.name);
+  }
+  std::string out;
+  if (region.plan) {
+    out += RenderPlan(*region.plan, names);
+  } else {
+    for (const TrialSpec& t : region.rows) {
+      std::string params;
+      for (const auto& [name, value] : t.params) {
+        params += fmt::format("{}{}={}", params.empty() ? "" : " ", name, TerminalSafe(ParamToString(value)));
+      }
+      out += fmt::format("{:<6} {:<9} {}{}\n", t.key, t.dropped_reason.empty() ? "may run" : "dropped", params,
+                         t.dropped_reason.empty() ? "" : "  [" + TerminalSafe(t.dropped_reason) + "]");
+    }
+  }
+  std::string what = region.plan ? "constraints, parallelism rules and the memory plan" : "constraints";
+  if (region.rows.empty()) {
+    out += fmt::format(
+        "sampler = \"tpe\": trials are proposed as results come in; its lists and integer ranges form {:.3g} "
+        "combinations, too many to list here, so {} are checked on each proposal\n",
+        region.combinations, what);
+  } else {
+    out += fmt::format(
+        "sampler = \"tpe\": trials are proposed as results come in; the {} rows above are the combinations of its "
+        "lists and integer ranges, not trials: {} of them pass {} and may be proposed{}\n",
+        region.rows.size(), region.Proposable(), what,
+        region.Proposable() == 0 ? " (none: `run` would end at once, proposing nothing)" : "");
+  }
+  if (!region.floats.empty()) {
+    std::string ranges;
+    for (const ParamSpec* p : region.floats) {
+      ranges += fmt::format("{}{} in [{:g}, {:g}]{}", ranges.empty() ? "" : ", ", p->name, *p->min, *p->max,
+                            p->log ? " (log)" : "");
+    }
+    out += fmt::format("drawn within each combination: {}\n", ranges);
+  }
+  for (const Constraint* c : region.per_proposal) {
+    out += fmt::format("checked on each proposal (names a float range): constraint '{}' ({}:{})\n",
+                       TerminalSafe(c->expr), study.path, c->line);
+  }
+  out += fmt::format("budget: {} trials (seed {}); nothing was submitted\n", study.trials, study.seed);
+  return out;
+}
+
+nlohmann::json TpeRegionJson(const TpeRegion& region) {
+  nlohmann::json rows = nlohmann::json::array();
+  auto add = [&](const TrialSpec& t, const char* verdict, const std::string& reason, std::optional<double> gib) {
+    nlohmann::json params = nlohmann::json::object();
+    for (const auto& [name, value] : t.params) {
+      std::visit([&](const auto& v) { params[name] = v; }, value);
+    }
+    rows.push_back({{"verdict", verdict},
+                    {"reason", reason},
+                    {"params", params},
+                    {"predicted_gib", gib ? nlohmann::json(*gib) : nlohmann::json()}});
+  };
+  if (region.plan) {
+    for (const PlanRow& r : region.plan->rows) {
+      const char* verdict = r.verdict == PlanRow::Verdict::kFits         ? "run"
+                            : r.verdict == PlanRow::Verdict::kConstraint ? "dropped"
+                            : r.verdict == PlanRow::Verdict::kRule       ? "rule"
+                                                                         : "oom";
+      std::optional<double> gib;
+      if (r.memory) gib = r.predicted_bytes / (1024.0 * 1024 * 1024);
+      add(r.trial, verdict, r.reason, gib);
+    }
+  } else {
+    for (const TrialSpec& t : region.rows) {
+      add(t, t.dropped_reason.empty() ? "run" : "dropped", t.dropped_reason, std::nullopt);
+    }
+  }
+  nlohmann::json floats = nlohmann::json::array();
+  for (const ParamSpec* p : region.floats)
+    floats.push_back({{"name", p->name}, {"min", *p->min}, {"max", *p->max}, {"log", p->log}});
+  nlohmann::json per_proposal = nlohmann::json::array();
+  for (const Constraint* c : region.per_proposal) per_proposal.push_back(c->expr);
+  nlohmann::json combinations = region.combinations;
+  if (region.combinations < 0x1p53) combinations = static_cast<int64_t>(region.combinations);
+  return {{"combinations", combinations},
+          {"listed", !region.rows.empty()},
+          {"proposable", region.rows.empty() ? nlohmann::json() : nlohmann::json(region.Proposable())},
+          {"configurations", rows},
+          {"floats", floats},
+          {"per_proposal_constraints", per_proposal}};
 }
 
 }  // namespace sweep

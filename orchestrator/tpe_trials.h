@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "base/status.h"
+#include "planner/planner.h"
 #include "sampler/tpe.h"
 #include "store/store.h"
 #include "study/space.h"
@@ -30,5 +33,24 @@ Result<std::optional<sampler::Observation>> ObserveTrial(store::Store& store, co
 // A tpe study's warm start ([search] seed_from): every ended trial of the other study whose values
 // are a point of this study's space, as observations of source 1. Errors name the seed_from line.
 Result<std::vector<sampler::Observation>> WarmStartObservations(const Study& study);
+
+// `slurmsweep plan` for a tpe study. Its trials are proposed as results come in, so what can be
+// checked up front is the region proposals are drawn from: every combination of the space's lists
+// and integer ranges (the knobs constraints, parallelism rules and the memory plan read), each
+// with its verdict, and the float ranges drawn within each. A constraint that names a float
+// parameter is checked on each proposal instead.
+struct TpeRegion {
+  double combinations = 1;               // of the lists and integer ranges
+  std::vector<TrialSpec> rows;           // each combination ("#1", ...); empty when too many to list
+  std::optional<Plan> plan;              // the memory plan of `rows` (a study with a model)
+  std::vector<const ParamSpec*> floats;  // drawn within every combination
+  std::vector<const Constraint*> per_proposal;
+  int Proposable() const;  // rows that may be proposed
+};
+Result<TpeRegion> PlanTpeRegion(const Study& study);
+// The region as text: the plan's table (or one line per combination without a model) and what it means.
+std::string RenderTpeRegion(const Study& study, const TpeRegion& region);
+// `plan --json`'s "region" member.
+nlohmann::json TpeRegionJson(const TpeRegion& region);
 
 }  // namespace sweep

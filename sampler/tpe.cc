@@ -275,7 +275,8 @@ class Proposer {
       for (size_t i = 0; i < ranked.size(); ++i) (i < cut ? below : above).push_back(&ranked[i]->x);
     }
     bool model = own >= static_cast<size_t>(options_.startup) && !below.empty();
-    if (sources.size() > 1 && !below.empty()) model = true;  // a warm start needs no random start-up
+    // A warm start needs no random start-up, not even for this study's first proposal.
+    if (!sources.empty() && *sources.rbegin() > 0 && !below.empty()) model = true;
 
     if (!model) return RandomFeasible(rng, ok);
     Parzen l(space_, below, options_.prior_weight), g(space_, above, options_.prior_weight);

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -203,6 +204,47 @@ TEST_CASE("plan of a study that already ran shows each trial's state and counts 
   CHECK_THAT(out, Catch::Contains((*specs)[0].key + "   completed") && Catch::Contains((*specs)[1].key + "   failed") &&
                       Catch::Contains((*specs)[2].key + "   run"));
   CHECK_THAT(out, Catch::Contains("3 trials: 1 to run, already in the database: 1 completed, 1 failed; 0 dropped"));
+}
+
+TEST_CASE("plan of a tpe study: the region its proposals come from, each combination with its verdict",
+          "[cli][sampler]") {
+  testing::TempDir dir;
+  std::string path = testing::WriteLocalStudyFile(
+      dir, "tpe", "train --lr {{lr}} --tp {{tp}} --pp {{pp}} --mbs {{mbs}}",
+      "nodes = 4\ngpus_per_node = 8\n[job.vars]\nmodel = \"llama3.1-70b\"\ngpu_mem_gib = 80\n"
+      "global_batch_size = 128\n\n[search]\nsampler = \"tpe\"\ntrials = 20\nseed = 7\n"
+      "constraints = [\"tp * pp <= 32\", \"lr < 0.001 || mbs == 1\"]\n\n"
+      "[space]\ntp = [1, 2, 4, 8]\npp = { min = 1, max = 16, int = true }\nmbs = [1, 2]\n"
+      "lr = { min = 1e-5, max = 1e-2, log = true }\n");
+  auto [rc, out] = Shell(kBinary + " plan " + path);
+  INFO(out);
+  CHECK(rc == 0);
+  // 4 x 16 x 2 combinations of the lists and integer ranges, each planned as a grid's trial would be.
+  CHECK_THAT(out, Catch::Contains("the 128 rows above are the combinations of its lists and integer ranges, not "
+                                  "trials"));
+  CHECK_THAT(out, Catch::Contains("rule") && Catch::Contains("OOM") && Catch::Contains("fits"));
+  CHECK_THAT(out, Catch::Contains("constraint 'tp * pp <= 32' is false"));
+  CHECK_THAT(out, Catch::Contains("drawn within each combination: lr in [1e-05, 0.01] (log)"));
+  CHECK_THAT(out, Catch::Contains("checked on each proposal (names a float range): constraint 'lr < 0.001 || mbs == "
+                                  "1'"));
+  CHECK_THAT(out, Catch::Contains("budget: 20 trials (seed 7)"));
+
+  auto [jrc, json] = Shell(kBinary + " plan --json " + path);
+  INFO(json);
+  CHECK(jrc == 0);
+  auto doc = nlohmann::json::parse(json, nullptr, false);
+  REQUIRE(doc.is_object());
+  CHECK(doc["sampler"] == "tpe");
+  CHECK(doc["region"]["combinations"] == 128);
+  REQUIRE(doc["region"]["configurations"].size() == 128);
+  int fits = 0;
+  for (const auto& c : doc["region"]["configurations"]) fits += c["verdict"] == "run";
+  CHECK(doc["region"]["proposable"] == fits);
+  CHECK(fits > 0);
+  CHECK(fits < 128);
+  CHECK(out.find(fmt::format("{} of them pass constraints, parallelism rules and the memory plan", fits)) !=
+        std::string::npos);
+  CHECK(doc["trials"].empty());
 }
 
 TEST_CASE("status says whether a run is going on, and clears a killed detached run's pid file", "[cli]") {

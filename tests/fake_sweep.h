@@ -33,6 +33,8 @@ class FakeSweep {
         "{}\n{}\n\n"
         "[job]\ntemplate = \"job.sbatch\"\n{}\n",
         name, max_concurrent, cluster_extra, tables);
+    // On disk too, so that another study can name it (a tpe warm start's seed_from).
+    testing::WriteAll(dir_.file("study.toml"), text);
     auto study = ParseStudy(text, dir_.file("study.toml"));
     INFO(study.status().ToString());
     REQUIRE(study.ok());

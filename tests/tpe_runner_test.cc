@@ -5,9 +5,13 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include "orchestrator/runner.h"
 #include "planner/planner.h"
@@ -123,6 +127,54 @@ TEST_CASE("tpe: a run resumed from its database proposes what an uninterrupted o
   CHECK(Drive(reseeded, 0) != a);
 }
 
+TEST_CASE(
+    "tpe: a warm start (seed_from) proposes towards the other study's best from its first batch; resumed, "
+    "the same",
+    "[runner][sampler]") {
+  // The prior: the same space run to its end (the hardware changed since, say).
+  TpeSweep prior(kTpeStudy, 4);
+  REQUIRE(Drive(prior, 0).size() == 14);
+  store::TrialRecord best;
+  double best_loss = INFINITY;
+  for (const auto& t : prior.Trials()) {
+    double loss = prior.Loss(t).back();
+    if (loss < best_loss) best = t, best_loss = loss;
+  }
+  auto best_params = nlohmann::json::parse(best.params_json);
+  auto distance = [&](const store::TrialRecord& t) {
+    auto p = nlohmann::json::parse(t.params_json);
+    return std::hypot(p["x"].get<double>() - best_params["x"].get<double>(),
+                      p["y"].get<double>() - best_params["y"].get<double>()) +
+           (p["opt"] == best_params["opt"] ? 0 : 1);
+  };
+  std::string warm_study = kTpeStudy;
+  warm_study.insert(warm_study.find("seed = 3\n") + 9,
+                    "seed_from = { study = \"" + prior.file("study.toml") + "\" }\n");
+
+  // The first batch, before this study has any result: a cold start draws it at random, a warm
+  // start from the prior's model, close to the prior's best.
+  TpeSweep cold(kTpeStudy, 4), warm(warm_study, 4);
+  REQUIRE(cold.Tick().submitted == 4);
+  REQUIRE(warm.Tick().submitted == 4);
+  CHECK(warm.Events("warm_start") == 1);
+  double cold_distance = 0, warm_distance = 0;
+  std::string batches;
+  for (const auto& t : cold.Trials()) cold_distance += distance(t), batches += " cold " + t.params_json;
+  for (const auto& t : warm.Trials()) warm_distance += distance(t), batches += " warm " + t.params_json;
+  INFO(batches << "; the prior's best " << best.params_json);
+  CHECK(warm_distance < cold_distance / 2);
+  // The first pick, before the constant liar spreads the batch: the prior's best optimizer, near its values.
+  CHECK(distance(warm.Trials().front()) < 0.3);
+
+  // Resumed every other tick, the warm-started study proposes what an uninterrupted one does.
+  TpeSweep straight(warm_study, 4), resumed(warm_study, 4);
+  auto a = Drive(straight, 0);
+  REQUIRE(a.size() == 14);
+  CHECK(Drive(resumed, 2) == a);
+  TpeSweep cold_again(kTpeStudy, 4);
+  CHECK(Drive(cold_again, 0) != a);
+}
+
 TEST_CASE("tpe: the study loader names bad keys of a tpe study", "[sampler]") {
   testing::TempDir dir;
   testing::WriteAll(dir.file("job.sbatch"), "#!/bin/bash\necho {{x}}\n");
@@ -209,4 +261,150 @@ mbs = [1, 2, 4, 8]
   REQUIRE(full.ok());
   CHECK(static_cast<size_t>(full->Count(PlanRow::Verdict::kFits)) == trials.size());
   CHECK(trials.size() < 12);
+}
+
+namespace {
+
+// A tpe study of Llama 3.1 8B micro-batch sizes and a learning rate, on 400 GiB GPUs with no
+// headroom; a larger micro-batch trains better, so the sampler is drawn to the memory limit.
+const char* kMemoryStudy = R"(nodes = 1
+gpus_per_node = 8
+[job.vars]
+model = "llama3.1-8b"
+gpu_mem_gib = 400
+headroom_gib = 0
+global_batch_size = 64
+seq_length = 4096
+[search]
+sampler = "tpe"
+trials = 12
+seed = 1
+[space]
+mbs = [1, 2, 4, 8]
+lr = { min = 1e-5, max = 1e-3, log = true }
+)";
+
+int64_t Mbs(const store::TrialRecord& t) { return nlohmann::json::parse(t.params_json)["mbs"].get<int64_t>(); }
+
+// Ends every queued trial: completed, its loss better with a larger micro-batch; the first trial
+// to end also reports a memory peak of `first_peak_mb` (Megatron's memory line).
+void EndQueued(testing::FakeSweep& s, std::optional<double>& first_peak_mb) {
+  for (const auto& t : s.Trials()) {
+    if (t.state != "pending") continue;
+    double lr = nlohmann::json::parse(t.params_json)["lr"].get<double>();
+    double loss = 3.0 - 0.1 * static_cast<double>(Mbs(t)) + std::fabs(std::log10(lr) + 4);
+    std::string log = MegatronLine(10, 20, loss);
+    if (first_peak_mb) {
+      log += fmt::format(
+          "[Rank 0] (after 10 iterations) memory (MB) | allocated: 1000.0 | max allocated: 2000.0 | "
+          "reserved: 3000.0 | max reserved: {:.1f}\n",
+          *std::exchange(first_peak_mb, std::nullopt));
+    }
+    s.slurm.Start(t.job_id);
+    s.slurm.AppendLog(t.job_id, log);
+    s.slurm.End(t.job_id, "COMPLETED");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("tpe: a measured peak above the plan's recalibrates memory for every later proposal, resumed or not",
+          "[runner][sampler]") {
+  auto drive = [](int restart_every) {
+    auto s = std::make_unique<testing::FakeSweep>(kMemoryStudy, 2, "", "echo {{mbs}} {{lr}}", "tm");
+    std::vector<TrialSpec> layouts;
+    for (int64_t mbs : {1, 2, 4, 8}) layouts.push_back({"", {{"mbs", mbs}}, "", ""});
+    auto plan = PlanTrials(s->study(), layouts);
+    REQUIRE(plan.ok());
+    std::map<int64_t, double> peak;  // mbs -> predicted peak bytes
+    for (const auto& row : plan->rows) {
+      REQUIRE(row.verdict == PlanRow::Verdict::kFits);
+      peak[std::get<int64_t>(row.trial.params[0].second)] = row.memory->Peak().Total();
+    }
+    s->Tick();
+    auto first = s->Trials();
+    REQUIRE(first.size() == 2);
+    // The first trial peaks `extra` above its prediction: enough that mbs 4 and 8 no longer fit
+    // in 400 GiB, not so much that mbs 2 does not.
+    REQUIRE(Mbs(first[0]) <= 2);
+    const double gib = 1024.0 * 1024 * 1024;
+    double extra = 400 * gib - (peak[2] + peak[4]) / 2;
+    std::optional<double> first_peak_mb = (peak[Mbs(first[0])] + extra) / (1024.0 * 1024);
+    for (int tick = 1; tick < 40; ++tick) {
+      if (restart_every > 0 && tick % restart_every == 0) s->Restart();
+      EndQueued(*s, first_peak_mb);
+      if (s->Tick().done) break;
+    }
+    return s;
+  };
+  auto straight = drive(0);
+  auto trials = straight->Trials();
+  INFO(straight->log());
+  REQUIRE(trials.size() == 12);
+  CHECK(straight->Events("calibrate") == 1);
+  // The first batch went before anything was measured; every later proposal fits the calibrated plan.
+  for (size_t i = 2; i < trials.size(); ++i) {
+    INFO(trials[i].params_json);
+    CHECK(Mbs(trials[i]) <= 2);
+  }
+  // A run restarted every other tick reads the calibration back from the store and proposes the same.
+  auto resumed = drive(2);
+  auto again = resumed->Trials();
+  REQUIRE(again.size() == trials.size());
+  for (size_t i = 0; i < trials.size(); ++i) CHECK(again[i].trial_key == trials[i].trial_key);
+}
+
+TEST_CASE("tpe: no proposal is dominated by an observed CUDA OOM, whatever its learning rate", "[runner][sampler]") {
+  testing::FakeSweep s(R"([search]
+sampler = "tpe"
+trials = 16
+seed = 5
+[space]
+mbs = [1, 2, 4, 8]
+tp = [1, 2]
+lr = { min = 1e-5, max = 1e-3, log = true }
+)",
+                       2, "", "echo {{mbs}} {{tp}} {{lr}}", "to");
+  auto value = [](const store::TrialRecord& t, const char* k) {
+    return nlohmann::json::parse(t.params_json)[k].get<double>();
+  };
+  // The cluster's truth: a micro-batch of 4 per tensor-parallel rank runs out of memory; the
+  // larger the micro-batch that fits, the better the loss.
+  std::vector<store::TrialRecord> ooms;  // observed so far
+  size_t checked = 0;
+  for (int tick = 0; tick < 40; ++tick) {
+    bool done = s.Tick().done;
+    auto trials = s.Trials();
+    // An OOM is recorded before the same tick proposes: every trial proposed at this tick came
+    // after it.
+    for (const auto& t : trials) {
+      if (t.state == "cuda_oom" &&
+          std::none_of(ooms.begin(), ooms.end(), [&](const auto& o) { return o.id == t.id; })) {
+        ooms.push_back(t);
+      }
+    }
+    for (; checked < trials.size(); ++checked) {
+      for (const auto& o : ooms) {
+        INFO(trials[checked].params_json << " after the OOM of " << o.params_json);
+        bool dominated =
+            value(trials[checked], "mbs") >= value(o, "mbs") && value(trials[checked], "tp") <= value(o, "tp");
+        CHECK_FALSE(dominated);
+      }
+    }
+    if (done) break;
+    for (const auto& t : trials) {
+      if (t.state != "pending" || !t.stop_request.empty()) continue;
+      s.slurm.Start(t.job_id);
+      if (value(t, "mbs") / value(t, "tp") >= 4) {
+        s.slurm.AppendLog(t.job_id, "torch.OutOfMemoryError: CUDA out of memory.\n");
+        s.slurm.End(t.job_id, "FAILED");
+      } else {
+        s.slurm.AppendLog(t.job_id, MegatronLine(10, 20, 3.0 - 0.1 * value(t, "mbs")));
+        s.slurm.End(t.job_id, "COMPLETED");
+      }
+    }
+  }
+  INFO(s.log());
+  CHECK_FALSE(ooms.empty());
+  CHECK(s.Trials().size() == 16);
 }
