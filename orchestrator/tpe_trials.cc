@@ -230,7 +230,8 @@ std::string RenderTpeRegion(const Study& study, const TpeRegion& region) {
                          t.dropped_reason.empty() ? "" : "  [" + TerminalSafe(t.dropped_reason) + "]");
     }
   }
-  std::string what = region.plan ? "constraints, parallelism rules and the memory plan" : "constraints";
+  std::string what =
+      study.job.vars.count("model") ? "constraints, parallelism rules and the memory plan" : "constraints";
   if (region.rows.empty()) {
     out += fmt::format(
         "sampler = \"tpe\": trials are proposed as results come in; its lists and integer ranges form {:.3g} "

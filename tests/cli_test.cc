@@ -245,6 +245,16 @@ TEST_CASE("plan of a tpe study: the region its proposals come from, each combina
   CHECK(out.find(fmt::format("{} of them pass constraints, parallelism rules and the memory plan", fits)) !=
         std::string::npos);
   CHECK(doc["trials"].empty());
+
+  // Too many combinations to list: said so, and what each proposal is checked against.
+  std::string text = testing::ReadAll(path);
+  text.replace(text.find("max = 16,"), 9, "max = 16000,");
+  testing::WriteAll(path, text);
+  auto [brc, big] = Shell(kBinary + " plan " + path);
+  INFO(big);
+  CHECK(brc == 0);
+  CHECK_THAT(big, Catch::Contains("form 1.28e+05 combinations, too many to list here, so constraints, parallelism "
+                                  "rules and the memory plan are checked on each proposal"));
 }
 
 TEST_CASE("status says whether a run is going on, and clears a killed detached run's pid file", "[cli]") {
