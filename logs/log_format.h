@@ -1,5 +1,5 @@
-// What a log parser is told and what it keeps and returns: the log formats and their names, a
-// study's per-metric regular expressions, the running parser state and one chunk's output.
+// What a log parser keeps and returns: the running parser state and one chunk's output (what it
+// is told, the format and the study's regular expressions, is base/metric_format.h).
 // Shared by metrics_parser (the driver) and framework_logs (the frameworks' line parsers), so
 // neither includes the other's header.
 // Module logs/: reading training logs; uses base/ only.
@@ -13,48 +13,10 @@
 #include <string_view>
 #include <vector>
 
+#include "base/metric_format.h"
 #include "base/metric_point.h"
 
 namespace sweep {
-
-enum class MetricFormat {
-  kMegatron,
-  kJsonLines,
-  kHuggingFace,  // Trainer's printed dicts ({'loss': 2.1, ...}), steps and time from its tqdm bar
-  kLightning,    // PyTorch Lightning / NeMo progress bars, NeMo 2's "Training epoch E, iteration I/N | ..."
-  kTorchtitan,   // "[titan] 2025-06-04 08:51:48,074 - root - INFO - step: 10  loss: 10.7069 ..."
-  kDeepSpeed,    // the engine's "step=N, skipped=S, lr=[...]" and throughput-timer lines
-  kRegex,        // only the study's [study.metric_regex] expressions
-  kAuto,         // the first line that one of the formats above recognizes decides
-};
-
-// "megatron" | "jsonl" | "hf" | "lightning" ("nemo") | "torchtitan" | "deepspeed" | "regex" |
-// "auto"; false if unknown.
-bool ParseMetricFormat(std::string_view text, MetricFormat* out);
-std::string_view MetricFormatName(MetricFormat format);
-// The accepted names, for error messages.
-inline constexpr std::string_view kMetricFormatNames =
-    "\"megatron\", \"jsonl\", \"hf\", \"lightning\", \"nemo\", \"torchtitan\", \"deepspeed\", \"regex\" or \"auto\"";
-
-// A metric the study reads with its own regular expression (ECMAScript syntax, searched in each
-// line; the first capture group is the value). Name "step" gives the step (required with format
-// "regex"), "time_s" seconds of training time; any other name is a metric, stored at the step of
-// the line or else the last step seen.
-struct MetricRegex {
-  std::string name;
-  std::string pattern;
-  std::shared_ptr<const std::regex> compiled;
-};
-
-// Compiles `pattern`; the error says why it cannot be used (syntax, no capture group).
-bool CompileMetricRegex(std::string name, std::string pattern, MetricRegex* out, std::string* error);
-
-// How a study's logs are read: the format and extra regular expressions, applied to every line.
-struct LogFormat {
-  LogFormat(MetricFormat f = MetricFormat::kMegatron) : format(f) {}  // NOLINT: a bare format is a LogFormat
-  MetricFormat format;
-  std::vector<MetricRegex> regexes;
-};
 
 // Points are base/metric_point.h's MetricPoint; time_s is training time since the first logged
 // iteration (see ParserState).

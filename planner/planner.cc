@@ -158,14 +158,14 @@ namespace {
 
 // A knob's value: a parameter of this configuration first, then [job.vars].
 struct Knobs {
-  const Study& study;
+  const PlanJob& job;
   const TrialSpec& trial;
 
   std::optional<std::string> Get(const std::string& name) const {
     for (const auto& [k, v] : trial.params)
       if (k == name) return ParamToString(v);
-    auto it = study.job.vars.find(name);
-    if (it != study.job.vars.end()) return it->second;
+    auto it = job.vars.find(name);
+    if (it != job.vars.end()) return it->second;
     return std::nullopt;
   }
   bool IsParam(const std::string& name) const {
@@ -232,20 +232,20 @@ int Plan::Count(PlanRow::Verdict v) const {
   return int(std::count_if(rows.begin(), rows.end(), [v](const PlanRow& r) { return r.verdict == v; }));
 }
 
-Result<Plan> PlanTrials(const Study& study, std::vector<TrialSpec> trials) {
+Result<Plan> PlanTrials(const PlanJob& job, std::vector<TrialSpec> trials) {
   Plan plan;
   std::string presets = fmt::format("{}", fmt::join(ModelPresetNames(), ", "));
-  auto model_name = study.job.vars.find("model");
-  if (model_name == study.job.vars.end())
+  auto model_name = job.vars.find("model");
+  if (model_name == job.vars.end())
     return Status::InvalidArgument("plan needs [job.vars] model (one of: " + presets + ")");
   auto model = FindModelPreset(model_name->second);
   if (!model)
     return Status::InvalidArgument(
         fmt::format("[job.vars] model \"{}\" is not a preset (one of: {})", model_name->second, presets));
   plan.model = *model;
-  plan.world = study.job.nodes * std::max(study.job.gpus_per_node, 1);
+  plan.world = job.nodes * std::max(job.gpus_per_node, 1);
   TrialSpec none;
-  Knobs study_knobs{study, none};
+  Knobs study_knobs{job, none};
   auto gpu_mem = study_knobs.Number("gpu_mem_gib", std::nullopt);
   if (!gpu_mem.ok()) return gpu_mem.status();
   auto headroom = study_knobs.Number("headroom_gib", 4.0);
@@ -265,7 +265,7 @@ Result<Plan> PlanTrials(const Study& study, std::vector<TrialSpec> trials) {
       plan.rows.push_back(std::move(row));
       continue;
     }
-    Knobs knobs{study, row.trial};
+    Knobs knobs{job, row.trial};
     int gbs = 0;
     auto config = ConfigFor(knobs, plan.world, &gbs);
     if (!config.ok()) return config.status().WithContext("configuration " + row.trial.key);

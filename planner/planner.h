@@ -19,17 +19,17 @@
 // linear-layer parameter; activations are counted at bf16 (an upper bound: TE keeps some GEMM
 // inputs in fp8).
 // Headroom (CUDA context, NCCL buffers, allocator fragmentation) is a number the study gives.
-// Module planner/: the LLM planner; uses base/ and study/.
+// Module planner/: the LLM planner; uses base/ only.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/params.h"
 #include "base/status.h"
 #include "planner/parallelism.h"
-#include "study/space.h"
-#include "study/study.h"
 
 namespace sweep {
 
@@ -94,9 +94,17 @@ struct Plan {
   int Count(PlanRow::Verdict v) const;
 };
 
+// What the plan reads of a study besides each configuration's parameters: its [job.vars] and
+// the GPUs a trial gets (orchestrator/phases.h fills it in from a Study).
+struct PlanJob {
+  std::map<std::string, std::string> vars;
+  int nodes = 1;
+  int gpus_per_node = 0;  // 0 (no GPUs asked for) counts as 1
+};
+
 // The plan of `trials`, the study's expanded space (ExpandStudy in orchestrator/phases.h, which
 // also offers PlanStudy(study) doing both).
-Result<Plan> PlanTrials(const Study& study, std::vector<TrialSpec> trials);
+Result<Plan> PlanTrials(const PlanJob& job, std::vector<TrialSpec> trials);
 // The table (one line per configuration) and the summary line.
 std::string RenderPlan(const Plan& plan, const std::vector<std::string>& param_names);
 std::string PlanSummary(const Plan& plan);

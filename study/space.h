@@ -1,27 +1,19 @@
 // Search space expansion: the study's parameters become trials, each with a stable key
 // derived from its values (so a rerun maps to the same trials), and constraints drop
 // configurations before they cost queue time, recording which constraint dropped them.
-// Module study/: the study file; uses base/, logs/, stopping/ (and slurm/'s template renderer).
+// Module study/: the study file; uses base/ only.
 #pragma once
 
 #include <map>
 #include <string>
 #include <vector>
 
+#include "base/params.h"
 #include "base/status.h"
 #include "study/expr.h"
 #include "study/study.h"
 
 namespace sweep {
-
-using Params = std::vector<std::pair<std::string, ParamValue>>;
-
-struct TrialSpec {
-  std::string key;                                         // "t-" + 12 hex digits of a hash of the values
-  std::vector<std::pair<std::string, ParamValue>> params;  // in the study's parameter order
-  std::string params_json;                                 // keys sorted, for the store
-  std::string dropped_reason;                              // non-empty: a constraint failed
-};
 
 // Grid: the cartesian product, last parameter varying fastest. Random: `trials` distinct
 // draws from a generator seeded by the study's seed (same study file, same trials). Tpe: none

@@ -1,5 +1,5 @@
 // The study file's [stopping] table read into early stopping's StoppingConfig: the rules in
-// stopping/ stay pure logic and never see TOML. Uses base/, stopping/ and toml++.
+// stopping/ stay pure logic and never see TOML. Uses base/ and toml++.
 #pragma once
 
 #include <string>
@@ -8,7 +8,7 @@
 #include <toml++/toml.h>
 
 #include "base/status.h"
-#include "stopping/early_stop.h"
+#include "base/stopping_config.h"
 
 namespace sweep {
 

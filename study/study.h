@@ -2,8 +2,8 @@
 // cluster. Every error names the file, line and key. The file format is versioned by what
 // this loader accepts; unknown keys are errors (with the closest known key suggested), so a
 // typo never silently becomes a default.
-// Module study/: the study file; uses base/ and the config types of logs/ (MetricFormat) and
-// stopping/ (StoppingConfig). The template is read, not checked: orchestrator/trial_script.h.
+// Module study/: the study file; uses base/ only (its vocabulary: params.h, metric_format.h,
+// stopping_config.h). The template is read, not checked: orchestrator/trial_script.h.
 #pragma once
 
 #include <map>
@@ -12,15 +12,12 @@
 #include <variant>
 #include <vector>
 
+#include "base/metric_format.h"
+#include "base/params.h"
 #include "base/status.h"
-#include "stopping/early_stop.h"
-#include "logs/metrics_parser.h"
+#include "base/stopping_config.h"
 
 namespace sweep {
-
-// A parameter value: TOML integer, float, string or boolean.
-using ParamValue = std::variant<int64_t, double, std::string, bool>;
-std::string ParamToString(const ParamValue& v);
 
 struct ParamSpec {
   std::string name;

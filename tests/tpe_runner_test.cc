@@ -13,6 +13,7 @@
 #include <sstream>
 #include <utility>
 
+#include "orchestrator/phases.h"
 #include "orchestrator/runner.h"
 #include "planner/planner.h"
 #include "store/store.h"

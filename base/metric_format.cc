@@ -1,5 +1,5 @@
-// Format names and the study's regular expressions; see log_format.h.
-#include "logs/log_format.h"
+// Format names and the study's regular expressions; see metric_format.h.
+#include "base/metric_format.h"
 
 #include <utility>
 
