@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/terminal.h"
+#include "orchestrator/phases.h"
 #include "base/trial_state.h"
 #include "study/expr.h"
 
