@@ -616,19 +616,9 @@ struct App {
                      {"world", plan->world},
                      {"gpu_mem_gib", plan->gpu_mem_gib},
                      {"headroom_gib", plan->headroom_gib}};
-      for (const PlanRow& r : plan->rows) {
-        const char* verdict = r.verdict == PlanRow::Verdict::kFits         ? "run"
-                              : r.verdict == PlanRow::Verdict::kConstraint ? "dropped"
-                              : r.verdict == PlanRow::Verdict::kRule       ? "rule"
-                                                                           : "oom";
-        std::optional<double> gib;
-        if (r.memory) gib = r.predicted_bytes / (1024.0 * 1024 * 1024);
-        add(r.trial, verdict, r.reason, gib);
-      }
+      for (const PlanVerdict& v : PlanVerdicts(specs, &*plan)) add(*v.trial, v.verdict, v.reason, v.predicted_gib);
     } else {
-      for (const TrialSpec& t : specs) {
-        add(t, t.dropped_reason.empty() ? "run" : "dropped", t.dropped_reason, std::nullopt);
-      }
+      for (const PlanVerdict& v : PlanVerdicts(specs, nullptr)) add(*v.trial, v.verdict, v.reason, v.predicted_gib);
     }
     nlohmann::json refusals = nlohmann::json::array();
     for (const auto& [key, why] : refused) refusals.push_back({{"key", key}, {"reason", why}});

@@ -21,4 +21,24 @@ Result<Plan> PlanStudy(const Study& study) {
   return PlanTrials(study, std::move(*trials));
 }
 
+std::vector<PlanVerdict> PlanVerdicts(const std::vector<TrialSpec>& specs, const Plan* plan) {
+  std::vector<PlanVerdict> out;
+  if (!plan) {
+    for (const TrialSpec& t : specs) {
+      out.push_back({&t, t.dropped_reason.empty() ? "run" : "dropped", t.dropped_reason, std::nullopt});
+    }
+    return out;
+  }
+  for (const PlanRow& r : plan->rows) {
+    const char* verdict = r.verdict == PlanRow::Verdict::kFits         ? "run"
+                          : r.verdict == PlanRow::Verdict::kConstraint ? "dropped"
+                          : r.verdict == PlanRow::Verdict::kRule       ? "rule"
+                                                                       : "oom";
+    std::optional<double> gib;
+    if (r.memory) gib = r.predicted_bytes / (1024.0 * 1024 * 1024);
+    out.push_back({&r.trial, verdict, r.reason, gib});
+  }
+  return out;
+}
+
 }  // namespace sweep

@@ -3,6 +3,8 @@
 // Module orchestrator/: the application; may use every module.
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -18,5 +20,16 @@ PlanJob PlanJobOf(const Study& study);
 Result<Plan> PlanTrials(const Study& study, std::vector<TrialSpec> trials);
 // `slurmsweep plan`: PlanTrials over ExpandStudy.
 Result<Plan> PlanStudy(const Study& study);
+
+// One configuration as `plan` shows it: "run", "dropped" (a constraint), "rule" or "oom" (the
+// memory plan), why, and the predicted GPU memory when the parallelism rules passed.
+struct PlanVerdict {
+  const TrialSpec* trial = nullptr;
+  const char* verdict = "run";
+  std::string reason;
+  std::optional<double> predicted_gib;
+};
+// The plan's rows, or without a plan (no [job.vars] model) `specs` with their constraints only.
+std::vector<PlanVerdict> PlanVerdicts(const std::vector<TrialSpec>& specs, const Plan* plan);
 
 }  // namespace sweep

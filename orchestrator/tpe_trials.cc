@@ -273,20 +273,8 @@ nlohmann::json TpeRegionJson(const TpeRegion& region) {
                     {"params", params},
                     {"predicted_gib", gib ? nlohmann::json(*gib) : nlohmann::json()}});
   };
-  if (region.plan) {
-    for (const PlanRow& r : region.plan->rows) {
-      const char* verdict = r.verdict == PlanRow::Verdict::kFits         ? "run"
-                            : r.verdict == PlanRow::Verdict::kConstraint ? "dropped"
-                            : r.verdict == PlanRow::Verdict::kRule       ? "rule"
-                                                                         : "oom";
-      std::optional<double> gib;
-      if (r.memory) gib = r.predicted_bytes / (1024.0 * 1024 * 1024);
-      add(r.trial, verdict, r.reason, gib);
-    }
-  } else {
-    for (const TrialSpec& t : region.rows) {
-      add(t, t.dropped_reason.empty() ? "run" : "dropped", t.dropped_reason, std::nullopt);
-    }
+  for (const PlanVerdict& v : PlanVerdicts(region.rows, region.plan ? &*region.plan : nullptr)) {
+    add(*v.trial, v.verdict, v.reason, v.predicted_gib);
   }
   nlohmann::json floats = nlohmann::json::array();
   for (const ParamSpec* p : region.floats)
