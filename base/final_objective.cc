@@ -7,22 +7,26 @@
 namespace sweep {
 namespace {
 
-// Mean of values[first, end): the one summation both FinalObjectiveOf and TrailingMean use, so
-// that the final value and the curve's last point are the same double.
-double WindowMean(const std::vector<double>& values, size_t end) {
+// Mean of the window ending before `end`: the one summation both FinalObjectiveOf and
+// TrailingMean use, so that the final value and the curve's last point are the same double.
+double WindowEndingAt(const std::vector<double>& values, size_t end) {
   size_t first = end > kFinalWindow ? end - kFinalWindow : 0;
-  double sum = 0;
-  for (size_t k = first; k < end; ++k) sum += values[k];
-  return sum / static_cast<double>(end - first);
+  return WindowMean(values.data() + first, end - first);
 }
 
 }  // namespace
+
+double WindowMean(const double* values, size_t n) {
+  double sum = 0;
+  for (size_t k = 0; k < n; ++k) sum += values[k];
+  return sum / static_cast<double>(n);
+}
 
 std::optional<FinalObjective> FinalObjectiveOf(const std::vector<double>& values) {
   if (values.empty()) return std::nullopt;
   FinalObjective f;
   f.points = std::min(kFinalWindow, values.size());
-  f.value = WindowMean(values, values.size());
+  f.value = WindowEndingAt(values, values.size());
   f.last = values.back();
   if (f.points > 1 && std::isfinite(f.value)) {
     double ss = 0;
@@ -35,7 +39,7 @@ std::optional<FinalObjective> FinalObjectiveOf(const std::vector<double>& values
 
 std::vector<double> TrailingMean(const std::vector<double>& values) {
   std::vector<double> out(values.size());
-  for (size_t i = 0; i < values.size(); ++i) out[i] = WindowMean(values, i + 1);
+  for (size_t i = 0; i < values.size(); ++i) out[i] = WindowEndingAt(values, i + 1);
   return out;
 }
 

@@ -23,6 +23,11 @@ struct FinalObjective {
   size_t points = 0;  // min(kFinalWindow, number of values)
 };
 
+// The mean of values[0, n), summed in order: the one summation of the final value and of every
+// point of the smoothed curve (the store's summaries use it too, to keep each bucket's range of
+// the smoothed curve as they ingest), so that all of them are the same doubles.
+double WindowMean(const double* values, size_t n);
+
 // nullopt for no values.
 std::optional<FinalObjective> FinalObjectiveOf(const std::vector<double>& values);
 

@@ -88,21 +88,25 @@ reports::TrialRow MakeTrialRow(const store::TrialRecord& t, const nlohmann::json
   return r;
 }
 
+// The final objective (base/final_objective.h) of a trial that logged `objective`, from its last
+// kFinalWindow points alone (read through the store's index by metric).
+Result<std::optional<FinalObjective>> FinalFromTail(store::Store& store, int64_t trial_id,
+                                                    const store::TrialSummary& summary, const std::string& objective) {
+  if (!summary.Find(objective)) return std::optional<FinalObjective>();
+  auto tail = store.MetricTail(trial_id, objective, kFinalWindow);
+  if (!tail.ok()) return tail.status();
+  return FinalObjectiveOf(*tail);
+}
+
 // MakeTrialRow from the store's summary of the trial's metrics instead of its points: steps and
-// training time are the same; the final objective (base/final_objective.h) is computed from the
-// objective's last kFinalWindow points alone (read through the store's index by metric); the
-// iteration time is the summary's steady level (store::MetricSummary::SteadyLevel: the median of
-// its bucket means, start-up left out), not the median of every point.
-Result<reports::TrialRow> TrialRowFromSummary(store::Store& store, const store::TrialRecord& t,
-                                              const nlohmann::json& params, const store::TrialSummary& summary,
-                                              const std::vector<std::string>& param_names, double now,
-                                              const std::string& objective) {
+// training time are the same; the final objective is FinalFromTail's; the iteration time is the
+// summary's steady level (store::MetricSummary::SteadyLevel: the median of its bucket means,
+// start-up left out), not the median of every point.
+reports::TrialRow TrialRowFromSummary(const store::TrialRecord& t, const nlohmann::json& params,
+                                      const store::TrialSummary& summary, const std::optional<FinalObjective>& final,
+                                      const std::vector<std::string>& param_names, double now) {
   reports::TrialRow r = MakeTrialRow(t, params, param_names, now);
-  if (summary.Find(objective)) {
-    auto tail = store.MetricTail(t.id, objective, kFinalWindow);
-    if (!tail.ok()) return tail.status();
-    if (auto f = FinalObjectiveOf(*tail)) r.objective_value = f->value;
-  }
+  if (final) r.objective_value = final->value;
   r.steps = summary.max_step();
   r.train_time_s = summary.max_time_s();
   if (const store::MetricSummary* m = summary.Find("iter_time_ms")) {
@@ -142,8 +146,128 @@ std::optional<double> NumberOf(const nlohmann::json& j) {
   return std::nullopt;
 }
 
+// What a trial's metrics say for its report entry, from its points (MetricFacts) or, for a long
+// trial, from the store's summary of them (SummaryFacts).
+struct Facts {
+  std::optional<int64_t> train_iters;
+  std::optional<double> tflops_per_gpu, tokens_per_s, global_batch_size;
+  std::optional<FinalObjective> final;
+  std::optional<int64_t> steps_to_target;
+  std::vector<CurvePoint> curve;
+};
+
+// Downsamples a curve's finite points with LTTB to `budget` points (all kept if fewer).
+std::vector<CurvePoint> Downsample(const std::vector<CurvePoint>& curve, size_t budget) {
+  // A diverged tail ends the line: finite points only.
+  std::vector<double> x, y;
+  std::vector<size_t> finite;
+  for (size_t i = 0; i < curve.size(); ++i) {
+    if (!std::isfinite(curve[i].value)) continue;
+    finite.push_back(i);
+    x.push_back(static_cast<double>(curve[i].step));
+    y.push_back(curve[i].value);
+  }
+  std::vector<CurvePoint> out;
+  for (size_t k : reports::LttbIndices(x, y, budget)) out.push_back(curve[finite[k]]);
+  return out;
+}
+
+// From every point of the trial (Store::MetricTable).
+Facts MetricFacts(const Columns& metrics, const SummaryContext& ctx) {
+  Facts f;
+  if (auto total = FiniteValues(metrics, "train_iters"); !total.empty())
+    f.train_iters = static_cast<int64_t>(total.back());
+  f.tflops_per_gpu = Median(FiniteValues(metrics, "throughput_tflops"));
+  f.tokens_per_s = Median(FiniteValues(metrics, "tokens_per_s"));
+  f.global_batch_size = Median(FiniteValues(metrics, "global_batch_size"));
+  const store::MetricColumns& objective = SeriesOf(metrics, ctx.objective);
+  f.final = FinalObjectiveOf(objective.values);
+  if (!f.final) return f;
+  // One smoothed curve (base/final_objective.h): the target is crossed on it, the charts draw
+  // it, and its last point is the final value, so a trial reaches a target equal to its own
+  // final value. Its window is the same number of points for every trial.
+  std::vector<double> smoothed = TrailingMean(objective.values);
+  if (ctx.target) {
+    auto reached = FirstReach(smoothed, *ctx.target, ctx.minimize);
+    if (reached) f.steps_to_target = objective.steps[*reached];
+  }
+  // Downsampling raw noisy points would draw the noise's envelope.
+  std::vector<CurvePoint> curve(smoothed.size());
+  for (size_t i = 0; i < smoothed.size(); ++i) curve[i] = {objective.steps[i], objective.times[i], smoothed[i]};
+  f.curve = Downsample(curve, ctx.curve_points);
+  return f;
+}
+
+// The level of a metric of a long trial from its summary row alone (its buckets are not read):
+// the mean of its finite points after the first (start-up), what Median of every point is for a
+// short trial. Over the hundreds of points of a long trial, a few slow iterations (warm-up, a
+// checkpoint) move it by their share only.
+std::optional<double> LevelOf(const store::TrialSummary& summary, std::string_view name) {
+  const store::MetricSummary* m = summary.Find(name);
+  if (!m || m->finite == 0) return std::nullopt;
+  if (m->points < 3 || m->finite < 2 || !std::isfinite(m->first_value)) return m->sum / static_cast<double>(m->finite);
+  return (m->sum - m->first_value) / static_cast<double>(m->finite - 1);
+}
+
+// From the store's summary of a long trial (its objective's buckets read) and a few of its points:
+// the final value from the objective's last kFinalWindow points, as MetricFacts computes it; the
+// step at which the smoothed curve reaches the target, exactly, from the points of the first bucket
+// whose range of the smoothed curve holds the target (and the kFinalWindow - 1 before it); the
+// curve from the bucket means (each the mean of store::kMinBucketPoints or more consecutive
+// points, a wider smoothing than the trailing mean), from the first point to the final value; levels
+// (TFLOP/s, tokens/s, batch size): LevelOf.
+Result<Facts> SummaryFacts(store::Store& store, int64_t trial_id, const store::TrialSummary& summary,
+                           const SummaryContext& ctx) {
+  Facts f;
+  if (const store::MetricSummary* m = summary.Find("train_iters"); m && std::isfinite(m->last_value))
+    f.train_iters = static_cast<int64_t>(m->last_value);
+  f.tflops_per_gpu = LevelOf(summary, "throughput_tflops");
+  f.tokens_per_s = LevelOf(summary, "tokens_per_s");
+  f.global_batch_size = LevelOf(summary, "global_batch_size");
+  const store::MetricSummary* objective = summary.Find(ctx.objective);
+  auto final = FinalFromTail(store, trial_id, summary, ctx.objective);
+  if (!final.ok()) return final.status();
+  f.final = *final;
+  if (!objective || !f.final) return f;
+  std::vector<store::SeriesBucket> buckets = objective->buckets;
+  if (objective->open.points > 0) buckets.push_back(objective->open);
+  if (ctx.target) {
+    for (const store::SeriesBucket& b : buckets) {
+      if (!(ctx.minimize ? b.smooth_min <= *ctx.target : b.smooth_max >= *ctx.target)) continue;
+      auto points = store.MetricRange(trial_id, ctx.objective, b.first_step, b.last_step, kFinalWindow - 1);
+      if (!points.ok()) return points.status();
+      // The points before the bucket are its first windows' start (all of them at the series'
+      // start, where the windows are shorter).
+      size_t before = 0;
+      std::vector<double> values;
+      for (const CurvePoint& p : *points) {
+        before += p.step < b.first_step;
+        values.push_back(p.value);
+      }
+      std::vector<double> smoothed = TrailingMean(values);
+      for (size_t i = before; i < smoothed.size(); ++i) {
+        if (ctx.minimize ? smoothed[i] <= *ctx.target : smoothed[i] >= *ctx.target) {
+          f.steps_to_target = (*points)[i].step;
+          break;
+        }
+      }
+      // The range says the bucket holds the crossing; were it stale, the next candidate is read.
+      if (f.steps_to_target) break;
+    }
+  }
+  // Its first point is the first logged value (a window of one), as on a curve drawn from every point.
+  std::vector<CurvePoint> curve = {{objective->first_step, objective->first_time_s, objective->first_value}};
+  curve.reserve(buckets.size() + 2);
+  for (const store::SeriesBucket& b : buckets) curve.push_back({b.last_step, b.last_time_s, b.Mean()});
+  // The last point is the final value, as on a curve drawn from every point.
+  if (curve.size() > 1 && curve.back().step == objective->last_step) curve.pop_back();
+  curve.push_back({objective->last_step, objective->last_time_s, f.final->value});
+  f.curve = Downsample(curve, ctx.curve_points);
+  return f;
+}
+
 reports::TrialSummary Summarize(const store::TrialRecord& t, const nlohmann::json& params, const reports::TrialRow& row,
-                                const Columns& metrics, const SummaryContext& ctx) {
+                                const Facts& facts, const SummaryContext& ctx) {
   reports::TrialSummary s;
   s.id = t.id;
   s.key = t.trial_key;
@@ -155,20 +279,19 @@ reports::TrialSummary Summarize(const store::TrialRecord& t, const nlohmann::jso
   if (t.submitted_at && t.started_at) s.queue_s = *t.started_at - *t.submitted_at;
   s.wall_s = row.wall_time_s;
   s.steps = row.steps;
-  if (auto total = FiniteValues(metrics, "train_iters"); !total.empty())
-    s.train_iters = static_cast<int64_t>(total.back());
+  s.train_iters = facts.train_iters;
   s.train_time_s = row.train_time_s;
   s.iters_per_s = row.iters_per_s;
-  s.tflops_per_gpu = Median(FiniteValues(metrics, "throughput_tflops"));
+  s.tflops_per_gpu = facts.tflops_per_gpu;
 
   // Tokens: logged directly by a JSON-lines workload, or samples per iteration x sequence length.
-  s.tokens_per_s = Median(FiniteValues(metrics, "tokens_per_s"));
+  s.tokens_per_s = facts.tokens_per_s;
   if (!s.tokens_per_s && s.iters_per_s) {
     std::optional<double> seq = ctx.seq_length;
     for (const char* name : {"seq_length", "seq_len"}) {
       if (params.contains(name)) seq = NumberOf(params[name]).value_or(seq.value_or(0));
     }
-    auto batch = Median(FiniteValues(metrics, "global_batch_size"));
+    const std::optional<double>& batch = facts.global_batch_size;
     if (seq && *seq > 0 && batch) s.tokens_per_s = *batch * *seq * *s.iters_per_s;
   }
 
@@ -189,35 +312,14 @@ reports::TrialSummary Summarize(const store::TrialRecord& t, const nlohmann::jso
 
   if (t.started_at) s.started_at = *t.started_at;
   if (t.ended_at) s.ended_at = *t.ended_at;
-  const store::MetricColumns& objective = SeriesOf(metrics, ctx.objective);
-  if (auto f = FinalObjectiveOf(objective.values)) {
-    s.final_value = f->value;
-    s.final_spread = f->spread;
-    s.final_points = f->points;
-    s.last_value = f->last;
-    // One smoothed curve (base/final_objective.h): the target is crossed on it, the charts draw
-    // it, and its last point is the final value, so a trial reaches a target equal to its own
-    // final value. Its window is the same number of points for every trial.
-    std::vector<double> smoothed = TrailingMean(objective.values);
-    if (ctx.target) {
-      auto reached = FirstReach(smoothed, *ctx.target, ctx.minimize);
-      if (reached) s.steps_to_target = objective.steps[*reached];
-    }
-    // Downsampling raw noisy points would draw the noise's envelope. Finite points only; a
-    // diverged tail ends the line.
-    std::vector<double> x, y;
-    std::vector<size_t> finite;
-    for (size_t i = 0; i < smoothed.size(); ++i) {
-      if (!std::isfinite(smoothed[i])) continue;
-      finite.push_back(i);
-      x.push_back(static_cast<double>(objective.steps[i]));
-      y.push_back(smoothed[i]);
-    }
-    for (size_t k : reports::LttbIndices(x, y, ctx.curve_points)) {
-      size_t i = finite[k];
-      s.curve.push_back({objective.steps[i], objective.times[i], smoothed[i]});
-    }
+  if (facts.final) {
+    s.final_value = facts.final->value;
+    s.final_spread = facts.final->spread;
+    s.final_points = facts.final->points;
+    s.last_value = facts.final->last;
   }
+  s.steps_to_target = facts.steps_to_target;
+  s.curve = facts.curve;
   return s;
 }
 
@@ -412,21 +514,32 @@ Result<Collected> Collect(store::Store& store, const Study& study, int64_t study
   ctx.target = report.target;
 
   // Rows as `status` has them (CollectTrialRows): from the store's summaries.
-  auto summaries = store.Summaries(study_id, {"iter_time_ms"});
+  // The iteration time's series (rows) and the objective's (SummaryFacts: curve, target crossing).
+  auto summaries = store.Summaries(study_id, {"iter_time_ms", ctx.objective});
   if (!summaries.ok()) return summaries.status();
+  // Trials of at most this many points (all metrics) are reported from every point: a report
+  // reads at most about kRawRowBudget rows, whatever the study's size.
+  int64_t raw_rows = options.raw_row_budget.value_or(
+      std::max<int64_t>(kRawRowBudget / static_cast<int64_t>(std::max<size_t>(1, with_curves)), 1000));
   auto next = summaries->begin();
   const store::TrialSummary none;
   for (const auto& t : *trials) {
     while (next != summaries->end() && next->trial_id < t.id) ++next;
     const store::TrialSummary& summary = next != summaries->end() && next->trial_id == t.id ? *next : none;
-    // Column-wise, each column allocated once (Store::MetricTable): no name string per point.
-    auto metrics = store.MetricTable(t.id);
-    if (!metrics.ok()) return metrics.status();
     nlohmann::json params = ParseParams(t.params_json);
-    auto row = TrialRowFromSummary(store, t, params, summary, meta.param_names, now, ctx.objective);
-    if (!row.ok()) return row.status();
-    c.rows.push_back(std::move(*row));
-    report.trials.push_back(Summarize(t, params, c.rows.back(), *metrics, ctx));
+    bool from_points = summary.rows() <= raw_rows;
+    Result<std::vector<store::MetricColumns>> metrics = std::vector<store::MetricColumns>();
+    // Column-wise, each column allocated once (Store::MetricTable): no name string per point.
+    if (from_points || sink) metrics = store.MetricTable(t.id);
+    if (!metrics.ok()) return metrics.status();
+    Result<Facts> facts = Facts();
+    if (from_points) facts = MetricFacts(*metrics, ctx);
+    else facts = SummaryFacts(store, t.id, summary, ctx);
+    if (!facts.ok()) return facts.status();
+    // The same final value as CollectTrialRows reads (FinalFromTail), from the points at hand.
+    c.rows.push_back(TrialRowFromSummary(t, params, summary, facts->final, meta.param_names, now));
+    if (!from_points && summary.Find(ctx.objective)) ++meta.curves_from_buckets;
+    report.trials.push_back(Summarize(t, params, c.rows.back(), *facts, ctx));
     if (sink) SWEEP_RETURN_IF_ERROR(sink(t, *metrics));
   }
   return c;
@@ -490,9 +603,9 @@ Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, con
   for (const auto& t : *trials) {
     while (next != summaries->end() && next->trial_id < t.id) ++next;
     const store::TrialSummary& s = next != summaries->end() && next->trial_id == t.id ? *next : none;
-    auto row = TrialRowFromSummary(store, t, ParseParams(t.params_json), s, param_names, now, metric);
-    if (!row.ok()) return row.status();
-    rows.push_back(std::move(*row));
+    auto final = FinalFromTail(store, t.id, s, metric);
+    if (!final.ok()) return final.status();
+    rows.push_back(TrialRowFromSummary(t, ParseParams(t.params_json), s, *final, param_names, now));
   }
   return rows;
 }

@@ -42,6 +42,10 @@ struct ReportOptions {
   std::optional<double> target;
   std::string version;  // slurmsweep version, shown in the report
   reports::HtmlOptions html;
+  // A trial with more metric rows than this is reported from the store's summary of its metrics
+  // (CollectReport) instead of every point. Default: kRawRowBudget / trials with curves, at least
+  // 1000. 0: every trial from its summary (tests compare the two).
+  std::optional<int64_t> raw_row_budget;
 };
 
 // The options a study's [report] table asks for (baseline, target), with this binary's version.
@@ -50,6 +54,16 @@ ReportOptions ReportOptionsFor(const Study& study);
 // Per-trial curves are downsampled so that all of them together stay near this many points per
 // chart (between 50 and 500 per trial): 1000 trials of 10k points make a report of a few MB.
 inline constexpr size_t kCurvePointBudget = 100'000;
+
+// A report reads about this many metric rows at most, beyond the summaries: the trials longer
+// than their share are drawn from the store's summaries. Final values (the last kFinalWindow
+// points) and steps to target (the points of the one bucket where the smoothed curve reaches the
+// target) are the same as from every point; the curves are the means of the store's buckets of
+// 32 or more points instead of the trailing mean of 10, from the first point to the final value;
+// TFLOP/s, tokens/s and batch size are the mean of the points after the first (from the summary
+// row: no bucket read) instead of the median of every point. The iteration time is the summary's
+// steady level for every trial (store::MetricSummary::SteadyLevel).
+inline constexpr int64_t kRawRowBudget = 1'000'000;
 
 // The HTML report's data: every trial summarised, baseline and target chosen.
 Result<reports::StudyReport> CollectReport(store::Store& store, const Study& study, int64_t study_id,

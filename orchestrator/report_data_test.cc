@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -222,6 +223,113 @@ TEST_CASE("Curves are downsampled with their first and last points kept", "[repo
     REQUIRE(t.curve.back().value == *t.final_value);  // the curve drawn is the smoothed one
     REQUIRE(t.curve.back().time_s == loss.back().time_s);
   }
+}
+
+// A report drawn from the store's summaries (long trials) against one from every point, on the
+// same study: final values, target, steps to target, throughput and the ranking are the same
+// numbers; the curves are the bucket means, from the first point to the final value.
+void CheckSummaryReportAgrees(const Study& study, Fixture& f) {
+  ReportOptions from_points, from_summaries;
+  from_points.raw_row_budget = std::numeric_limits<int64_t>::max();
+  from_summaries.raw_row_budget = 0;
+  auto a = CollectReport(*f.store, study, f.study_id, from_points, f.options.now);
+  auto b = CollectReport(*f.store, study, f.study_id, from_summaries, f.options.now);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->meta.curves_from_buckets == 0);
+  CHECK(b->meta.curves_from_buckets > 0);
+  REQUIRE(a->target);
+  CHECK(a->target == b->target);
+  CHECK(a->baseline == b->baseline);
+  REQUIRE(a->trials.size() == b->trials.size());
+  int reached = 0, not_reached = 0;
+  for (size_t i = 0; i < a->trials.size(); ++i) {
+    const auto& x = a->trials[i];
+    const auto& y = b->trials[i];
+    INFO(x.key << " " << x.state);
+    CHECK(x.final_value == y.final_value);  // bit for bit
+    CHECK(x.final_spread == y.final_spread);
+    CHECK(x.final_points == y.final_points);
+    CHECK(x.last_value == y.last_value);
+    CHECK(x.steps_to_target == y.steps_to_target);  // exactly: the crossing is found in the points
+    (x.steps_to_target ? reached : not_reached) += x.final_value.has_value();
+    CHECK(x.iters_per_s == y.iters_per_s);
+    CHECK(x.steps == y.steps);
+    // Constant per trial in the synthetic study: the median of bucket means is the median.
+    CHECK(x.tflops_per_gpu.has_value() == y.tflops_per_gpu.has_value());
+    if (x.tflops_per_gpu) CHECK(*y.tflops_per_gpu == Approx(*x.tflops_per_gpu));
+    if (x.tokens_per_s) CHECK(*y.tokens_per_s == Approx(*x.tokens_per_s));
+    if (!x.final_value) {
+      CHECK(y.curve.empty());
+      continue;
+    }
+    // The curve: first point and last (the final value) as drawn from every point; between them
+    // bucket means at bucket ends, in step order.
+    REQUIRE(y.curve.size() >= 2);
+    CHECK(y.curve.size() <= 500);
+    CHECK(y.curve.front().step == x.curve.front().step);
+    CHECK(y.curve.front().value == x.curve.front().value);
+    CHECK(y.curve.back().step == x.curve.back().step);
+    CHECK(y.curve.back().time_s == x.curve.back().time_s);
+    CHECK(y.curve.back().value == *x.final_value);
+    auto summary = f.store->Summary(x.id, {study.objective.metric});
+    REQUIRE(summary.ok());
+    const store::MetricSummary* m = summary->Find(study.objective.metric);
+    REQUIRE(m != nullptr);
+    for (size_t k = 1; k + 1 < y.curve.size(); ++k) {
+      CHECK(y.curve[k].step > y.curve[k - 1].step);
+      auto bucket = std::find_if(m->buckets.begin(), m->buckets.end(),
+                                 [&](const store::SeriesBucket& sb) { return sb.last_step == y.curve[k].step; });
+      REQUIRE(bucket != m->buckets.end());
+      CHECK(y.curve[k].value == bucket->Mean());
+    }
+  }
+  // Both kinds of trial are in the comparison.
+  CHECK(reached >= 2);
+  CHECK(not_reached >= 1);
+  reports::Analysis ra = reports::Analyze(*a), rb = reports::Analyze(*b);
+  CHECK(ra.ranking == rb.ranking);
+  CHECK(ra.recommended == rb.recommended);
+  REQUIRE(ra.decomposition.has_value() == rb.decomposition.has_value());
+  if (ra.decomposition) CHECK(ra.decomposition->time_to_target == rb.decomposition->time_to_target);
+  // And as the reader sees them: the ranking table's rows are the same text.
+  std::string ha = reports::RenderHtmlReport(*a), hb = reports::RenderHtmlReport(*b);
+  for (const auto& t : a->trials) {
+    if (t.state == "dropped") continue;
+    CHECK(TableRow(ha, t.key) == TableRow(hb, t.key));
+  }
+}
+
+TEST_CASE("A report from the store's summaries agrees with one from every point", "[report][summary]") {
+  testing::SyntheticOptions o;
+  o.trials = 12;
+  o.points = 3000;  // 93 buckets of 32 points per completed trial
+  Fixture f(o);
+  SECTION("minimising a decaying loss") { CheckSummaryReportAgrees(f.study, f); }
+  SECTION("maximising a flat, noisy metric: the smoothed curve crosses the target back and forth") {
+    Study study = f.study;
+    study.objective.metric = "iter_time_ms";
+    study.objective.minimize = false;
+    CheckSummaryReportAgrees(study, f);
+  }
+}
+
+TEST_CASE("A long study's report is drawn from summaries by default; a short one's from every point", "[report]") {
+  testing::SyntheticOptions o;
+  o.trials = 4;
+  o.points = 20;
+  Fixture small(o);
+  auto a = CollectReport(*small.store, small.study, small.study_id, {}, small.options.now);
+  REQUIRE(a.ok());
+  CHECK(a->meta.curves_from_buckets == 0);
+  CHECK(reports::RenderHtmlReport(*a).find("drawn from the means of consecutive points") == std::string::npos);
+  ReportOptions budget;
+  budget.raw_row_budget = 79;  // 20 points x 4 metrics = 80 rows: just over it
+  auto b = CollectReport(*small.store, small.study, small.study_id, budget, small.options.now);
+  REQUIRE(b.ok());
+  CHECK(b->meta.curves_from_buckets == 4);
+  CHECK(reports::RenderHtmlReport(*b).find("The curves of the 4 longest trials are drawn from the means") !=
+        std::string::npos);
 }
 
 TEST_CASE("WriteReports writes trials.csv, metrics.csv and the HTML, mode 0644, atomically", "[report]") {

@@ -1041,12 +1041,23 @@ class Page {
     item("slurmsweep", m.version);
     out_.append(
         "</dl><h3 style=\"margin-top:12px\">How the numbers are computed</h3><ul class=\"defs\">"
-        "<li>Throughput: iterations per second = 1000 / median logged iteration time (ms). TFLOP/s per GPU: median "
-        "of the throughput_tflops metric.</li>"
+        "<li>Throughput: iterations per second = 1000 / steady iteration time (ms): the median of the means of "
+        "consecutive logged iteration times (32 or more each, kept by the database), the first (start-up) left "
+        "out (below 96 points: the mean of the points after the first). TFLOP/s per GPU: median of the "
+        "throughput_tflops metric.</li>"
         "<li>Final value (ranking, recommendation, target, status, trials.csv): mean of the objective's last 10 "
         "logged points (fewer for a shorter trial); ± is their standard deviation. The same trailing mean at every "
         "point is the smoothed curve the charts draw; steps to target is the first logged step at which it reaches "
-        "the target, so a trial whose final value is the target reaches it.</li>"
+        "the target, so a trial whose final value is the target reaches it.</li>");
+    if (m.curves_from_buckets > 0) {
+      fmt::format_to(Out(out_),
+                     "<li>The curves of the {} longest trials are drawn from the means of consecutive points (32 or "
+                     "more each, kept by the database as it ingests), ending at the final value; their final values "
+                     "and steps to target are computed from the points as above, and their TFLOP/s, tokens/s and "
+                     "batch size are the mean of their points after the first, not the median.</li>",
+                     m.curves_from_buckets);
+    }
+    out_.append(
         "<li>Time to target = steps to target / throughput (steady state, start-up excluded). Throughput factor × "
         "convergence factor = time-to-target factor, all relative to the baseline.</li>"
         "<li>GPU-hours = wall time (Slurm start to end, every attempt of a retried trial) × nodes × GPUs per node; "

@@ -78,6 +78,9 @@ struct StudyMeta {
   StudyKind kind = StudyKind::kPerformance;
   std::string kind_basis;   // why, for the reader: "micro_batch_size changes the speed"
   int trials_left_out = 0;  // trials of earlier versions of the study file whose values left [space]
+  // Trials whose curve was drawn from the store's bucket means (long trials, see
+  // orchestrator/report_data.h's kRawRowBudget), which the definitions then mention.
+  int curves_from_buckets = 0;
 };
 
 struct StudyReport {

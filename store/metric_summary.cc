@@ -14,6 +14,8 @@ SeriesBucket MergeBuckets(const SeriesBucket& a, const SeriesBucket& b) {
   m.points = a.points + b.points;
   m.finite = a.finite + b.finite;
   m.sum = a.sum + b.sum;
+  m.smooth_min = std::min(a.smooth_min, b.smooth_min);
+  m.smooth_max = std::max(a.smooth_max, b.smooth_max);
   return m;
 }
 
@@ -35,7 +37,19 @@ void MetricSummary::Add(int64_t step, double time_s, double value, std::vector<S
     min = std::min(min, value);
     max = std::max(max, value);
   }
+  // The smoothed curve's value at this point: the same summation as base/final_objective.h's.
+  double window[kFinalWindow];
+  size_t n = std::min(recent.size(), kFinalWindow - 1);
+  std::copy(recent.end() - static_cast<std::ptrdiff_t>(n), recent.end(), window);
+  window[n] = value;
+  double smoothed = WindowMean(window, n + 1);
+  recent.push_back(value);
+  if (recent.size() >= kFinalWindow) recent.erase(recent.begin(), recent.end() - (kFinalWindow - 1));
   if (open.points == 0) open.first_step = step;
+  if (!std::isnan(smoothed)) {
+    open.smooth_min = std::min(open.smooth_min, smoothed);
+    open.smooth_max = std::max(open.smooth_max, smoothed);
+  }
   open.last_step = step;
   open.last_time_s = time_s;
   ++open.points;

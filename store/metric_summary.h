@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/final_objective.h"
 #include "base/metric_point.h"
 
 namespace sweep::store {
@@ -38,6 +39,13 @@ struct SeriesBucket {
   int64_t points = 0;      // points in it
   int64_t finite = 0;      // of which finite
   double sum = 0;          // of the finite values
+  // Range of the smoothed curve (base/final_objective.h: the trailing mean of kFinalWindow
+  // points, each window reaching back into the points before the bucket) at the bucket's points,
+  // NaN left out: the curve reaches a (finite) target inside the bucket iff smooth_min <= target
+  // (smooth_max >= target, maximising), so a report finds the exact crossing by reading this
+  // bucket's points alone. +inf / -inf when every smoothed value is NaN.
+  double smooth_min = std::numeric_limits<double>::infinity();
+  double smooth_max = -std::numeric_limits<double>::infinity();
   // Mean of the finite values; NaN when none is.
   double Mean() const {
     return finite > 0 ? sum / static_cast<double>(finite) : std::numeric_limits<double>::quiet_NaN();
@@ -61,6 +69,9 @@ struct MetricSummary {
   int64_t stride = kMinBucketPoints;  // points per complete bucket
   int64_t complete = 0;               // complete buckets (stored in metric_buckets)
   SeriesBucket open;                  // the points after them: fewer than `stride`
+  // The last kFinalWindow - 1 values (raw, NaN kept, oldest first): with the next point, the
+  // window of its smoothed value.
+  std::vector<double> recent;
   // The complete buckets, in order; filled only by the readers that ask for a metric's series.
   std::vector<SeriesBucket> buckets;
 

@@ -163,10 +163,24 @@ CREATE TABLE metric_buckets (
 ) WITHOUT ROWID;
 CREATE INDEX metrics_by_name ON metrics (trial_id, name_id, step);
 )sql",
+    // 7: each bucket's range of the smoothed curve (the trailing mean of kFinalWindow points,
+    // base/final_objective.h), so that a report finds where a trial reaches its target by
+    // reading one bucket's points, and the last kFinalWindow - 1 values of each metric (doubles,
+    // little-endian), the window the next point's smoothed value needs. Summaries are rebuilt.
+    R"sql(
+ALTER TABLE metric_summaries ADD COLUMN open_smooth_min REAL;
+ALTER TABLE metric_summaries ADD COLUMN open_smooth_max REAL;
+ALTER TABLE metric_summaries ADD COLUMN recent BLOB;
+ALTER TABLE metric_buckets ADD COLUMN smooth_min REAL;
+ALTER TABLE metric_buckets ADD COLUMN smooth_max REAL;
+DELETE FROM metric_buckets;
+DELETE FROM metric_summaries;
+)sql",
 };
 
-// The first schema version with metric_summaries: a migration from before it builds them.
-constexpr int64_t kSummariesVersion = 6;
+// The last schema version that changed what the summaries hold: a migration from before it
+// (re)builds them from the metrics.
+constexpr int64_t kSummariesVersion = 7;
 
 // ---- Connection setup --------------------------------------------------------------------------
 
@@ -240,6 +254,13 @@ constexpr const char* kSqlMetricSeries =
 constexpr const char* kSqlMetricTail =
     "SELECT value FROM metrics WHERE trial_id = ?1 AND name_id = (SELECT id FROM metric_names WHERE name = ?2) "
     "ORDER BY step DESC LIMIT ?3";
+// Through metrics_by_name: the points of one metric in a step range, and the few before it.
+constexpr const char* kSqlMetricRange =
+    "SELECT step, time_s, value FROM metrics WHERE trial_id = ?1 AND name_id = (SELECT id FROM metric_names WHERE "
+    "name = ?2) AND step BETWEEN ?3 AND ?4 ORDER BY step";
+constexpr const char* kSqlMetricBefore =
+    "SELECT step, time_s, value FROM metrics WHERE trial_id = ?1 AND name_id = (SELECT id FROM metric_names WHERE "
+    "name = ?2) AND step < ?3 ORDER BY step DESC LIMIT ?4";
 // From the summary: its last point is the one with the greatest step.
 constexpr const char* kSqlLastMetric =
     "SELECT last_step, last_time_s, ?2, last_value FROM metric_summaries "
@@ -256,7 +277,7 @@ constexpr const char* kSqlAllSeries =
 #define SWEEP_SUMMARY_COLUMNS                                                                               \
   "points, finite, first_step, first_time_s, first_value, last_step, last_time_s, last_value, max_time_s, " \
   "sum, min, max, stride, complete, open_first_step, open_last_step, open_last_time_s, open_points, "       \
-  "open_finite, open_sum"
+  "open_finite, open_sum, open_smooth_min, open_smooth_max, recent"
 constexpr const char* kSqlTrialSummary =
     "SELECT name_id, " SWEEP_SUMMARY_COLUMNS " FROM metric_summaries WHERE trial_id = ?1";
 constexpr const char* kSqlStudySummaries =
@@ -264,13 +285,14 @@ constexpr const char* kSqlStudySummaries =
     " FROM trials t JOIN metric_summaries s ON s.trial_id = t.id WHERE t.study_id = ?1 ORDER BY s.trial_id";
 constexpr const char* kSqlWriteSummary =
     "REPLACE INTO metric_summaries (trial_id, name_id, " SWEEP_SUMMARY_COLUMNS
-    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)";
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
+    "?22, ?23, ?24, ?25)";
 #undef SWEEP_SUMMARY_COLUMNS
 constexpr const char* kSqlWriteBucket =
-    "REPLACE INTO metric_buckets (trial_id, name_id, bucket, first_step, last_step, last_time_s, points, finite, sum) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+    "REPLACE INTO metric_buckets (trial_id, name_id, bucket, first_step, last_step, last_time_s, points, finite, sum, "
+    "smooth_min, smooth_max) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
 constexpr const char* kSqlBuckets =
-    "SELECT first_step, last_step, last_time_s, points, finite, sum FROM metric_buckets "
+    "SELECT first_step, last_step, last_time_s, points, finite, sum, smooth_min, smooth_max FROM metric_buckets "
     "WHERE trial_id = ?1 AND name_id = ?2 ORDER BY bucket";
 constexpr const char* kSqlDeleteBucketsOf = "DELETE FROM metric_buckets WHERE trial_id = ?1 AND name_id = ?2";
 constexpr const char* kSqlDeleteSummaries = "DELETE FROM metric_summaries WHERE trial_id = ?1";
@@ -416,6 +438,17 @@ class Query {
                               SQLITE_UTF8));
   }
 
+  // Doubles as a BLOB of 8-byte little-endian IEEE values, whatever the machine's byte order.
+  void BindDoubles(int index, const std::vector<double>& values) {
+    std::string bytes(values.size() * 8, '\0');
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint64_t bits;
+      std::memcpy(&bits, &values[i], 8);
+      for (int b = 0; b < 8; ++b) bytes[i * 8 + b] = static_cast<char>((bits >> (8 * b)) & 0xff);
+    }
+    Check(sqlite3_bind_blob64(stmt_, index, bytes.data(), bytes.size(), SQLITE_TRANSIENT));
+  }
+
   // True when a row is ready to read, false when the statement is done.
   Result<bool> Step() {
     if (bind_rc_ != SQLITE_OK) return SqliteError(db_, path_, what_, bind_rc_);
@@ -465,6 +498,18 @@ class Query {
   std::optional<int64_t> OptInt(int col) const {
     if (IsNull(col)) return std::nullopt;
     return sqlite3_column_int64(stmt_, col);
+  }
+  // A BindDoubles BLOB (NULL: none).
+  std::vector<double> Doubles(int col) const {
+    const auto* bytes = static_cast<const unsigned char*>(sqlite3_column_blob(stmt_, col));
+    size_t n = static_cast<size_t>(sqlite3_column_bytes(stmt_, col)) / 8;
+    std::vector<double> values(bytes ? n : 0);
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint64_t bits = 0;
+      for (int b = 0; b < 8; ++b) bits |= static_cast<uint64_t>(bytes[i * 8 + b]) << (8 * b);
+      std::memcpy(&values[i], &bits, 8);
+    }
+    return values;
   }
   std::string Text(int col) const {
     const unsigned char* text = sqlite3_column_text(stmt_, col);
@@ -544,6 +589,9 @@ void ReadSummary(const Query& q, int col, MetricSummary& m) {
   m.open.points = q.Int(col + 17);
   m.open.finite = q.Int(col + 18);
   m.open.sum = q.Real(col + 19);
+  m.open.smooth_min = q.Real(col + 20);
+  m.open.smooth_max = q.Real(col + 21);
+  m.recent = q.Doubles(col + 22);
 }
 
 // Writes one summary row (kSqlWriteSummary).
@@ -570,6 +618,9 @@ Status WriteSummaryRow(Query& q, int64_t trial_id, int64_t name_id, const Metric
   q.BindInt(20, m.open.points);
   q.BindInt(21, m.open.finite);
   q.BindReal(22, m.open.sum);
+  q.BindReal(23, m.open.smooth_min);
+  q.BindReal(24, m.open.smooth_max);
+  q.BindDoubles(25, m.recent);
   Status s = q.Run();
   q.Rewind();
   return s;
@@ -586,6 +637,8 @@ Status WriteBucketRow(Query& q, int64_t trial_id, int64_t name_id, int64_t index
   q.BindInt(7, b.points);
   q.BindInt(8, b.finite);
   q.BindReal(9, b.sum);
+  q.BindReal(10, b.smooth_min);
+  q.BindReal(11, b.smooth_max);
   Status s = q.Run();
   q.Rewind();
   return s;
@@ -603,6 +656,8 @@ Status ReadBuckets(Query& q, int64_t trial_id, int64_t name_id, std::vector<Seri
     b.points = q.Int(3);
     b.finite = q.Int(4);
     b.sum = q.Real(5);
+    b.smooth_min = q.Real(6);
+    b.smooth_max = q.Real(7);
     out.push_back(b);
   }));
   q.Rewind();
@@ -677,6 +732,8 @@ class SqliteStore final : public Store {
   Result<std::vector<MetricRow>> MetricSeries(int64_t trial_id, const std::string& name) override;
   Result<std::optional<MetricRow>> LastMetric(int64_t trial_id, const std::string& name) override;
   Result<std::vector<double>> MetricTail(int64_t trial_id, const std::string& name, size_t n) override;
+  Result<std::vector<CurvePoint>> MetricRange(int64_t trial_id, const std::string& name, int64_t first_step,
+                                              int64_t last_step, size_t before) override;
   Result<int64_t> CountMetrics(int64_t trial_id) override;
   Status AddEvent(int64_t study_id, std::optional<int64_t> trial_id, double at, const std::string& kind,
                   const std::string& message) override;
@@ -693,8 +750,8 @@ class SqliteStore final : public Store {
     StmtPtr insert_metric, insert_metric_name, metric_name_id, metric_names, metrics, metric_series, last_metric,
         count_metrics;
     StmtPtr add_event, events;
-    StmtPtr metric_tail, series_by_id, trial_summary, study_summaries, write_summary, write_bucket, buckets,
-        delete_buckets_of, delete_summaries, delete_buckets;
+    StmtPtr metric_tail, metric_range, metric_before, series_by_id, trial_summary, study_summaries, write_summary,
+        write_bucket, buckets, delete_buckets_of, delete_summaries, delete_buckets;
   };
   // A trial's summaries as this transaction has them, by metric number (see summaries_).
   using SummaryCache = std::unordered_map<int64_t, MetricSummary>;
@@ -824,6 +881,8 @@ Status SqliteStore::PrepareStatements() {
       {&stmts_.add_event, kSqlAddEvent},
       {&stmts_.events, kSqlEvents},
       {&stmts_.metric_tail, kSqlMetricTail},
+      {&stmts_.metric_range, kSqlMetricRange},
+      {&stmts_.metric_before, kSqlMetricBefore},
       {&stmts_.series_by_id, kSqlSeriesById},
       {&stmts_.trial_summary, kSqlTrialSummary},
       {&stmts_.study_summaries, kSqlStudySummaries},
@@ -1228,8 +1287,9 @@ Status SqliteStore::FillSeries(TrialSummary& t, const std::vector<std::string>& 
       auto row = q.Step();
       if (!row.ok()) return row.status();
       if (!*row) continue;
-      id = q.Int(0);
+      id = name_ids_[name] = q.Int(0);  // an existing number: safe to keep, as MetricNameId does
     }
+    if (!m.buckets.empty()) continue;  // named twice in series_of
     m.buckets.reserve(static_cast<size_t>(m.complete));
     Query q = Use(stmts_.buckets, "read the series of " + name + " of trial " + std::to_string(t.trial_id));
     SWEEP_RETURN_IF_ERROR(ReadBuckets(q, t.trial_id, id, m.buckets));
@@ -1387,6 +1447,29 @@ Result<std::optional<MetricRow>> SqliteStore::LastMetric(int64_t trial_id, const
   if (!row.ok()) return row.status();
   if (!*row) return std::optional<MetricRow>();
   return std::optional<MetricRow>(ReadMetric(q));
+}
+
+Result<std::vector<CurvePoint>> SqliteStore::MetricRange(int64_t trial_id, const std::string& name, int64_t first_step,
+                                                         int64_t last_step, size_t before) {
+  std::string what = "read steps " + std::to_string(first_step) + " to " + std::to_string(last_step) + " of " + name +
+                     " of trial " + std::to_string(trial_id);
+  std::vector<CurvePoint> points;
+  if (before > 0) {
+    Query q = Use(stmts_.metric_before, what);
+    q.BindInt(1, trial_id);
+    q.BindText(2, name);
+    q.BindInt(3, first_step);
+    q.BindInt(4, static_cast<int64_t>(before));
+    SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] { points.push_back({q.Int(0), q.Real(1), q.Real(2)}); }));
+    std::reverse(points.begin(), points.end());
+  }
+  Query q = Use(stmts_.metric_range, what);
+  q.BindInt(1, trial_id);
+  q.BindText(2, name);
+  q.BindInt(3, first_step);
+  q.BindInt(4, last_step);
+  SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] { points.push_back({q.Int(0), q.Real(1), q.Real(2)}); }));
+  return points;
 }
 
 Result<std::vector<double>> SqliteStore::MetricTail(int64_t trial_id, const std::string& name, size_t n) {

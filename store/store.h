@@ -12,7 +12,8 @@
 //     WITHOUT ROWID; a log line's values are adjacent, so a tick's rows of one trial are one
 //     append at the end of its key range (see migration 3 in store.cc)
 //   metric_summaries(trial_id, name_id, points, first and last point, range, stride, the open
-//     bucket, ...) and metric_buckets(trial_id, name_id, bucket, ...): what ingestion keeps about
+//     bucket, the last values, ...) and metric_buckets(trial_id, name_id, bucket, ..., the smoothed
+//     curve's range smooth_min/smooth_max): what ingestion keeps about
 //     each metric (store/metric_summary.h), written in AppendMetrics' transaction; derived, so a
 //     migration or an out-of-order row rebuilds them from the metrics
 //   index metrics_by_name(trial_id, name_id, step): one metric's rows without the others'
@@ -137,6 +138,11 @@ class Store {
   // The values of the last `n` points of one metric (fewer if it has fewer), in step order, through
   // metrics_by_name: a final value costs `n` rows, not the series.
   virtual Result<std::vector<double>> MetricTail(int64_t trial_id, const std::string& name, size_t n) = 0;
+  // One metric's points with first_step <= step <= last_step, preceded by up to `before` points
+  // before first_step, in step order, through metrics_by_name: a bucket of the summary's series
+  // read back point by point (the smoothed curve's window reaches `before` points back).
+  virtual Result<std::vector<CurvePoint>> MetricRange(int64_t trial_id, const std::string& name, int64_t first_step,
+                                                      int64_t last_step, size_t before) = 0;
   // The row with the greatest step for `name`, if any (to resume a time axis after a restart),
   // from the metric's summary.
   virtual Result<std::optional<MetricRow>> LastMetric(int64_t trial_id, const std::string& name) = 0;

@@ -34,6 +34,8 @@ void CheckSameBucket(const SeriesBucket& got, const SeriesBucket& want) {
   CHECK(got.points == want.points);
   CHECK(got.finite == want.finite);
   CHECK(Same(got.sum, want.sum));
+  CHECK(Same(got.smooth_min, want.smooth_min));
+  CHECK(Same(got.smooth_max, want.smooth_max));
 }
 
 // Every field, bit for bit: the same additions in the same order.
@@ -55,6 +57,8 @@ void CheckSameSummary(const MetricSummary& got, const MetricSummary& want) {
   CHECK(got.stride == want.stride);
   CHECK(got.complete == want.complete);
   CheckSameBucket(got.open, want.open);
+  REQUIRE(got.recent.size() == want.recent.size());
+  for (size_t i = 0; i < want.recent.size(); ++i) CHECK(Same(got.recent[i], want.recent[i]));
   REQUIRE(got.buckets.size() == want.buckets.size());
   for (size_t i = 0; i < want.buckets.size(); ++i) {
     INFO("bucket " << i);
@@ -309,6 +313,98 @@ TEST_CASE("Summary: SteadyLevel leaves the start-up bucket out and shrugs off a 
   // Few points: the mean after the first.
   MetricSummary few = SummarizeSeries("iter_time_ms", {{1, 1, 9000}, {2, 2, 400}, {3, 3, 600}});
   CHECK(*few.SteadyLevel() == Approx(500));
+}
+
+}  // namespace
+}  // namespace sweep::store
+
+namespace sweep::store {
+namespace {
+
+TEST_CASE("Summary: each bucket keeps the range of the smoothed curve at its points", "[summary]") {
+  // 20000 noisy points with NaNs: past 512 x 32, so the buckets have merged once.
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> noise(0, 0.2);
+  std::vector<CurvePoint> points;
+  std::vector<double> values;
+  for (int i = 1; i <= 20000; ++i) {
+    double v = 2 + 8.0 / (1 + i * 0.01) + noise(rng);
+    if (i % 1234 == 0) v = std::numeric_limits<double>::quiet_NaN();
+    points.push_back({10 * i, 0.5 * i, v});
+    values.push_back(v);
+  }
+  MetricSummary s = SummarizeSeries("loss", points);
+  REQUIRE(s.stride == 64);
+  std::vector<double> smoothed = TrailingMean(values);
+  std::vector<SeriesBucket> all = s.buckets;
+  all.push_back(s.open);
+  size_t i = 0;
+  for (const SeriesBucket& b : all) {
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (int64_t k = 0; k < b.points; ++k, ++i) {
+      REQUIRE(points[i].step <= b.last_step);
+      if (!std::isnan(smoothed[i])) lo = std::min(lo, smoothed[i]), hi = std::max(hi, smoothed[i]);
+    }
+    CHECK(b.smooth_min == lo);  // the same doubles: the same summation
+    CHECK(b.smooth_max == hi);
+  }
+  CHECK(i == values.size());
+  // The last kFinalWindow - 1 values, for the next point's window.
+  REQUIRE(s.recent.size() == kFinalWindow - 1);
+  CHECK(Same(s.recent.back(), values.back()));
+}
+
+TEST_CASE("Summary: a schema 6 database gets the smoothed ranges on open, and goes on", "[store][summary]") {
+  TempDir dir;
+  std::string path = dir.file("six.db");
+  auto lines = MakeLines(5000, 11);
+  auto rows_of = [&](size_t from, size_t to) {
+    std::vector<MetricRow> rows;
+    for (size_t k = from; k < to; ++k) rows.insert(rows.end(), lines[k].begin(), lines[k].end());
+    return rows;
+  };
+  int64_t trial = 0;
+  {
+    auto store = MustOpen(path);
+    trial = OneTrial(*store);
+    REQUIRE(store->AppendMetrics(trial, rows_of(0, 3000), 3000).ok());
+  }
+  {
+    // Schema 6: migration 7's columns gone, the summaries as a schema 6 slurmsweep wrote them.
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db,
+                         "ALTER TABLE metric_summaries DROP COLUMN open_smooth_min; "
+                         "ALTER TABLE metric_summaries DROP COLUMN open_smooth_max; "
+                         "ALTER TABLE metric_summaries DROP COLUMN recent; "
+                         "ALTER TABLE metric_buckets DROP COLUMN smooth_min; "
+                         "ALTER TABLE metric_buckets DROP COLUMN smooth_max; PRAGMA user_version = 6;",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto store = MustOpen(path);
+  CheckAgainstRecomputation(*store, trial, kNames);
+  REQUIRE(store->AppendMetrics(trial, rows_of(3000, 5000), 5000).ok());
+  CheckAgainstRecomputation(*store, trial, kNames);
+}
+
+TEST_CASE("Summary: MetricRange reads a step range and the points before it", "[store][summary]") {
+  TempDir dir;
+  auto store = MustOpen(dir.file("r.db"));
+  int64_t trial = OneTrial(*store);
+  auto lines = MakeLines(100, 3);
+  std::vector<MetricRow> rows;
+  for (const auto& line : lines) rows.insert(rows.end(), line.begin(), line.end());
+  REQUIRE(store->AppendMetrics(trial, rows, 1).ok());
+  auto got = store->MetricRange(trial, "loss", 205, 300, 4);
+  REQUIRE(got.ok());
+  std::vector<int64_t> steps;
+  for (const CurvePoint& p : *got) steps.push_back(p.step);
+  CHECK(steps == std::vector<int64_t>{170, 180, 190, 200, 210, 220, 230, 240, 250, 260, 270, 280, 290, 300});
+  CHECK(got->front().value == lines[16][0].value);
+  // Near the start there are fewer before; a metric not logged has none.
+  CHECK(store->MetricRange(trial, "loss", 10, 20, 9)->size() == 2);
+  CHECK(store->MetricRange(trial, "never_logged", 10, 20, 9)->empty());
 }
 
 }  // namespace

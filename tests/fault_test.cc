@@ -520,6 +520,10 @@ class LockedOnceStore final : public store::Store {
   Result<std::vector<double>> MetricTail(int64_t id, const std::string& n, size_t k) override {
     return real_.MetricTail(id, n, k);
   }
+  Result<std::vector<CurvePoint>> MetricRange(int64_t id, const std::string& n, int64_t first, int64_t last,
+                                              size_t before) override {
+    return real_.MetricRange(id, n, first, last, before);
+  }
   Status AddEvent(int64_t s, std::optional<int64_t> t, double at, const std::string& k, const std::string& m) override {
     return real_.AddEvent(s, t, at, k, m);
   }

@@ -76,6 +76,13 @@ class CountingStore final : public store::Store {
     if (r.ok()) rows_read[id] += static_cast<int64_t>(r->size());
     return r;
   }
+  Result<std::vector<CurvePoint>> MetricRange(int64_t id, const std::string& n, int64_t first, int64_t last,
+                                              size_t before) override {
+    ++reads["MetricRange " + n];
+    auto r = real_.MetricRange(id, n, first, last, before);
+    if (r.ok()) rows_read[id] += static_cast<int64_t>(r->size());
+    return r;
+  }
   Result<std::optional<store::MetricRow>> LastMetric(int64_t id, const std::string& n) override {
     return real_.LastMetric(id, n);
   }
