@@ -32,24 +32,28 @@ struct TrialStateInfo {
   std::optional<int> default_retries;
   TrialOutcome outcome = TrialOutcome::kFailed;
   std::string_view label = {};  // the report's short label when not the name itself
+  // The trial's settings are to blame for how it ended: the same configuration would end so
+  // again (an OOM, a divergence, a script that fails), or it was ruled out before it ran
+  // (dropped, skipped). What a model-based sampler learns as an infeasible region.
+  bool settings_fault = false;
 };
 
 // In the order `run --resubmit` and [retry] list them; then the states a trial passes through.
 // Slurm's end states (slurm/job_state.h) are here under the names the store keeps.
 inline constexpr TrialStateInfo kTrialStates[] = {
     {"cancelled", true, true, std::nullopt, TrialOutcome::kCancelled},
-    {"failed", true, true, 0, TrialOutcome::kFailed},
-    {"timeout", true, true, 0, TrialOutcome::kFailed},
-    {"out_of_memory", true, true, 0, TrialOutcome::kFailed, "OOM"},  // host memory (Slurm's or the log's)
-    {kTrialCudaOom, true, true, 0, TrialOutcome::kFailed, "CUDA OOM"},
-    {kTrialDiverged, true, true, 0, TrialOutcome::kFailed},
+    {"failed", true, true, 0, TrialOutcome::kFailed, {}, true},
+    {"timeout", true, true, 0, TrialOutcome::kFailed, {}, true},
+    {"out_of_memory", true, true, 0, TrialOutcome::kFailed, "OOM", true},  // host memory (Slurm's or the log's)
+    {kTrialCudaOom, true, true, 0, TrialOutcome::kFailed, "CUDA OOM", true},
+    {kTrialDiverged, true, true, 0, TrialOutcome::kFailed, {}, true},
     {"node_fail", true, true, 2, TrialOutcome::kFailed, "node failure"},
     {"preempted", true, true, 2, TrialOutcome::kFailed},
     {kTrialPruned, true, true, std::nullopt, TrialOutcome::kCancelled},
     {kTrialLost, true, true, 1, TrialOutcome::kFailed, "lost (no record)"},
     {"completed", true, false, std::nullopt, TrialOutcome::kCompleted},
-    {kTrialDropped, true, false, std::nullopt, TrialOutcome::kDropped},
-    {kTrialSkipped, true, false, std::nullopt, TrialOutcome::kFailed},
+    {kTrialDropped, true, false, std::nullopt, TrialOutcome::kDropped, {}, true},
+    {kTrialSkipped, true, false, std::nullopt, TrialOutcome::kFailed, {}, true},
     {kTrialNew, false, false, std::nullopt, TrialOutcome::kQueued, "waiting"},
     {kTrialSubmitting, false, false, std::nullopt, TrialOutcome::kQueued},
     {"pending", false, false, std::nullopt, TrialOutcome::kQueued},

@@ -88,11 +88,9 @@ sampler::Outcome OutcomeOf(const std::string& state) {
   if (state == kTrialPruned) return sampler::Outcome::kPartial;
   // The settings are to blame: the same configuration would fail again (or, skipped, is proven
   // to need the memory of one that did).
-  for (std::string_view bad : std::initializer_list<std::string_view>{
-           "failed", "timeout", "out_of_memory", kTrialCudaOom, kTrialDiverged, kTrialSkipped, kTrialDropped}) {
-    if (state == bad) return sampler::Outcome::kInfeasible;
-  }
-  if (!IsFinalTrialState(state)) return sampler::Outcome::kPending;
+  const TrialStateInfo* info = FindTrialState(state);
+  if (info && info->settings_fault) return sampler::Outcome::kInfeasible;
+  if (!info || !info->final) return sampler::Outcome::kPending;
   return sampler::Outcome::kIgnored;  // cancelled, lost, node failure, preempted: says nothing
 }
 

@@ -15,6 +15,7 @@
 
 #include "orchestrator/phases.h"
 #include "orchestrator/runner.h"
+#include "orchestrator/tpe_trials.h"
 #include "planner/planner.h"
 #include "store/store.h"
 #include "study/study.h"
@@ -408,4 +409,24 @@ lr = { min = 1e-5, max = 1e-3, log = true }
   INFO(s.log());
   CHECK_FALSE(ooms.empty());
   CHECK(s.Trials().size() == 16);
+}
+
+TEST_CASE("tpe: what each end state teaches the sampler follows the table of trial states", "[sampler]") {
+  using sampler::Outcome;
+  CHECK(OutcomeOf("completed") == Outcome::kComplete);
+  CHECK(OutcomeOf(std::string(kTrialPruned)) == Outcome::kPartial);
+  // The settings' fault: the same configuration would end so again, or was ruled out.
+  for (const char* s : {"failed", "timeout", "out_of_memory", "cuda_oom", "diverged", "skipped", "dropped"}) {
+    INFO(s);
+    CHECK(OutcomeOf(s) == Outcome::kInfeasible);
+  }
+  // The cluster's fault or the user's: nothing about the configuration.
+  for (const char* s : {"cancelled", "node_fail", "preempted", "lost"}) {
+    INFO(s);
+    CHECK(OutcomeOf(s) == Outcome::kIgnored);
+  }
+  for (const char* s : {"new", "submitting", "pending", "running", "a-newer-version's-state"}) {
+    INFO(s);
+    CHECK(OutcomeOf(s) == Outcome::kPending);
+  }
 }
