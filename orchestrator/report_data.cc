@@ -15,12 +15,15 @@
 #include <fstream>
 #include <functional>
 #include <set>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "base/atomic_file.h"
 #include "base/clock.h"
 #include "base/final_objective.h"
+#include "base/telemetry.h"
 #include "base/trial_state.h"
+#include "orchestrator/phases.h"
 #include "reports/lttb.h"
 
 namespace sweep {
@@ -131,7 +134,68 @@ struct SummaryContext {
   std::optional<ModelPreset> model;
   std::optional<double> peak_tflops, peak_tflops_fp8;
   int gpus = 0;
+  // The memory planner's predicted peak per GPU, by trial key ([job] monitor with a model).
+  std::map<std::string, double> predicted_gib;
 };
+
+// The trial's telemetry series (base/telemetry.h): each downsampled to `points`, on seconds since
+// the trial's first sample. `series`: name, steps (Unix seconds), values.
+using RawSeries = std::tuple<std::string, std::vector<int64_t>, std::vector<double>>;
+std::vector<reports::TrialSummary::TelemetrySeries> TelemetryOf(const std::vector<RawSeries>& series, size_t points) {
+  std::vector<reports::TrialSummary::TelemetrySeries> out;
+  std::optional<int64_t> first;
+  for (const auto& [name, steps, values] : series) {
+    if (!steps.empty()) first = std::min(first.value_or(steps.front()), steps.front());
+  }
+  for (const auto& [name, steps, values] : series) {
+    if (steps.empty()) continue;
+    std::vector<double> x;
+    x.reserve(steps.size());
+    for (int64_t step : steps) x.push_back(static_cast<double>(step - *first));
+    reports::TrialSummary::TelemetrySeries s;
+    s.name = name;
+    for (size_t k : reports::LttbIndices(x, values, points)) {
+      s.t_s.push_back(x[k]);
+      s.values.push_back(values[k]);
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// From every point (Store::MetricTable).
+std::vector<reports::TrialSummary::TelemetrySeries> TelemetryOf(const Columns& metrics, size_t points) {
+  std::vector<RawSeries> series;
+  for (const auto& m : metrics) {
+    if (IsTelemetryMetric(m.name)) series.emplace_back(m.name, m.steps, m.values);
+  }
+  return TelemetryOf(series, points);
+}
+
+// From the store's bucket means of a long trial's telemetry (one read of the trial's summary).
+Result<std::vector<reports::TrialSummary::TelemetrySeries>> TelemetryOf(store::Store& store, int64_t trial_id,
+                                                                        const store::TrialSummary& summary,
+                                                                        size_t points) {
+  std::vector<std::string> names;
+  for (const auto& m : summary.metrics) {
+    if (IsTelemetryMetric(m.name)) names.push_back(m.name);
+  }
+  if (names.empty()) return std::vector<reports::TrialSummary::TelemetrySeries>();
+  auto full = store.Summary(trial_id, names);
+  if (!full.ok()) return full.status();
+  std::vector<RawSeries> series;
+  for (const auto& name : names) {
+    const store::MetricSummary* m = full->Find(name);
+    if (!m) continue;
+    RawSeries r{name, {}, {}};
+    for (const CurvePoint& p : m->Curve()) {
+      std::get<1>(r).push_back(p.step);
+      std::get<2>(r).push_back(p.value);
+    }
+    series.push_back(std::move(r));
+  }
+  return TelemetryOf(series, points);
+}
 
 std::optional<double> NumberOf(const nlohmann::json& j) {
   if (j.is_number()) return j.get<double>();
@@ -154,6 +218,7 @@ struct Facts {
   std::optional<FinalObjective> final;
   std::optional<int64_t> steps_to_target;
   std::vector<CurvePoint> curve;
+  std::vector<reports::TrialSummary::TelemetrySeries> telemetry;  // [job] monitor = true
 };
 
 // Downsamples a curve's finite points with LTTB to `budget` points (all kept if fewer).
@@ -180,6 +245,7 @@ Facts MetricFacts(const Columns& metrics, const SummaryContext& ctx) {
   f.tflops_per_gpu = Median(FiniteValues(metrics, "throughput_tflops"));
   f.tokens_per_s = Median(FiniteValues(metrics, "tokens_per_s"));
   f.global_batch_size = Median(FiniteValues(metrics, "global_batch_size"));
+  f.telemetry = TelemetryOf(metrics, ctx.curve_points);
   const store::MetricColumns& objective = SeriesOf(metrics, ctx.objective);
   f.final = FinalObjectiveOf(objective.values);
   if (!f.final) return f;
@@ -224,6 +290,9 @@ Result<Facts> SummaryFacts(store::Store& store, int64_t trial_id, const store::T
   f.tflops_per_gpu = LevelOf(summary, "throughput_tflops");
   f.tokens_per_s = LevelOf(summary, "tokens_per_s");
   f.global_batch_size = LevelOf(summary, "global_batch_size");
+  auto telemetry = TelemetryOf(store, trial_id, summary, ctx.curve_points);
+  if (!telemetry.ok()) return telemetry.status();
+  f.telemetry = std::move(*telemetry);
   const store::MetricSummary* objective = summary.Find(ctx.objective);
   auto final = FinalFromTail(store, trial_id, summary, ctx.objective);
   if (!final.ok()) return final.status();
@@ -320,6 +389,8 @@ reports::TrialSummary Summarize(const store::TrialRecord& t, const nlohmann::jso
   }
   s.steps_to_target = facts.steps_to_target;
   s.curve = facts.curve;
+  s.telemetry = facts.telemetry;
+  if (auto p = ctx.predicted_gib.find(t.trial_key); p != ctx.predicted_gib.end()) s.predicted_gpu_mem_gib = p->second;
   return s;
 }
 
@@ -507,6 +578,17 @@ Result<Collected> Collect(store::Store& store, const Study& study, int64_t study
   ctx.peak_tflops_fp8 = var("peak_tflops_fp8");
   if (auto m = study.job.vars.find("model"); m != study.job.vars.end()) ctx.model = FindModelPreset(m->second);
   ctx.gpus = study.job.nodes * study.job.gpus_per_node;
+  meta.monitor = study.job.monitor;
+  if (study.job.monitor && study.job.vars.count("model")) {
+    // What the planner predicts per GPU, drawn beside what nvidia-smi measured. A study the
+    // planner cannot read has no prediction to show; `plan` and `run` report why.
+    auto plan = PlanStudy(study);
+    if (plan.ok()) {
+      for (const auto& row : plan->rows) {
+        if (row.memory) ctx.predicted_gib[row.trial.key] = row.memory->Peak().Total() / (1024.0 * 1024.0 * 1024.0);
+      }
+    }
+  }
 
   report.baseline = FindBaseline(*trials, options.baseline, report.baseline_note);
   report.baseline_named = report.baseline && !options.baseline.empty();

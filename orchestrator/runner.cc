@@ -13,6 +13,9 @@
 
 #include "logs/classify.h"
 #include "orchestrator/job_marks.h"
+#include "base/telemetry.h"
+#include "logs/telemetry_parser.h"
+#include "slurm/telemetry_script.h"
 #include "stopping/early_stop.h"
 #include "orchestrator/phases.h"
 #include "planner/planner.h"
@@ -237,6 +240,9 @@ Result<std::string> Runner::RenderScript(const store::TrialRecord& t, std::strin
   h.comment = CommentTag(t);
   auto script = slurm::AddSbatchHeader(body, h);
   if (!script.ok()) return script.status();
+  // The sampler first: the start mark, inserted at the same place, then goes before it.
+  if (study_.job.monitor)
+    *script = slurm::WithTelemetrySampler(*script, TelemetryPath(t), study_.job.monitor_interval_s);
   // Each run of the job leaves a start mark beside its log: it finds a job Slurm has purged
   // (Reconcile) and tells one run from the next when Slurm requeues it (HandleRestarts).
   return WithStartMark(*script, MarksPath(t.log_path));
@@ -461,6 +467,7 @@ Status Runner::FindRestarts(std::vector<store::TrialRecord>& trials, const std::
     SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
     SWEEP_RETURN_IF_ERROR(store_.ResetMetrics(t.id));
     t.log_offset = 0;
+    t.telemetry_offset = 0;
     parsers_.erase(t.id);
     curves_.erase(t.id);
   }
@@ -477,6 +484,7 @@ Result<int64_t> Runner::Ingest(store::TrialRecord& t, const Result<std::string>*
     auto summary = store_.Summary(t.id);
     if (!summary.ok()) return summary.status();
     for (const auto& m : summary->metrics) {
+      if (IsTelemetryMetric(m.name)) continue;  // keyed by the clock, not by the log's steps
       if (m.last_step >= state.last_step) state.last_step = m.last_step, state.time_s = m.last_time_s;
       if (m.name == "train_iters") state.train_iters = static_cast<int64_t>(m.last_value);  // stored once, not again
     }
@@ -497,7 +505,11 @@ Result<int64_t> Runner::Ingest(store::TrialRecord& t, const Result<std::string>*
     watch_.Saw(t.id, t.trial_key, parsed.points, parsed.time_key);
     std::vector<store::MetricRow> rows;
     rows.reserve(parsed.points.size());
-    for (auto& p : parsed.points) rows.push_back({p.step, p.time_s, std::move(p.name), p.value});
+    int reserved = 0;  // log values under telemetry's prefix: not stored, they would mix with it
+    for (auto& p : parsed.points) {
+      if (IsTelemetryMetric(p.name)) ++reserved;
+      else rows.push_back({p.step, p.time_s, std::move(p.name), p.value});
+    }
     if (parsed.train_iters)
       rows.push_back({parsed.train_iters->step, parsed.train_iters->time_s, "train_iters", parsed.train_iters->value});
     int64_t new_offset = t.log_offset + static_cast<int64_t>(parsed.consumed);
@@ -515,6 +527,38 @@ Result<int64_t> Runner::Ingest(store::TrialRecord& t, const Result<std::string>*
     stored += static_cast<int64_t>(rows.size());
     if (parsed.malformed > 0) {
       Event(t.id, "malformed", fmt::format("{} malformed metric line(s) skipped in {}", parsed.malformed, t.log_path));
+    }
+    if (reserved > 0) {
+      Event(t.id, "malformed",
+            fmt::format("{} value(s) in {} named under '{}' not stored: that prefix is slurmsweep's telemetry",
+                        reserved, t.log_path, kTelemetryPrefix));
+    }
+    if (chunk->size() < kReadChunk) return stored;
+  }
+}
+
+std::string Runner::TelemetryPath(const store::TrialRecord& t) { return t.log_path + std::string(kTelemetrySuffix); }
+
+Result<int64_t> Runner::IngestTelemetry(store::TrialRecord& t, const Result<std::string>* first) {
+  if (!study_.job.monitor || t.log_path.empty()) return int64_t{0};
+  std::string path = TelemetryPath(t);
+  int64_t stored = 0;
+  while (true) {
+    auto chunk = first ? *std::exchange(first, nullptr)
+                       : transport_.ReadFrom(path, static_cast<uint64_t>(t.telemetry_offset), kReadChunk);
+    if (!chunk.ok()) {
+      if (chunk.status().IsNotFound()) return stored;  // the sampler has not started yet
+      return chunk.status();
+    }
+    TelemetryOutput parsed = ParseTelemetry(*chunk);
+    if (parsed.consumed == 0) return stored;
+    int64_t new_offset = t.telemetry_offset + static_cast<int64_t>(parsed.consumed);
+    SWEEP_RETURN_IF_ERROR(store_.AppendTelemetry(t.id, parsed.points, new_offset));
+    t.telemetry_offset = new_offset;
+    stored += static_cast<int64_t>(parsed.points.size());
+    if (parsed.malformed > 0) {
+      // nvidia-smi prints its failures ("NVIDIA-SMI has failed ...") where its samples would be.
+      Event(t.id, "malformed", fmt::format("{} line(s) of {} are not telemetry samples", parsed.malformed, path));
     }
     if (chunk->size() < kReadChunk) return stored;
   }
@@ -535,6 +579,7 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
   // Every log that has news is read with one ReadMany (over SSH: one command for up to 100 logs).
   std::vector<slurm::ReadRequest> reads;
   std::vector<int64_t> read_ids, read_offsets;
+  std::vector<slurm::ReadRequest> telemetry_reads;
   for (const auto& t : trials) {
     if (t.job_id.empty() || IsFinalTrialState(t.state) || t.log_path.empty()) continue;
     auto it = jobs->find(t.job_id);
@@ -547,12 +592,24 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
     reads.push_back({t.log_path, static_cast<uint64_t>(std::max<int64_t>(0, t.log_offset - 1)), kReadChunk});
     read_ids.push_back(t.id);
     read_offsets.push_back(t.log_offset);
+    if (study_.job.monitor) {
+      telemetry_reads.push_back({TelemetryPath(t), static_cast<uint64_t>(t.telemetry_offset), kReadChunk});
+    }
   }
+  // The telemetry files of the same trials, in the same call, after the logs.
+  size_t logs_read = reads.size();
+  reads.insert(reads.end(), std::make_move_iterator(telemetry_reads.begin()),
+               std::make_move_iterator(telemetry_reads.end()));
   std::map<int64_t, Result<std::string>> prefetched;
+  std::map<int64_t, std::pair<int64_t, Result<std::string>>> telemetry;  // trial -> offset read at, chunk
   std::set<int64_t> rewritten;  // trials whose log is shorter than their offset
   if (!reads.empty()) {
     auto chunks = transport_.ReadMany(reads);
-    for (size_t i = 0; i < chunks.size(); ++i) {
+    for (size_t i = logs_read; i < chunks.size(); ++i) {
+      telemetry.emplace(read_ids[i - logs_read],
+                        std::make_pair(static_cast<int64_t>(reads[i].offset), std::move(chunks[i])));
+    }
+    for (size_t i = 0; i < std::min(chunks.size(), logs_read); ++i) {
       if (read_offsets[i] > 0 && chunks[i].ok()) {
         if (chunks[i]->empty()) {
           rewritten.insert(read_ids[i]);
@@ -602,23 +659,35 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
   // Every log's news in one transaction per tick (bench/ingest_bench.cc: a commit per trial cost
   // about a quarter of the rate). Ingest before recording any end: a crash in between re-reads,
   // never skips, the tail.
-  std::vector<std::pair<store::TrialRecord*, int64_t>> ingested;  // trial, log offset before
+  struct Before {
+    store::TrialRecord* t;
+    int64_t log_offset, telemetry_offset;
+  };
+  std::vector<Before> ingested;
   Status ingest = store_.InTransaction([&]() -> Status {
     for (const Observed& o : observed) {
       if (o.new_state == kTrialNew || o.new_state == "pending" || o.new_state == "unknown") continue;
       if (hold.count(o.t->id)) continue;
-      ingested.emplace_back(o.t, o.t->log_offset);
+      ingested.push_back({o.t, o.t->log_offset, o.t->telemetry_offset});
       auto pre = prefetched.find(o.t->id);
       auto n = Ingest(*o.t, pre == prefetched.end() ? nullptr : &pre->second);
       if (!n.ok()) return n.status();
       report.points += *n;
+      // A chunk read before a restart was handled belongs to the old run: read again instead.
+      auto tel = telemetry.find(o.t->id);
+      if (tel == telemetry.end()) continue;
+      bool fresh = tel->second.first == o.t->telemetry_offset;
+      auto m = IngestTelemetry(*o.t, fresh ? &tel->second.second : nullptr);
+      if (!m.ok()) return m.status();
+      report.points += *m;
     }
     return Status::OK();
   });
   if (!ingest.ok()) {
     // Rolled back: forget what was parsed in memory too, so the next tick reads the same bytes again.
-    for (auto& [t, offset] : ingested) {
+    for (auto& [t, offset, telemetry_offset] : ingested) {
       t->log_offset = offset;
+      t->telemetry_offset = telemetry_offset;
       parsers_.erase(t->id);
       curves_.erase(t->id);
     }
@@ -764,6 +833,10 @@ Result<bool> Runner::MaybeChain(store::TrialRecord& t) {
   // time axis.
   SWEEP_RETURN_IF_ERROR(store_.AppendMetrics(t.id, {}, 0));
   t.log_offset = 0;
+  if (study_.job.monitor) {
+    SWEEP_RETURN_IF_ERROR(store_.AppendTelemetry(t.id, {}, 0));
+    t.telemetry_offset = 0;
+  }
   return true;
 }
 
@@ -822,6 +895,7 @@ Status Runner::StartOver(store::TrialRecord& t, std::string reason) {
   SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
   SWEEP_RETURN_IF_ERROR(store_.ResetMetrics(t.id));
   t.log_offset = 0;
+  t.telemetry_offset = 0;
   parsers_.erase(t.id);
   curves_.erase(t.id);
   return Status::OK();

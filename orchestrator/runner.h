@@ -127,6 +127,9 @@ class Runner {
   // Stores the log's new lines; `first`: the first chunk, already read (QueryAndIngest reads every
   // trial's first chunk in one ReadMany), else read here.
   Result<int64_t> Ingest(store::TrialRecord& trial, const Result<std::string>* first = nullptr);
+  // Stores the telemetry file's new samples ([job] monitor = true), as Ingest does the log's.
+  Result<int64_t> IngestTelemetry(store::TrialRecord& trial, const Result<std::string>* first = nullptr);
+  static std::string TelemetryPath(const store::TrialRecord& trial);
   Result<std::string> LogTail(const store::TrialRecord& trial);
   Status Classify(const store::TrialRecord& trial, std::string& state, std::string& reason);
   Status MaybeRetry(store::TrialRecord& trial);

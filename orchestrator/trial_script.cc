@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "slurm/sbatch_script.h"
+#include "slurm/telemetry_script.h"
 #include "study/template_vars.h"
 
 namespace sweep {
@@ -27,6 +28,10 @@ Status CheckStudyTemplate(Study& study) {
   // Placeholders where no quoting can be proven safe are refused whatever the values.
   SWEEP_RETURN_IF_ERROR(slurm::CheckTemplateContexts(job.template_text, job.template_path).WithContext(context));
   SWEEP_RETURN_IF_ERROR(slurm::CheckOwnDirectives(job.template_text, job.template_path).WithContext(context));
+  if (job.monitor) {
+    SWEEP_RETURN_IF_ERROR(slurm::CheckTelemetryShell(
+        job.template_text, job.template_path, fmt::format("{}:{}: key 'job.monitor'", study.path, job.monitor_line)));
+  }
   // Rendered once with every known name, an unknown placeholder is reported with the template's
   // own file and line.
   auto rendered = slurm::RenderTemplate(job.template_text, job.template_path, known);

@@ -57,3 +57,31 @@ TEST_CASE("template placeholders are checked before anything runs", "[study][ren
   REQUIRE_FALSE(u.ok());
   CHECK_THAT(u.status().message(), Catch::Contains("job.sbatch:2"));
 }
+
+TEST_CASE("monitor = true is refused at load for a template the shell sampler cannot go into", "[study][render]") {
+  auto with = [](const std::string& keys) {
+    std::string text = MinimalStudy();
+    text.replace(text.find("\n\n[space]"), 0, "\n" + keys);
+    return text;
+  };
+  StudyDir py("#!/usr/bin/env python3\n# {{lr}} {{opt}}\nimport os\n");
+  auto s = py.Load(with("monitor = true"));
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(s.status().message(), Catch::Contains("study.toml:10: key 'job.monitor'") &&
+                                       Catch::Contains("job.sbatch:1") && Catch::Contains("'python3'"));
+  CHECK(py.Load(MinimalStudy()).ok());  // without monitor the same template is fine
+
+  StudyDir sh;
+  auto ok = sh.Load(with("monitor = true\nmonitor_interval_s = 2"));
+  REQUIRE(ok.ok());
+  CHECK(ok->job.monitor);
+  CHECK(ok->job.monitor_interval_s == 2);
+  CHECK(sh.Load(MinimalStudy())->job.monitor_interval_s == 10);
+  // An interval without monitor would silently sample nothing: refused.
+  auto off = sh.Load(with("monitor_interval_s = 2"));
+  REQUIRE_FALSE(off.ok());
+  CHECK_THAT(off.status().message(), Catch::Contains("study.toml:10: key 'job.monitor_interval_s'"));
+  auto zero = sh.Load(with("monitor = true\nmonitor_interval_s = 0"));
+  REQUIRE_FALSE(zero.ok());
+  CHECK_THAT(zero.status().message(), Catch::Contains("job.monitor_interval_s"));
+}

@@ -191,6 +191,7 @@ class Page {
     Headline();
     Ranking();
     Curves();
+    Telemetry();
     Throughput();
     ParameterEffects();
     ParallelCoordinates();
@@ -578,6 +579,128 @@ class Page {
         "<p class=\"note\">Smoothed curves (see below). Grey: other trials. Faded with × at the end: stopped "
         "early (cancelled, pruned or failed). Dashed: the baseline. The y axis is cut above the 90th percentile of "
         "the points so the ends of the curves, where trials differ, stay readable.</p></section>\n");
+  }
+
+  // One row per trial that has telemetry (ranked trials first, at most top_n): utilization, memory
+  // with the planner's prediction beside the measured GPU memory, and power when nvidia-smi gave it.
+  void Telemetry() {
+    if (!r_.meta.monitor) return;
+    std::vector<size_t> order;
+    for (size_t i : a_.ranking) order.push_back(i);
+    for (size_t i = 0; i < r_.trials.size(); ++i) {
+      if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+    }
+    order.erase(std::remove_if(order.begin(), order.end(), [&](size_t i) { return T(i).telemetry.empty(); }),
+                order.end());
+    out_.append("<section id=\"telemetry\"><h2>Telemetry</h2>");
+    if (order.empty()) {
+      out_.append("<p class=\"note\">No telemetry sample stored yet ([job] monitor = true).</p></section>\n");
+      return;
+    }
+    size_t shown = std::min(order.size(), o_.top_n);
+    for (size_t k = 0; k < shown; ++k) TelemetryRow(order[k]);
+    if (shown < order.size()) {
+      fmt::format_to(Out(out_), "<p class=\"note\">{} more trials have telemetry: metrics.csv has every sample.</p>",
+                     order.size() - shown);
+    }
+    out_.append(
+        "<p class=\"note\">Sampled beside the trainer on the job's batch host every monitor_interval_s: GPUs by "
+        "nvidia-smi where it is on the PATH (utilization, memory used, power), the node's CPU busy share and memory "
+        "in use (MemTotal - MemAvailable) from /proc. Dashed: the memory planner's predicted peak per GPU for the "
+        "configuration, beside the measured GPU memory.</p></section>\n");
+  }
+
+  void TelemetryRow(size_t i) {
+    const TrialSummary& t = T(i);
+    auto series_of = [&](std::string_view suffix, bool gpus) {
+      std::vector<LineSeries> out;
+      size_t color = 0;
+      for (const auto& s : t.telemetry) {
+        bool is_gpu = s.name.rfind("system/gpu", 0) == 0;
+        if (is_gpu != gpus || s.name.size() < suffix.size() ||
+            s.name.compare(s.name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+          continue;
+        }
+        LineSeries l;
+        l.x = s.t_s;
+        l.y = s.values;
+        l.color = kPalette[color++ % std::size(kPalette)];
+        l.width = 1.5;
+        // "system/gpu0/util_pct" -> "gpu0"
+        std::string who = s.name.substr(7, s.name.find('/', 7) - 7);
+        l.tooltip = who;
+        out.push_back(std::move(l));
+      }
+      return out;
+    };
+    auto chart = [&](std::string id, std::string title, std::string y, std::vector<LineSeries> series) {
+      LineChart c;
+      c.id = fmt::format("tel-{}-{}", t.id, id);
+      c.title = std::move(title);
+      c.x.label = "time since the first sample";
+      c.x.duration = true;
+      c.y.label = std::move(y);
+      c.y.min = 0;
+      c.clip_y = LineChart::Clip::kNone;
+      c.series = std::move(series);
+      c.width = 360;
+      c.height = 220;
+      return c;
+    };
+    std::vector<std::string> figures;
+    auto names = [](const std::vector<LineSeries>& v) {
+      std::vector<std::string> n;
+      for (const auto& l : v) n.push_back(l.tooltip);
+      return n;
+    };
+    std::vector<LineSeries> util = series_of("/util_pct", true);
+    std::vector<LineSeries> cpu = series_of("/cpu_pct", false);
+    for (auto& l : cpu) l.tooltip = "node CPU", l.color = kBaselineColor, l.dashed = !util.empty();
+    std::vector<std::string> util_names = names(util);
+    if (!cpu.empty()) util_names.push_back("node CPU" + std::string(util.empty() ? "" : " (dashed)"));
+    util.insert(util.end(), cpu.begin(), cpu.end());
+    if (!util.empty()) {
+      LineChart c = chart("util", "utilization", "%", std::move(util));
+      c.y.max = 100;
+      figures.push_back(fmt::format("<figure><figcaption>Utilization: {}</figcaption>{}</figure>",
+                                    Esc(fmt::format("{}", fmt::join(util_names, ", "))), RenderLineChart(c)));
+    }
+    std::vector<LineSeries> mem = series_of("/mem_used_gib", true);
+    std::string what = "GPU memory used";
+    if (mem.empty()) {
+      mem = series_of("/mem_used_gib", false);
+      for (auto& l : mem) l.tooltip = "node";
+      what = "node memory in use";
+    }
+    std::vector<std::string> mem_names = names(mem);
+    if (!mem.empty() && t.predicted_gpu_mem_gib && what == "GPU memory used") {
+      double lo = 0, hi = 0;
+      for (const auto& l : mem) {
+        for (double x : l.x) lo = std::min(lo, x), hi = std::max(hi, x);
+      }
+      LineSeries p;
+      p.x = {lo, hi};
+      p.y = {*t.predicted_gpu_mem_gib, *t.predicted_gpu_mem_gib};
+      p.color = kBaselineColor;
+      p.dashed = true;
+      p.tooltip = fmt::format("planner's prediction {} GiB", FormatSig(*t.predicted_gpu_mem_gib, 3));
+      mem_names.push_back(p.tooltip + " (dashed)");
+      mem.push_back(std::move(p));
+    }
+    if (!mem.empty()) {
+      LineChart c = chart("mem", what, "GiB", std::move(mem));
+      figures.push_back(fmt::format("<figure><figcaption>{}: {}</figcaption>{}</figure>", Esc(what),
+                                    Esc(fmt::format("{}", fmt::join(mem_names, ", "))), RenderLineChart(c)));
+    }
+    std::vector<LineSeries> power = series_of("/power_w", true);
+    if (!power.empty()) {
+      std::vector<std::string> power_names = names(power);
+      LineChart c = chart("power", "power draw", "W", std::move(power));
+      figures.push_back(fmt::format("<figure><figcaption>Power draw: {}</figcaption>{}</figure>",
+                                    Esc(fmt::format("{}", fmt::join(power_names, ", "))), RenderLineChart(c)));
+    }
+    fmt::format_to(Out(out_), "<h3><span class=\"key\">{}</span> {}</h3><div class=\"grid3\">{}</div>", Esc(t.key),
+                   Esc(Ellipsize(ParamsText(r_, t), 90)), fmt::format("{}", fmt::join(figures, "")));
   }
 
   void Legend() {

@@ -238,3 +238,44 @@ TEST_CASE("Tick labels of huge values stay short", "[report]") {
 
 }  // namespace
 }  // namespace sweep::reports
+
+namespace sweep::reports {
+namespace {
+
+TEST_CASE("Telemetry: a chart row per trial, measured GPU memory beside the planner's prediction", "[report]") {
+  StudyReport r = TwoTrialReport();
+  r.meta.monitor = true;
+  {
+    // Without samples the section says so instead of vanishing.
+    std::string html = RenderHtmlReport(r);
+    CHECK(Count(html, "<section id=\"telemetry\">") == 1);
+    CHECK_THAT(html, Catch::Contains("No telemetry sample stored yet"));
+  }
+  r.trials[1].param_values = {"4", kHostile};
+  for (int gpu = 0; gpu < 2; ++gpu) {
+    std::string g = "system/gpu" + std::to_string(gpu);
+    r.trials[1].telemetry.push_back({g + "/mem_used_gib", {0, 10, 20}, {30, 61.5, 62}});
+    r.trials[1].telemetry.push_back({g + "/power_w", {0, 10, 20}, {120, 600, 610}});
+    r.trials[1].telemetry.push_back({g + "/util_pct", {0, 10, 20}, {5, 97, 98}});
+  }
+  r.trials[1].telemetry.push_back({"system/node/cpu_pct", {10, 20}, {40, 41}});
+  r.trials[1].predicted_gpu_mem_gib = 58.25;
+  r.trials[0].telemetry.push_back({"system/node/mem_used_gib", {0, 10}, {3.5, 3.6}});
+  std::string html = RenderHtmlReport(r);
+  CHECK_THAT(html, !Catch::Contains("No telemetry"));
+  // The GPU trial: utilization (GPUs and the node's CPU), memory with the prediction, power.
+  CHECK_THAT(html, Catch::Contains("id=\"tel-2-util-plot\""));
+  CHECK_THAT(html, Catch::Contains("id=\"tel-2-mem-plot\""));
+  CHECK_THAT(html, Catch::Contains("id=\"tel-2-power-plot\""));
+  CHECK_THAT(html, Catch::Contains("Utilization: gpu0, gpu1, node CPU (dashed)"));
+  CHECK_THAT(html, Catch::Contains("GPU memory used: gpu0, gpu1, planner&#39;s prediction 58.2 GiB (dashed)"));
+  // The CPU-only trial: node memory, no power chart.
+  CHECK_THAT(html, Catch::Contains("id=\"tel-1-mem-plot\""));
+  CHECK_THAT(html, Catch::Contains("node memory in use: node"));
+  CHECK_THAT(html, !Catch::Contains("id=\"tel-1-power"));
+  // Parameter values in the row titles are escaped.
+  CHECK_THAT(html, !Catch::Contains("<img src=x"));
+}
+
+}  // namespace
+}  // namespace sweep::reports

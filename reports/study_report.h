@@ -54,6 +54,15 @@ struct TrialSummary {
   std::optional<double> tflops_per_gpu;  // median of the throughput_tflops metric
   std::optional<double> mfu;             // model FLOPs utilisation, 0..1, when the study gives the peak
   std::vector<CurvePoint> curve;         // smoothed objective, downsampled for the charts
+  // Telemetry ([job] monitor = true, base/telemetry.h): each system/... metric the trial has,
+  // downsampled, against seconds since the trial's first sample; and the memory planner's predicted
+  // peak per GPU for its configuration (studies that name a model).
+  struct TelemetrySeries {
+    std::string name;  // "system/gpu0/mem_used_gib"
+    std::vector<double> t_s, values;
+  };
+  std::vector<TelemetrySeries> telemetry;
+  std::optional<double> predicted_gpu_mem_gib;
 };
 
 // What the study is for, which decides the headline. A performance study varies knobs that change
@@ -81,6 +90,7 @@ struct StudyMeta {
   // Trials whose curve was drawn from the store's bucket means (long trials, see
   // orchestrator/report_data.h's kRawRowBudget), which the definitions then mention.
   int curves_from_buckets = 0;
+  bool monitor = false;  // [job] monitor = true: the report has a telemetry section
 };
 
 struct StudyReport {

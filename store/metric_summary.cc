@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/telemetry.h"
+
 namespace sweep::store {
 
 SeriesBucket MergeBuckets(const SeriesBucket& a, const SeriesBucket& b) {
@@ -139,13 +141,16 @@ int64_t TrialSummary::rows() const {
 
 int64_t TrialSummary::max_step() const {
   int64_t step = 0;
-  for (const auto& m : metrics) step = std::max(step, m.last_step);
+  for (const auto& m : metrics) {
+    if (!IsTelemetryMetric(m.name)) step = std::max(step, m.last_step);  // telemetry steps are Unix seconds
+  }
   return step;
 }
 
 std::optional<double> TrialSummary::max_time_s() const {
   std::optional<double> t;
   for (const auto& m : metrics) {
+    if (IsTelemetryMetric(m.name)) continue;
     if (!std::isnan(m.max_time_s) && (!t || m.max_time_s > *t)) t = m.max_time_s;
   }
   return t;

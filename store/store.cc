@@ -176,6 +176,11 @@ ALTER TABLE metric_buckets ADD COLUMN smooth_max REAL;
 DELETE FROM metric_buckets;
 DELETE FROM metric_summaries;
 )sql",
+    // 8: bytes of the trial's telemetry file (LOG.telemetry, [job] monitor = true) already
+    // ingested, moved with its rows as log_offset is with the log's.
+    R"sql(
+ALTER TABLE trials ADD COLUMN telemetry_offset INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 
 // The last schema version that changed what the summaries hold: a migration from before it
@@ -224,7 +229,7 @@ constexpr const char* kSqlTrialIdByKey = "SELECT id FROM trials WHERE study_id =
 #define SWEEP_TRIAL_COLUMNS                                                                                    \
   "id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code, "                      \
   "attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request, array_name, array_index, " \
-  "prior_run_s, job_restarts"
+  "prior_run_s, job_restarts, telemetry_offset"
 constexpr const char* kSqlListTrials = "SELECT " SWEEP_TRIAL_COLUMNS " FROM trials WHERE study_id = ?1 ORDER BY id";
 constexpr const char* kSqlGetTrial = "SELECT " SWEEP_TRIAL_COLUMNS " FROM trials WHERE id = ?1";
 #undef SWEEP_TRIAL_COLUMNS
@@ -234,6 +239,8 @@ constexpr const char* kSqlUpdateTrial =
     "attempt = ?7, submitted_at = ?8, started_at = ?9, ended_at = ?10, log_path = ?11, stop_request = ?12, "
     "array_name = ?13, array_index = ?14, prior_run_s = ?15, job_restarts = ?16 WHERE id = ?1";
 constexpr const char* kSqlSetLogOffset = "UPDATE trials SET log_offset = ?2 WHERE id = ?1";
+constexpr const char* kSqlSetTelemetryOffset = "UPDATE trials SET telemetry_offset = ?2 WHERE id = ?1";
+constexpr const char* kSqlResetOffsets = "UPDATE trials SET log_offset = 0, telemetry_offset = 0 WHERE id = ?1";
 constexpr const char* kSqlDeleteMetrics = "DELETE FROM metrics WHERE trial_id = ?1";
 
 // A replayed row hits the primary key and is dropped; that is what makes ingestion exactly-once.
@@ -554,6 +561,7 @@ TrialRecord ReadTrial(const Query& q) {
   t.array_index = static_cast<int>(q.Int(17));
   t.prior_run_s = q.Real(18);
   t.job_restarts = static_cast<int>(q.Int(19));
+  t.telemetry_offset = q.Int(20);
   return t;
 }
 
@@ -724,7 +732,11 @@ class SqliteStore final : public Store {
   Result<TrialRecord> GetTrial(int64_t trial_id) override;
   Status UpdateTrial(const TrialRecord& trial) override;
   Status AppendMetrics(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset) override;
+  Status AppendTelemetry(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset) override;
   Status ResetMetrics(int64_t trial_id) override;
+  // AppendMetrics and AppendTelemetry: the rows, and the offset `set_offset` moves.
+  Status Append(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset, const StmtPtr& set_offset,
+                const char* source);
   Result<std::vector<MetricRow>> Metrics(int64_t trial_id) override;
   Result<std::vector<MetricColumns>> MetricTable(int64_t trial_id) override;
   Result<TrialSummary> Summary(int64_t trial_id, const std::vector<std::string>& series_of) override;
@@ -745,7 +757,8 @@ class SqliteStore final : public Store {
   struct Statements {
     StmtPtr begin, commit, rollback;
     StmtPtr upsert_study, get_study, study_exists;
-    StmtPtr insert_trial, trial_id_by_key, list_trials, get_trial, update_trial, set_log_offset;
+    StmtPtr insert_trial, trial_id_by_key, list_trials, get_trial, update_trial, set_log_offset, set_telemetry_offset,
+        reset_offsets;
     StmtPtr delete_metrics;
     StmtPtr insert_metric, insert_metric_name, metric_name_id, metric_names, metrics, metric_series, last_metric,
         count_metrics;
@@ -869,6 +882,8 @@ Status SqliteStore::PrepareStatements() {
       {&stmts_.get_trial, kSqlGetTrial},
       {&stmts_.update_trial, kSqlUpdateTrial},
       {&stmts_.set_log_offset, kSqlSetLogOffset},
+      {&stmts_.set_telemetry_offset, kSqlSetTelemetryOffset},
+      {&stmts_.reset_offsets, kSqlResetOffsets},
       {&stmts_.delete_metrics, kSqlDeleteMetrics},
       {&stmts_.insert_metric, kSqlInsertMetric},
       {&stmts_.insert_metric_name, kSqlInsertMetricName},
@@ -1106,15 +1121,24 @@ Status SqliteStore::UpdateTrial(const TrialRecord& trial) {
 }
 
 Status SqliteStore::AppendMetrics(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset) {
-  std::string what = "append metrics of trial " + std::to_string(trial_id);
+  return Append(trial_id, rows, new_offset, stmts_.set_log_offset, "log");
+}
+
+Status SqliteStore::AppendTelemetry(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset) {
+  return Append(trial_id, rows, new_offset, stmts_.set_telemetry_offset, "telemetry");
+}
+
+Status SqliteStore::Append(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset,
+                           const StmtPtr& set_offset, const char* source) {
+  std::string what = std::string("append ") + source + " metrics of trial " + std::to_string(trial_id);
   SWEEP_RETURN_IF_ERROR(CheckWritable(what));
   if (new_offset < 0) {
-    return Status::InvalidArgument(path_ + ": " + what + ": negative log offset " + std::to_string(new_offset));
+    return Status::InvalidArgument(path_ + ": " + what + ": negative offset " + std::to_string(new_offset));
   }
   return InTransaction([&]() -> Status {
     // The offset first: it also tells us whether the trial exists before any row is written.
     {
-      Query q = Use(stmts_.set_log_offset, what);
+      Query q = Use(set_offset, what);
       q.BindInt(1, trial_id);
       q.BindInt(2, new_offset);
       SWEEP_RETURN_IF_ERROR(q.Run());
@@ -1344,9 +1368,8 @@ Status SqliteStore::ResetMetrics(int64_t trial_id) {
   SWEEP_RETURN_IF_ERROR(CheckWritable(what));
   return InTransaction([&]() -> Status {
     {
-      Query q = Use(stmts_.set_log_offset, what);
+      Query q = Use(stmts_.reset_offsets, what);
       q.BindInt(1, trial_id);
-      q.BindInt(2, 0);
       SWEEP_RETURN_IF_ERROR(q.Run());
       if (sqlite3_changes(db_.get()) == 0) return Status::NotFound(path_ + ": trial " + std::to_string(trial_id));
     }

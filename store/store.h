@@ -6,7 +6,8 @@
 //   studies(id, name UNIQUE, spec_path, spec_hash, created_at)
 //   trials(id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code,
 //          attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request,
-//          array_name, array_index, prior_run_s, job_restarts, UNIQUE(study_id, trial_key))
+//          array_name, array_index, prior_run_s, job_restarts, telemetry_offset,
+//          UNIQUE(study_id, trial_key))
 //   metric_names(id, name UNIQUE)
 //   metrics(trial_id, name_id, step, time_s, value, PRIMARY KEY(trial_id, step, name_id))
 //     WITHOUT ROWID; a log line's values are adjacent, so a tick's rows of one trial are one
@@ -69,6 +70,9 @@ struct TrialRecord {
   // Slurm's restart count of job_id when the current attempt began: a larger count in squeue (or
   // in the job's start marks) means Slurm ran the job again under the same id (requeue).
   int job_restarts = 0;
+  // Bytes of the trial's telemetry file (base/telemetry.h) already ingested; only AppendTelemetry
+  // moves it, and ResetMetrics sets it to 0 with log_offset.
+  int64_t telemetry_offset = 0;
 };
 
 using MetricRow = MetricPoint;  // base/metric_point.h
@@ -123,7 +127,10 @@ class Store {
   // Atomically: insert `rows` for the trial (rows already present are ignored) and set the
   // trial's log_offset to `new_offset`.
   virtual Status AppendMetrics(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset) = 0;
-  // Atomically: delete every metric row of the trial and set its log_offset to 0. For a retry
+  // AppendMetrics for the rows of the trial's telemetry file: moves telemetry_offset instead.
+  virtual Status AppendTelemetry(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset) = 0;
+  // Atomically: delete every metric row of the trial and set its log_offset (and
+  // telemetry_offset) to 0. For a retry
   // that starts from scratch: the failed attempt's curve would otherwise shadow the new one.
   virtual Status ResetMetrics(int64_t trial_id) = 0;
   // Every row of the trial, ordered by (name, step). A NaN value or time_s is stored (as NULL)

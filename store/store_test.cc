@@ -246,6 +246,35 @@ TEST_CASE("Store: UpdateTrial round-trips every mutable field but not the offset
   CHECK(store->GetTrial(123456).status().IsNotFound());
 }
 
+TEST_CASE("Store: telemetry rows move their own offset, once, and stay out of the step count", "[store]") {
+  TempDir dir;
+  auto store = MustOpen(dir.file("study.db"));
+  std::vector<TrialRecord> trials;
+  Seed(*store, &trials);
+  int64_t id = trials[0].id;
+  REQUIRE(store->AppendMetrics(id, {{40, 12.0, "lm_loss", 2.5}}, 300).ok());
+  std::vector<MetricRow> samples = {{1764790000, 1764790000, "system/node/mem_used_gib", 3.5},
+                                    {1764790010, 1764790010, "system/node/mem_used_gib", 3.75}};
+  REQUIRE(store->AppendTelemetry(id, samples, 120).ok());
+  REQUIRE(store->AppendTelemetry(id, samples, 120).ok());  // the same bytes read again
+  CHECK(*store->CountMetrics(id) == 3);
+  auto t = store->GetTrial(id);
+  CHECK(t->log_offset == 300);
+  CHECK(t->telemetry_offset == 120);
+  auto summary = store->Summary(id);
+  REQUIRE(summary.ok());
+  CHECK(summary->max_step() == 40);  // not the samples' Unix seconds
+  CHECK(summary->max_time_s() == 12.0);
+  CHECK(summary->Find("system/node/mem_used_gib")->points == 2);
+  // A retry from scratch starts both files over.
+  REQUIRE(store->ResetMetrics(id).ok());
+  t = store->GetTrial(id);
+  CHECK(t->log_offset == 0);
+  CHECK(t->telemetry_offset == 0);
+  CHECK(*store->CountMetrics(id) == 0);
+  CHECK(store->AppendTelemetry(987654, samples, 1).IsNotFound());
+}
+
 TEST_CASE("Store: AppendMetrics is idempotent for replayed rows and moves the offset", "[store]") {
   TempDir dir;
   auto store = MustOpen(dir.file("study.db"));

@@ -249,7 +249,7 @@ TEST_CASE("Summary: a database from before summaries (schema 5) gets them on ope
     REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
     REQUIRE(sqlite3_exec(db,
                          "DROP TABLE metric_summaries; DROP TABLE metric_buckets; DROP INDEX metrics_by_name; "
-                         "PRAGMA user_version = 5;",
+                         "ALTER TABLE trials DROP COLUMN telemetry_offset; PRAGMA user_version = 5;",
                          nullptr, nullptr, nullptr) == SQLITE_OK);
     sqlite3_close(db);
   }
@@ -370,7 +370,7 @@ TEST_CASE("Summary: a schema 6 database gets the smoothed ranges on open, and go
     REQUIRE(store->AppendMetrics(trial, rows_of(0, 3000), 3000).ok());
   }
   {
-    // Schema 6: migration 7's columns gone, the summaries as a schema 6 slurmsweep wrote them.
+    // Schema 6: migration 7's and 8's columns gone, the summaries as a schema 6 slurmsweep wrote them.
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
     REQUIRE(sqlite3_exec(db,
@@ -378,7 +378,8 @@ TEST_CASE("Summary: a schema 6 database gets the smoothed ranges on open, and go
                          "ALTER TABLE metric_summaries DROP COLUMN open_smooth_max; "
                          "ALTER TABLE metric_summaries DROP COLUMN recent; "
                          "ALTER TABLE metric_buckets DROP COLUMN smooth_min; "
-                         "ALTER TABLE metric_buckets DROP COLUMN smooth_max; PRAGMA user_version = 6;",
+                         "ALTER TABLE metric_buckets DROP COLUMN smooth_max; "
+                         "ALTER TABLE trials DROP COLUMN telemetry_offset; PRAGMA user_version = 6;",
                          nullptr, nullptr, nullptr) == SQLITE_OK);
     sqlite3_close(db);
   }

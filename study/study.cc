@@ -513,7 +513,7 @@ class Loader {
     const toml::table& j = **jb;
     SWEEP_RETURN_IF_ERROR(CheckKeys(j, "job",
                                     {"template", "nodes", "gpus_per_node", "cpus_per_task", "mem", "time_limit",
-                                     "stage", "vars", "max_chain", "resume_marker"}));
+                                     "stage", "vars", "max_chain", "resume_marker", "monitor", "monitor_interval_s"}));
     JobSpec& job = s.job;
     SWEEP_RETURN_IF_ERROR(String(j, "job", "template", &job.template_path, true));
     job.template_path = Resolve(s.dir, job.template_path);
@@ -524,6 +524,13 @@ class Loader {
     SWEEP_RETURN_IF_ERROR(String(j, "job", "time_limit", &job.time_limit, false));
     SWEEP_RETURN_IF_ERROR(Int(j, "job", "max_chain", &job.max_chain, 0, 1000));
     SWEEP_RETURN_IF_ERROR(String(j, "job", "resume_marker", &job.resume_marker, false));
+    SWEEP_RETURN_IF_ERROR(Bool(j, "job", "monitor", &job.monitor));
+    SWEEP_RETURN_IF_ERROR(Int(j, "job", "monitor_interval_s", &job.monitor_interval_s, 1, 3600));
+    if (const toml::node* n = j.get("monitor")) job.monitor_line = static_cast<int>(n->source().begin.line);
+    if (j.get("monitor_interval_s") && !job.monitor) {
+      return Error(j.get("monitor_interval_s"), "job.monitor_interval_s",
+                   "sets the telemetry interval, but telemetry is off: add monitor = true");
+    }
     if (job.max_chain > 0 && job.resume_marker.empty()) {
       return Error(j.get("resume_marker"), "job.resume_marker", "chaining needs a non-empty marker");
     }

@@ -74,6 +74,11 @@ struct JobSpec {
   // and its metrics stay one curve. 0 = off.
   int max_chain = 0;
   std::string resume_marker = "saved checkpoint";
+  // Telemetry (base/telemetry.h): a sampler beside the trainer writes LOG.telemetry every
+  // `monitor_interval_s` seconds, stored as system/... metrics. `monitor_line`: of the key, for errors.
+  bool monitor = false;
+  int monitor_interval_s = 10;
+  int monitor_line = 0;
 };
 
 struct Objective {

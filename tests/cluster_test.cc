@@ -652,3 +652,57 @@ TEST_CASE("a tpe study runs end to end as job arrays and proposes more as trials
   CHECK(again.runner->slurm_stats().sbatch == 0);
   CHECK(again.Trials().size() == 7);
 }
+
+TEST_CASE("monitor = true: the job's /proc telemetry is stored once, apart from the steps, and charted", "[cluster]") {
+  testing::TempDir dir;
+  std::string path = WriteStudy(dir, "telemetry", "[space]\noptimizer = [\"sgd\", \"adam\"]\nlr = [0.01]\nmbs = [4]\n",
+                                "iters = 30\nsleep_ms = 100\nfail_at = 0\n", 8, kTemplate, "", "");
+  // [job] keys go in the [job] table: added to it, before [job.vars].
+  std::string text = testing::ReadAll(path);
+  text.replace(text.find("[job.vars]"), 0, "monitor = true\nmonitor_interval_s = 1\n\n");
+  testing::WriteAll(path, text);
+  int64_t points = 0;
+  {
+    Harness h(path);
+    REQUIRE(h.runner->Run(240).ok());
+    INFO(h.log.str());
+    auto trials = h.Trials();
+    REQUIRE(trials.size() == 2);
+    for (const auto& t : trials) {
+      CHECK(t.state == "completed");
+      // The sampler ran on the node beside the trainer (which the template execs) into its own file.
+      std::string file = testing::ReadAll(t.log_path + ".telemetry");
+      CHECK(file.rfind("slurmsweep-telemetry 1 host=", 0) == 0);
+      CHECK(t.telemetry_offset == static_cast<int64_t>(file.size()));
+      auto mem = h.store->MetricSeries(t.id, "system/node/mem_used_gib");
+      auto cpu = h.store->MetricSeries(t.id, "system/node/cpu_pct");
+      REQUIRE(mem.ok());
+      REQUIRE(cpu.ok());
+      CHECK(mem->size() >= 2);  // a sample a second over a run of about 3 s
+      CHECK(cpu->size() + 1 >= mem->size());
+      for (const auto& p : *mem) CHECK(p.value > 0);
+      for (const auto& p : *cpu) CHECK((p.value >= 0 && p.value <= 100));
+      // Keyed by the sample's Unix time, within the job's run.
+      REQUIRE(t.started_at);
+      CHECK(mem->front().step >= static_cast<int64_t>(*t.started_at) - 2);
+    }
+    // The training steps are still the log's.
+    auto rows = CollectTrialRows(*h.store, h.study, h.runner->study_id(), h.clock.Now());
+    REQUIRE(rows.ok());
+    for (const auto& r : *rows) CHECK(r.steps == 30);
+    for (const auto& t : trials) points += h.store->CountMetrics(t.id).value();
+    // The report charts it per trial.
+    auto report = CollectReport(*h.store, h.study, h.runner->study_id(), ReportOptionsFor(h.study), h.clock.Now());
+    REQUIRE(report.ok());
+    std::string html = reports::RenderHtmlReport(*report);
+    CHECK_THAT(html, Catch::Contains("<section id=\"telemetry\">"));
+    CHECK_THAT(html, Catch::Contains("node memory in use"));
+    for (const auto& t : trials) CHECK_THAT(html, Catch::Contains(fmt::format("id=\"tel-{}-util", t.id)));
+  }
+  // A restarted run reads nothing twice.
+  Harness again(path);
+  REQUIRE(again.runner->Run(3).ok());
+  int64_t after = 0;
+  for (const auto& t : again.Trials()) after += again.store->CountMetrics(t.id).value();
+  CHECK(after == points);
+}

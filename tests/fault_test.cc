@@ -474,6 +474,9 @@ class LockedOnceStore final : public store::Store {
   explicit LockedOnceStore(store::Store& real) : real_(real) {}
   bool fired() const { return fired_; }
 
+  Status AppendTelemetry(int64_t trial_id, const std::vector<store::MetricRow>& rows, int64_t new_offset) override {
+    return real_.AppendTelemetry(trial_id, rows, new_offset);
+  }
   Status AppendMetrics(int64_t trial_id, const std::vector<store::MetricRow>& rows, int64_t new_offset) override {
     if (!rows.empty() && depth_ > 0 && !fired_ && appended_in_txn_ > 0) {
       fired_ = true;

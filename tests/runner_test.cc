@@ -49,6 +49,9 @@ class CountingStore final : public store::Store {
   Status AppendMetrics(int64_t id, const std::vector<store::MetricRow>& rows, int64_t offset) override {
     return real_.AppendMetrics(id, rows, offset);
   }
+  Status AppendTelemetry(int64_t id, const std::vector<store::MetricRow>& rows, int64_t offset) override {
+    return real_.AppendTelemetry(id, rows, offset);
+  }
   Status ResetMetrics(int64_t id) override { return real_.ResetMetrics(id); }
   Result<std::vector<store::MetricRow>> Metrics(int64_t id) override {
     ++reads["Metrics"];
