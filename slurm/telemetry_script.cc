@@ -56,13 +56,14 @@ std::string WithTelemetrySampler(std::string_view script, const std::string& fil
       "__slurmsweep_telemetry={file}  # slurmsweep: [job] monitor = true, sampled beside the job\n"
       "(\n"
       "  set +e +u\n"
-      "  f=$__slurmsweep_telemetry; main=$$; iv={iv}\n"
+      "  f=$__slurmsweep_telemetry; main=$$; iv={iv}; g=\n"
       "  {{ : >\"$f\"; }} 2>/dev/null || exit 0\n"
       "  printf 'slurmsweep-telemetry 1 host=%s interval=%s\\n' \"$(hostname 2>/dev/null)\" \"$iv\" >>\"$f\"\n"
       "  if command -v nvidia-smi >/dev/null 2>&1; then\n"
       "    if [ -n \"${{CUDA_VISIBLE_DEVICES:-}}\" ]; then set -- --id=\"$CUDA_VISIBLE_DEVICES\"; else set --; fi\n"
       "    nvidia-smi --query-gpu={query} --format=csv,noheader,nounits -l \"$iv\" \"$@\" 2>/dev/null |\n"
       "      while IFS= read -r l; do printf 'gpu %s %s\\n' \"$(date +%s)\" \"$l\"; done >>\"$f\" &\n"
+      "    g=$!\n"
       "  fi\n"
       "  pb=; pt=\n"
       "  while kill -0 \"$main\" 2>/dev/null; do\n"
@@ -77,6 +78,8 @@ std::string WithTelemetrySampler(std::string_view script, const std::string& fil
       "    printf 'node %s%s mem_total_kib=%s mem_avail_kib=%s\\n' \"$(date +%s)\" \"$c\" \"$mt\" \"$ma\" >>\"$f\"\n"
       "    sleep \"$iv\"\n"
       "  done\n"
+      "  # The reader gone, nvidia-smi ends at its next line (SIGPIPE).\n"
+      "  [ -z \"$g\" ] || kill \"$g\" 2>/dev/null\n"
       ") </dev/null >/dev/null 2>&1 &\n",
       fmt::arg("file", ShellQuote(file)), fmt::arg("iv", interval_s), fmt::arg("query", ShellQuote(kGpuQuery)));
   size_t pos = DirectivesEnd(script);

@@ -4,9 +4,7 @@
 #include "slurm/telemetry_script.h"
 
 #include <catch2/catch.hpp>
-#include <chrono>
 #include <set>
-#include <thread>
 
 #include "base/telemetry.h"
 #include "logs/telemetry_parser.h"
@@ -21,41 +19,39 @@ using sweep::testing::RunShell;
 using sweep::testing::TempDir;
 using sweep::testing::WriteAll;
 
-// The file's size once it has stopped growing for three sampling intervals (bounded wait: the
-// sampler checks for the script once per interval).
-size_t SettledSize(const std::string& path) {
-  size_t size = ReadAll(path).size();
-  int still = 0;
-  for (int i = 0; i < 120 && still < 6; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    size_t now = ReadAll(path).size();
-    still = now == size ? still + 1 : 0;
-    size = now;
-  }
-  return size;
+// Runs `script` with `shell` and returns its exit status once the script AND everything it
+// started have ended: they all inherit fd 3, the pipe RunShell reads, which closes with the last of
+// them. A sampler that outlived its script would keep this waiting (the test's timeout).
+int RunToTheEnd(const TempDir& dir, const std::string& env, const std::string& shell, const std::string& script,
+                std::string* out) {
+  WriteAll(dir.file("job.sh"), script);
+  auto [rc, ignored] = RunShell(env + " " + shell + " " + ShellQuote(dir.file("job.sh")) + " 3>&1 >" +
+                                ShellQuote(dir.file("job.out")) + " 2>&1; echo $? >" + ShellQuote(dir.file("rc")));
+  REQUIRE(rc == 0);
+  *out = ReadAll(dir.file("job.out"));
+  return std::stoi(ReadAll(dir.file("rc")));
 }
 
 TEST_CASE("telemetry sampler: samples /proc beside the script and ends with it, in dash and bash") {
-  for (const char* shell : {"/bin/dash", "/bin/bash"}) {
-    for (bool exec_trainer : {false, true}) {
+  // dash with a template that execs its trainer (the script's pid goes on as the trainer), bash
+  // with one that does not.
+  for (auto [shell, exec_trainer] : {std::pair{"/bin/dash", true}, std::pair{"/bin/bash", false}}) {
+    {
       CAPTURE(shell, exec_trainer);
       TempDir dir;
       // A quote and a space in the path: the file name is shell-quoted.
       std::filesystem::create_directories(dir.path() / "it's logs");
       std::string file = dir.file("it's logs/t.1.out.telemetry");
       std::string body = std::string("#!") + shell + "\n#SBATCH --time=1\nset -eu\necho trainer\n" +
-                         (exec_trainer ? "exec sh -c 'sleep 3; exit 3'\n" : "sleep 3\nexit 3\n");
+                         (exec_trainer ? "exec sh -c 'sleep 2; exit 3'\n" : "sleep 2\nexit 3\n");
       std::string script = WithTelemetrySampler(body, file, 1);
       // sbatch still reads every directive: the sampler starts after them.
       CHECK(SbatchDirectives(script) == std::vector<std::string>{"#SBATCH --time=1"});
-      WriteAll(dir.file("job.sh"), script);
       // PATH without nvidia-smi (this machine has none): the /proc path.
-      auto [rc, out] = RunShell("PATH=/usr/bin:/bin " + std::string(shell) + " " + ShellQuote(dir.file("job.sh")));
-      CHECK(rc == 3);
+      std::string out;
+      CHECK(RunToTheEnd(dir, "PATH=/usr/bin:/bin", shell, script, &out) == 3);
       CHECK(out == "trainer\n");
-      size_t size = SettledSize(file);
       std::string text = ReadAll(file);
-      REQUIRE(text.size() == size);
       CHECK(text.rfind("slurmsweep-telemetry 1 host=", 0) == 0);
       TelemetryOutput o = ParseTelemetry(text);
       CHECK(o.malformed == 0);
@@ -69,12 +65,40 @@ TEST_CASE("telemetry sampler: samples /proc beside the script and ends with it, 
         if (p.name == "system/node/cpu_pct") CHECK((p.value >= 0 && p.value <= 100));
         if (p.name == "system/node/mem_used_gib") CHECK(p.value > 0);
       }
-      // About one sample a second over 3 s; CPU from the second sample on.
+      // About one sample a second over 2 s; CPU from the second sample on.
       CHECK(times.size() >= 2);
       CHECK(names ==
             std::set<std::string>{"system/node/cpu_pct", "system/node/mem_total_gib", "system/node/mem_used_gib"});
     }
   }
+}
+
+TEST_CASE("telemetry sampler: with nvidia-smi on the PATH, its query loop over the job's GPUs is stored per line") {
+  // No GPU here: a stand-in nvidia-smi records its arguments and prints lines in the query's
+  // column order (the parser itself is tested on recorded real output, logs/telemetry_parser_test).
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "bin");
+  WriteAll(dir.file("bin/nvidia-smi"), "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + ShellQuote(dir.file("args")) +
+                                           "\nwhile :; do\n"
+                                           "  echo '2026/12/03 18:00:00.123, 2, 87, 30000, 81559, 350.12'\n"
+                                           "  echo '2026/12/03 18:00:00.124, 3, 85, 29000, 81559, [N/A]'\n"
+                                           "  sleep 1\ndone\n");
+  std::filesystem::permissions(dir.file("bin/nvidia-smi"), std::filesystem::perms::owner_all);
+  std::string file = dir.file("t.1.out.telemetry");
+  std::string out;
+  CHECK(RunToTheEnd(dir, "CUDA_VISIBLE_DEVICES=2,3 PATH=" + ShellQuote(dir.file("bin")) + ":/usr/bin:/bin", "/bin/bash",
+                    WithTelemetrySampler("#!/bin/bash\nsleep 2\n", file, 1), &out) == 0);
+  std::string args = ReadAll(dir.file("args"));
+  CHECK(args == "--query-gpu=" + std::string(kGpuQuery) + "\n--format=csv,noheader,nounits\n-l\n1\n--id=2,3\n");
+  TelemetryOutput o = ParseTelemetry(ReadAll(file));
+  CHECK(o.malformed == 0);
+  std::set<std::string> names;
+  for (const auto& p : o.points) names.insert(p.name);
+  for (const char* n : {"system/gpu2/util_pct", "system/gpu2/mem_used_gib", "system/gpu2/mem_total_gib",
+                        "system/gpu2/power_w", "system/gpu3/util_pct", "system/node/mem_used_gib"}) {
+    CHECK(names.count(n) == 1);
+  }
+  CHECK(names.count("system/gpu3/power_w") == 0);
 }
 
 TEST_CASE("telemetry sampler: only POSIX shell templates take it") {
