@@ -1,13 +1,19 @@
 #!/bin/bash
 # Scale benchmarks of issue 7 on the real test cluster (start it first: tests/cluster/start.sh).
 #
-#   bench/scale_bench.sh [load|submit|rss|all]   (default: all)
+#   bench/scale_bench.sh [load|submit|rss|all|stopping]   (default: all; stopping is not in all)
 #
 # load:   Slurm commands and cluster calls (SSH round trips) per tick with 10, 100 and 1000 active
 #         trials, over SSH; the limit is 2 Slurm commands per tick.
 # submit: wall time to submit 1000 held trials as job arrays vs one sbatch each (local transport,
 #         as on a login node; over SSH one-by-one costs a round trip more per trial).
 # rss:    peak RSS of `slurmsweep run` tracking 10,000 trials (held array tasks), against 64 MB.
+# stopping: peak RSS of `slurmsweep run` (3 ticks) with 1000 running trials of 10k stored points each
+#         and every stopping rule on (issue 20), against 256 MB. Needs no cluster: the database is
+#         written by build/bin/stopping_tick_bench --write-study, and a stand-in squeue first on PATH
+#         reports every job running and logs one more iteration in each trial's log per call (a
+#         tick's new points); scancel is a no-op. SLURMSWEEP_BIN_BEFORE=/path/to/an/older/slurmsweep
+#         measures that binary on a copy of the same database too.
 #
 # Every job is submitted held or cancelled at the end: the cluster is left as it was found.
 set -euo pipefail
@@ -15,13 +21,53 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${SLURMSWEEP_BIN:-$ROOT/build/bin/slurmsweep}
 LAB=${SLURMSWEEP_LAB:-/tmp/slurmsweep-lab}
+what=${1:-all}
+[[ -x $BIN ]] || { echo "scale_bench: build first (scripts/build.sh): $BIN" >&2; exit 1; }
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/slurmsweep-bench.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+if [[ $what == stopping ]]; then
+  echo "== peak RSS of run: 1000 running trials x 10k points, every stopping rule on, 3 ticks (no cluster) =="
+  TICK_BENCH=${SLURMSWEEP_TICK_BENCH:-$ROOT/build/bin/stopping_tick_bench}
+  [[ -x $TICK_BENCH ]] || { echo "scale_bench: build stopping_tick_bench first: $TICK_BENCH" >&2; exit 1; }
+  "$TICK_BENCH" --write-study "$WORK/study" --trials 1000 --stored 10000
+  cp -a "$WORK/study" "$WORK/pristine"
+  mkdir -p "$WORK/stub"
+  cat >"$WORK/stub/squeue" <<'STUB'
+#!/bin/bash
+# Every job of jobs.txt is running; each call logs the next iteration (10 steps on) in every log.
+dir=$(dirname "$(dirname "$0")")/study
+n=$(( $(cat "$dir/ticks" 2>/dev/null || echo 0) + 1 ))
+echo "$n" >"$dir/ticks"
+it=$(( 100000 + 10 * n ))
+while IFS='|' read -r id comment name log; do
+  printf ' [2026-12-03 10:00:00] iteration %8d/%8d | consumed samples: %8d | elapsed time per iteration (ms): 400.0 | lm loss: %.6E | number of nan iterations:   0 |\n' \
+    "$it" 1000000 $(( it * 8 )) 2.1 >>"$log"
+  echo "$id|RUNNING|None|0|$name|2026-12-03T10:00:00|N/A|$comment|0"
+done <"$dir/jobs.txt"
+STUB
+  printf '#!/bin/bash\nexit 0\n' >"$WORK/stub/scancel"
+  chmod +x "$WORK/stub/squeue" "$WORK/stub/scancel"
+  # measure LABEL BINARY: the study as written, afresh for each binary (a run records its stop requests).
+  measure() {
+    rm -rf "$WORK/study"
+    cp -a "$WORK/pristine" "$WORK/study"
+    PATH="$WORK/stub:$PATH" /usr/bin/time -f '%M %e' -o "$WORK/$1.time" "$2" run --max-ticks 3 "$WORK/study/study.toml" \
+      >"$WORK/$1.log" 2>&1 || true
+    read -r kb secs <"$WORK/$1.time"
+    ticks=$(grep -c ' tick [0-9]*: 1000 running' "$WORK/$1.log" || true)
+    pruned=$(grep -c 'pruned by the' "$WORK/$1.log" || true)
+    printf '%-8s peak RSS %7.1f MB (limit 256 MB: ratio %.2f), %.1f s, %s ticks with 1000 running, %s prune events\n' \
+      "$1" "$(echo "$kb / 1024" | bc -l)" "$(echo "$kb / 1024 / 256" | bc -l)" "$secs" "$ticks" "$pruned"
+  }
+  measure this "$BIN"
+  [[ -n ${SLURMSWEEP_BIN_BEFORE:-} ]] && measure before "$SLURMSWEEP_BIN_BEFORE"
+  exit 0
+fi
+
 [[ -f $LAB/env ]] || { echo "scale_bench: no test cluster ($LAB/env); run tests/cluster/start.sh" >&2; exit 1; }
 # shellcheck disable=SC1091
 source "$LAB/env"
-[[ -x $BIN ]] || { echo "scale_bench: build first (scripts/build.sh): $BIN" >&2; exit 1; }
-WORK=$(mktemp -d /tmp/slurmsweep-bench.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
-what=${1:-all}
 
 # write_study NAME TRIALS TRANSPORT ARRAYS MAX_CONCURRENT TEMPLATE_BODY
 write_study() {

@@ -83,7 +83,8 @@ Runner::Runner(const Study& study, store::Store& store, slurm::Transport& transp
       client_(transport_),
       clock_(clock),
       log_(log),
-      watch_(study.objective.metric, TimeRulesOn(study.stopping), study.objective.LoggedWithin()) {}
+      watch_(study.objective.metric, TimeRulesOn(study.stopping), study.objective.LoggedWithin()),
+      stopping_(study.stopping) {}
 
 Runner::~Runner() {
   if (report_thread_.joinable()) report_thread_.join();
@@ -469,7 +470,7 @@ Status Runner::FindRestarts(std::vector<store::TrialRecord>& trials, const std::
     t.log_offset = 0;
     t.telemetry_offset = 0;
     parsers_.erase(t.id);
-    curves_.erase(t.id);
+    stopping_.Forget(t.id);
   }
   return client_.Cancel(cancel);
 }
@@ -518,11 +519,13 @@ Result<int64_t> Runner::Ingest(store::TrialRecord& t, const Result<std::string>*
     // caller's transaction rolls back later, QueryAndIngest puts them back).
     t.log_offset = new_offset;
     ps->second = next;
-    if (auto c = curves_.find(t.id); c != curves_.end()) {
+    if (stopping_.Has(t.id)) {
+      std::vector<CurvePoint> loss, nan_iters;
       for (const auto& r : rows) {
-        if (r.name == study_.objective.metric) c->second.loss.push_back({r.step, r.time_s, r.value});
-        if (r.name == "nan_iters") c->second.nan_iters.push_back({r.step, r.time_s, r.value});
+        if (r.name == study_.objective.metric) loss.push_back({r.step, r.time_s, r.value});
+        if (r.name == "nan_iters") nan_iters.push_back({r.step, r.time_s, r.value});
       }
+      stopping_.Append(t.id, Gpus(), loss, nan_iters);
     }
     stored += static_cast<int64_t>(rows.size());
     if (parsed.malformed > 0) {
@@ -689,7 +692,7 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
       t->log_offset = offset;
       t->telemetry_offset = telemetry_offset;
       parsers_.erase(t->id);
-      curves_.erase(t->id);
+      stopping_.Forget(t->id);
     }
     return ingest;
   }
@@ -897,7 +900,7 @@ Status Runner::StartOver(store::TrialRecord& t, std::string reason) {
   t.log_offset = 0;
   t.telemetry_offset = 0;
   parsers_.erase(t.id);
-  curves_.erase(t.id);
+  stopping_.Forget(t.id);
   return Status::OK();
 }
 
@@ -1357,18 +1360,21 @@ bool Runner::StopRequested() {
   return true;
 }
 
-// The objective's curve (and Megatron's NaN-iteration counts) of a trial, kept in memory: read
-// from the store once, then extended by Ingest, so the rules cost no database scan per tick.
-Result<Runner::TrialCurve*> Runner::Curve(int64_t trial_id) {
-  auto it = curves_.find(trial_id);
-  if (it != curves_.end()) return &it->second;
-  TrialCurve c;
-  for (auto [name, out] : {std::pair{study_.objective.metric, &c.loss}, {std::string("nan_iters"), &c.nan_iters}}) {
-    auto rows = store_.MetricSeries(trial_id, name);
+// The objective's curve (and Megatron's NaN-iteration counts) of a trial, read from the store
+// once into stopping_'s series, which Ingest then extends, so the rules cost no database scan and
+// no copy per tick.
+Status Runner::LoadCurve(int64_t trial_id) {
+  if (stopping_.Has(trial_id)) return Status::OK();
+  std::vector<CurvePoint> curves[2];
+  const std::string names[2] = {study_.objective.metric, "nan_iters"};
+  for (int k = 0; k < 2; ++k) {
+    auto rows = store_.MetricSeries(trial_id, names[k]);
     if (!rows.ok()) return rows.status();
-    for (const auto& m : *rows) out->push_back({m.step, m.time_s, m.value});
+    curves[k].reserve(rows->size());
+    for (const auto& m : *rows) curves[k].push_back({m.step, m.time_s, m.value});
   }
-  return &curves_.emplace(trial_id, std::move(c)).first->second;
+  stopping_.Append(trial_id, Gpus(), curves[0], curves[1]);
+  return Status::OK();
 }
 
 // Early stopping: the rules see every trial's stored curve; the losers get their reason recorded
@@ -1378,7 +1384,6 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
   if (!cfg.AnyRule()) return Status::OK();
   std::vector<TrialProgress> progress;
   std::map<int64_t, store::TrialRecord*> by_id;
-  int gpus = std::max(1, study_.job.nodes * study_.job.gpus_per_node);
   for (auto& t : trials) {
     bool live = t.state == "running" && t.stop_request.empty();
     bool done = t.state == "completed";
@@ -1394,17 +1399,14 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
     p.id = t.id;
     p.name = t.trial_key;
     p.phase = live ? TrialPhase::kRunning : done ? TrialPhase::kCompleted : TrialPhase::kStopped;
-    p.gpus = gpus;
+    p.gpus = Gpus();
     for (const auto& [name, v] : spec->second.params) p.params.emplace_back(name, ParamToString(v));
-    auto curve = Curve(t.id);
-    if (!curve.ok()) return curve.status();
-    p.loss = (*curve)->loss;
-    p.nan_iters = (*curve)->nan_iters;
+    SWEEP_RETURN_IF_ERROR(LoadCurve(t.id));  // its curves are stopping_'s: not copied
     by_id[t.id] = &t;
     progress.push_back(std::move(p));
   }
   std::vector<std::string> jobs;
-  for (const StopDecision& d : EvaluateStopping(cfg, progress)) {
+  for (const StopDecision& d : stopping_.Evaluate(progress)) {
     store::TrialRecord& t = *by_id.at(d.trial_id);
     t.stop_request = fmt::format("pruned by the {} rule: {}", d.rule, d.reason);
     SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
@@ -1431,6 +1433,7 @@ void Runner::RefreshReports(bool final) {
       Status st;
       auto db = store::Store::OpenReadOnly(study_.database);
       if (!db.ok()) st = db.status();
+      else if (report_writer_) st = report_writer_(**db, now);
       else st = WriteReports(**db, study_, study_id_, study_.report.html, "", now, options);
       {
         std::lock_guard<std::mutex> lock(report_mu_);

@@ -5,6 +5,7 @@
 // Module orchestrator/: the application; may use every module.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -99,8 +100,14 @@ class Runner {
   void set_on_event(EventHook hook) { on_event_ = std::move(hook); }
   // Whether each tick logs its counters line (on a terminal the progress block replaces it).
   void set_tick_lines(bool on) { tick_lines_ = on; }
+  // What a background report refresh writes, over its own read-only connection; default WriteReports of the
+  // study's HTML. Tests replace it to hold a refresh open while the loop ticks on.
+  using ReportWriter = std::function<Status(store::Store& db, double now)>;
+  void set_report_writer(ReportWriter writer) { report_writer_ = std::move(writer); }
 
   int64_t study_id() const { return study_id_; }
+  // What the stopping rules see of each trial (tests).
+  StoppingState& stopping_state() { return stopping_; }
   const slurm::SlurmClient::Stats& slurm_stats() const { return client_.stats(); }
   const slurm::CountingTransport::Counts& cluster_calls() const { return transport_.counts(); }
 
@@ -165,10 +172,10 @@ class Runner {
   // Back to "new" with the attempt and array fields undone, for a submission that never happened.
   void UndoSubmission(store::TrialRecord& t);
   Status ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport& report);
-  struct TrialCurve {
-    std::vector<CurvePoint> loss, nan_iters;
-  };
-  Result<TrialCurve*> Curve(int64_t trial_id);
+  // Gives stopping_ the trial's stored curves, read once (after a start, a restart or a reset);
+  // Ingest extends them from then on.
+  Status LoadCurve(int64_t trial_id);
+  int Gpus() const { return std::max(1, study_.job.nodes * study_.job.gpus_per_node); }
   // The HTML report every [report] refresh_minutes, written by a thread of its own over a
   // read-only connection (study_.database), so a large study's report never stalls the ticks; a
   // refresh due while the previous one is still being written is skipped. The final one (HTML and
@@ -220,8 +227,9 @@ class Runner {
   bool watch_primed_ = false;  // trials that already stored the objective (a resumed run) counted
   // Before submitting: stops the run when no trial logs the objective; warns once about time.
   Status CheckObjectiveLogged(const std::vector<store::TrialRecord>& trials);
-  std::map<int64_t, TrialCurve>
-      curves_;  // early stopping's view, see Curve()  // per trial, restored from the store on first use
+  // Early stopping's series of each trial it has seen: rebuilt from the store on first use (a
+  // restarted run decides as the one that stopped), then extended by each tick's new points.
+  StoppingState stopping_;
   int tick_ = 0;
   // Submit quotas (QOSMaxSubmitJobPerUserLimit, ...): no sbatch before this time; arrays no larger
   // than submit_chunk_ until one is accepted again.
@@ -230,6 +238,7 @@ class Runner {
   int submit_chunk_ = 0;
   double last_report_ = 0;  // first refresh on the first tick
   std::thread report_thread_;
+  ReportWriter report_writer_;
   std::atomic<bool> report_running_{false};
   std::mutex report_mu_;
   std::optional<Status> report_result_;  // of the last background refresh, until logged

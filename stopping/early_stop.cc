@@ -19,19 +19,107 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // One trial's finite loss points on the rules' time axis, smoothed.
 // y at x on the piecewise-linear curve through (xs[k], ys[k]), xs ascending; clamped to the ends.
+// std::upper_bound(xs, x) (the first element above x) for xs ascending, found by starting where x
+// would be were the xs evenly spaced (knots of a curve logged at a steady pace nearly are) and
+// walking from there; a binary search when that guess is far off. The rules look up every trial's
+// curve at many times per tick, and a binary search over 1024 knots misses the cache at each step.
+template <class X>
+size_t UpperBound(const std::vector<X>& xs, double x) {
+  auto above = [](double v, X e) { return v < static_cast<double>(e); };
+  size_t n = xs.size();
+  double lo = static_cast<double>(xs.front()), span = static_cast<double>(xs.back()) - lo;
+  if (n < 16 || !(span > 0) || x < lo || x >= static_cast<double>(xs.back())) {
+    return std::upper_bound(xs.begin(), xs.end(), x, above) - xs.begin();
+  }
+  size_t g = std::min(n - 1, static_cast<size_t>((x - lo) / span * static_cast<double>(n - 1)));
+  for (int walk = 0; walk < 8; ++walk) {
+    if (static_cast<double>(xs[g]) <= x) {
+      ++g;  // g < n: x < xs.back()
+    } else if (g > 0 && static_cast<double>(xs[g - 1]) > x) {
+      --g;
+    } else {
+      return g;
+    }
+  }
+  return std::upper_bound(xs.begin(), xs.end(), x, above) - xs.begin();
+}
+
 template <class X, class Y>
 double Lerp(const std::vector<X>& xs, const std::vector<Y>& ys, double x) {
   if (x <= static_cast<double>(xs.front())) return static_cast<double>(ys.front());
   if (x >= static_cast<double>(xs.back())) return static_cast<double>(ys.back());
-  size_t hi =
-      std::upper_bound(xs.begin(), xs.end(), x, [](double v, X e) { return v < static_cast<double>(e); }) - xs.begin();
+  size_t hi = UpperBound(xs, x);
   size_t lo = hi - 1;
   double x0 = static_cast<double>(xs[lo]), span = static_cast<double>(xs[hi]) - x0;
   double y0 = static_cast<double>(ys[lo]), y1 = static_cast<double>(ys[hi]);
   return span <= 0 ? y1 : y0 + (y1 - y0) * (x - x0) / span;
 }
 
-struct Series {
+// A robust scale kept in bounded memory once a curve is long: a histogram of log2(value) with
+// kBinsPerOctave bins per octave over [2^kMinOctave, 2^kMaxOctave) (values outside are clamped to the
+// end bins; zero has a bin of its own). Its median is the geometric middle of the bin holding the
+// middle value: within 2.2% of the exact one. Order-independent, so the same points give the same
+// histogram however they arrived.
+class LogHistogram {
+ public:
+  void Add(double v) {
+    if (counts_.empty()) counts_.assign(kBins + 1, 0);
+    ++counts_[Bin(v)];
+    ++total_;
+  }
+  bool empty() const { return total_ == 0; }
+  size_t MemoryBytes() const { return counts_.capacity() * sizeof(uint32_t); }
+  // The value of rank total / 2 (the upper median, as MedianOf).
+  double Median() const {
+    if (total_ == 0) return 0;
+    uint64_t rank = total_ / 2, seen = 0;
+    for (size_t b = 0; b < counts_.size(); ++b) {
+      seen += counts_[b];
+      if (seen > rank) return b == 0 ? 0 : std::exp2(kMinOctave + (static_cast<double>(b - 1) + 0.5) / kBinsPerOctave);
+    }
+    return 0;
+  }
+
+ private:
+  static constexpr int kBinsPerOctave = 16, kMinOctave = -48, kMaxOctave = 32;
+  static constexpr size_t kBins = static_cast<size_t>((kMaxOctave - kMinOctave) * kBinsPerOctave);
+  static size_t Bin(double v) {
+    if (!(v > 0)) return 0;
+    double x = (std::log2(v) - kMinOctave) * kBinsPerOctave;
+    if (x < 0) return 1;
+    if (x >= static_cast<double>(kBins)) return kBins;
+    return 1 + static_cast<size_t>(x);
+  }
+  std::vector<uint32_t> counts_;  // [0]: zeros; then the log bins
+  uint64_t total_ = 0;
+};
+
+}  // namespace
+
+// One trial's finite loss points on the rules' time axis, smoothed, extended point by point
+// (Append) and never rebuilt. Up to kExactPoints finite points every statistic is computed from
+// every point, exactly as a from-scratch computation of the whole curve does. Past that the
+// memory stays bounded (about 45 KB a trial, whatever its length):
+//  - the curve keeps every stride-th point (knots) and always the latest; the stride doubles
+//    (every other knot dropped) whenever there would be more than kMaxKnots, as the store's
+//    buckets do, so the knots depend on the points alone, not on how they were chunked. Each
+//    knot's smoothed value and running integral are those of the full curve at that point (the
+//    smoothing and the integral run over every point); between knots the rules interpolate.
+//  - the noise (median absolute second difference) and the typical seconds per iteration are
+//    medians of log histograms (within 2.2%); the rate's spread is a running variance (Welford);
+//  - stalls are remembered as the intervals slower than 1.5x the typical rate of the first
+//    kExactPoints points, and counted as today (over 3x the current typical rate).
+// Lowest smoothed value and NaN-iteration total run over every point.
+struct StoppingSeries {
+  static constexpr size_t kExactPoints = 1024;
+  static constexpr size_t kMaxKnots = 1024;
+
+  StoppingSeries(const StoppingConfig& config, int gpus)
+      : smoothing(config.smoothing),
+        scale(config.axis == TimeAxis::kGpuTime ? std::max(gpus, 1) : 1),
+        sign(config.maximize ? -1 : 1) {}
+
+  // The rules' view.
   std::vector<double> t;
   std::vector<int64_t> step;
   std::vector<double> s;        // smoothed
@@ -42,6 +130,9 @@ struct Series {
   double se = 0;             // standard error of one smoothed value: noise times what smoothing leaves
   double rate_rse = 0;       // relative standard error of Rate(): spread of the per-interval rates
   int64_t stall_period = 0;  // iterations between the periodic stalls it has shown; 0: none seen
+  double min_s = kInf;       // lowest smoothed value of every point
+  double nan_total = 0;      // of Megatron's NaN-iteration counts (finite ones)
+  size_t points = 0;         // finite loss points appended
 
   bool empty() const { return t.empty(); }
   double first_t() const { return t.front(); }
@@ -56,20 +147,63 @@ struct Series {
   double RunningAverage(double at) const {
     at = std::min(at, t.back());
     if (at <= t.front()) return s.front();
-    size_t hi = std::upper_bound(t.begin(), t.end(), at) - t.begin();  // t[hi - 1] <= at
+    size_t hi = UpperBound(t, at);  // t[hi - 1] <= at
     size_t lo = hi - 1;
-    double area = area_to[lo] + 0.5 * (s[lo] + At(at)) * (at - t[lo]);
+    // At(at), from the same search.
+    double here = s.back();
+    if (hi < t.size()) {
+      double span = t[hi] - t[lo];
+      here = span <= 0 ? s[hi] : s[lo] + (s[hi] - s[lo]) * (at - t[lo]) / span;
+    }
+    double area = area_to[lo] + 0.5 * (s[lo] + here) * (at - t[lo]);
     return area / (at - t.front());
   }
   // Iterations per second of axis time, over the whole curve (warm-up is outside the axis): a
   // stall, once seen, counts in full, and its spread widens the margin (rate_rse).
   std::optional<double> Rate(int min_points) const {
-    if (static_cast<int>(t.size()) < min_points || last_t() <= first_t() || step.back() <= step.front()) {
+    if (static_cast<int>(points) < min_points || last_t() <= first_t() || step.back() <= step.front()) {
       return std::nullopt;
     }
     return static_cast<double>(step.back() - step.front()) / (last_t() - first_t());
   }
+
+  void AppendLoss(const CurvePoint& p);
+  void AppendNanIters(const CurvePoint& p) {
+    if (std::isfinite(p.value)) nan_total += p.value;
+  }
+  // Recomputes noise, se, rate_rse and stall_period if points came since the last call.
+  void Refresh();
+  // Heap bytes held (capacities).
+  size_t MemoryBytes() const {
+    return (t.capacity() + s.capacity() + area_to.capacity() + d2_.capacity() + window_.capacity()) * sizeof(double) +
+           step.capacity() * sizeof(int64_t) + d2_hist_.MemoryBytes() + per_hist_.MemoryBytes() +
+           slow_.capacity() * sizeof(slow_[0]);
+  }
+
+ private:
+  void Push(double at, int64_t n, double smoothed, double area);
+  void LeaveExact();
+
+  Smoothing smoothing;
+  double scale, sign;
+  bool dirty_ = true;
+  bool exact_ = true;           // every point kept (points <= kExactPoints)
+  int64_t stride_ = 1;          // points between knots
+  bool tail_ = false;           // the last element of t/step/s/area_to is the latest point, not a knot
+  double ema_ = 0, decay_ = 1;  // EMA state and (1 - alpha)^k for debiasing
+  std::vector<double> window_;  // running mean's last points
+  double raw1_ = 0, raw2_ = 0;  // the last two raw finite values (raw1_ the latest)
+  double last_at_ = 0, last_s_ = 0, area_ = 0;
+  int64_t last_step_ = 0;
+  std::vector<double> d2_;  // exact: absolute second differences of the raw values
+  // Past kExactPoints:
+  LogHistogram d2_hist_, per_hist_;
+  double per_n_ = 0, per_mean_ = 0, per_m2_ = 0;  // Welford over the per-interval seconds per iteration
+  double per_ref_ = 0;                            // median seconds per iteration of the exact points
+  std::vector<std::pair<int64_t, double>> slow_;  // intervals (end step, s/it) slower than 1.5 x per_ref_
 };
+
+namespace {
 
 double MedianOf(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -77,16 +211,12 @@ double MedianOf(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+constexpr double kNoiseFromMad = 1.4826;
+
 // Standard deviation of a curve's raw points about its trend, from the median absolute second
 // difference (a smooth trend's second differences are small; white noise's have variance 6
 // sigma^2), so a few steep early points or spikes do not inflate it.
-double NoiseSigma(const std::vector<CurvePoint>& finite) {
-  std::vector<double> d2;
-  for (size_t k = 1; k + 1 < finite.size(); ++k) {
-    d2.push_back(std::abs(finite[k + 1].value - 2 * finite[k].value + finite[k - 1].value));
-  }
-  return 1.4826 * MedianOf(std::move(d2)) / std::sqrt(6.0);
-}
+double NoiseSigma(std::vector<double> abs_d2) { return kNoiseFromMad * MedianOf(std::move(abs_d2)) / std::sqrt(6.0); }
 
 // What smoothing leaves of white noise of unit deviation, after n points.
 double SmoothedFraction(const Smoothing& smoothing, size_t n) {
@@ -101,13 +231,18 @@ double SmoothedFraction(const Smoothing& smoothing, size_t n) {
   return 1;
 }
 
-// Relative standard error of a curve's mean iteration rate: the spread of its per-interval
-// seconds per iteration over the mean, over the square root of the intervals.
-double RateRse(const std::vector<double>& t, const std::vector<int64_t>& step) {
+// Seconds per iteration of each interval whose step advances.
+std::vector<double> PerInterval(const std::vector<double>& t, const std::vector<int64_t>& step) {
   std::vector<double> per;
   for (size_t k = 1; k < t.size(); ++k) {
     if (step[k] > step[k - 1]) per.push_back((t[k] - t[k - 1]) / static_cast<double>(step[k] - step[k - 1]));
   }
+  return per;
+}
+
+// Relative standard error of a curve's mean iteration rate: the spread of its per-interval
+// seconds per iteration over the mean, over the square root of the intervals.
+double RateRse(const std::vector<double>& per) {
   if (per.size() < 2) return kInf;
   double mean = 0, var = 0;
   for (double v : per) mean += v / static_cast<double>(per.size());
@@ -119,11 +254,7 @@ double RateRse(const std::vector<double>& t, const std::vector<int64_t>& step) {
 // taking over 3x the median time per iteration), the longest gap seen; with one stall, the
 // iterations before it. 0 when none has shown. Such stalls come every so many iterations, so a
 // rate is trusted only over a window of twice the longest period any trial of the study shows.
-int64_t StallPeriod(const std::vector<double>& t, const std::vector<int64_t>& step) {
-  std::vector<double> per;
-  for (size_t k = 1; k < t.size(); ++k) {
-    if (step[k] > step[k - 1]) per.push_back((t[k] - t[k - 1]) / static_cast<double>(step[k] - step[k - 1]));
-  }
+int64_t StallPeriod(const std::vector<double>& t, const std::vector<int64_t>& step, const std::vector<double>& per) {
   if (per.size() < 3) return 0;
   double typical = MedianOf(per);
   int64_t last = step.front(), period = 0;
@@ -137,51 +268,158 @@ int64_t StallPeriod(const std::vector<double>& t, const std::vector<int64_t>& st
   return period;
 }
 
-Series MakeSeries(const TrialProgress& trial, const StoppingConfig& config) {
-  Series out;
-  double scale = config.axis == TimeAxis::kGpuTime ? std::max(trial.gpus, 1) : 1;
-  double sign = config.maximize ? -1 : 1;  // the rules minimise
-  std::vector<CurvePoint> finite;
-  for (const CurvePoint& p : trial.loss) {
-    if (!std::isfinite(p.time_s)) continue;
-    out.now = std::max(out.now, p.time_s * scale);
-    if (!std::isfinite(p.value)) {
-      if (!out.first_nonfinite) out.first_nonfinite = p;
-      continue;
+}  // namespace
+
+void StoppingSeries::AppendLoss(const CurvePoint& p) {
+  if (!std::isfinite(p.time_s)) return;
+  now = std::max(now, p.time_s * scale);
+  if (!std::isfinite(p.value)) {
+    if (!first_nonfinite) first_nonfinite = p;
+    return;
+  }
+  dirty_ = true;
+  double v = sign * p.value;
+  // The smoothing, as Smooth() computes it point by point.
+  double smoothed = v;
+  switch (smoothing.kind) {
+    case SmoothingKind::kNone:
+      break;
+    case SmoothingKind::kEma:
+      ema_ = (1 - smoothing.ema_alpha) * ema_ + smoothing.ema_alpha * v;
+      decay_ *= 1 - smoothing.ema_alpha;
+      smoothed = decay_ < 1 ? ema_ / (1 - decay_) : v;
+      break;
+    case SmoothingKind::kRunningMean: {
+      window_.push_back(v);
+      if (static_cast<int>(window_.size()) > smoothing.window) window_.erase(window_.begin());
+      double sum = 0;
+      for (double w : window_) sum += w;
+      smoothed = sum / static_cast<double>(window_.size());
+      break;
     }
-    finite.push_back({p.step, p.time_s, sign * p.value});
   }
-  out.noise = NoiseSigma(finite);
-  out.se = out.noise * SmoothedFraction(config.smoothing, finite.size());
-  std::vector<double> smoothed = Smooth(finite, config.smoothing);
-  for (size_t k = 0; k < finite.size(); ++k) {
-    // Time must not run backwards for interpolation; a restart glitch is clamped, not trusted.
-    double at = finite[k].time_s * scale;
-    if (!out.t.empty() && at < out.t.back()) at = out.t.back();
-    out.area_to.push_back(
-        out.t.empty() ? 0 : out.area_to.back() + 0.5 * (out.s.back() + smoothed[k]) * (at - out.t.back()));
-    out.t.push_back(at);
-    out.step.push_back(finite[k].step);
-    out.s.push_back(smoothed[k]);
+  if (points >= 2) {
+    double d2 = std::abs(v - 2 * raw1_ + raw2_);
+    if (exact_) d2_.push_back(d2);
+    else d2_hist_.Add(d2);
   }
-  out.rate_rse = RateRse(out.t, out.step);
-  out.stall_period = StallPeriod(out.t, out.step);
-  return out;
+  raw2_ = raw1_, raw1_ = v;
+  // Time must not run backwards for interpolation; a restart glitch is clamped, not trusted.
+  double at = p.time_s * scale;
+  if (points > 0 && at < last_at_) at = last_at_;
+  if (points > 0) {
+    area_ += 0.5 * (last_s_ + smoothed) * (at - last_at_);
+    if (!exact_ && p.step > last_step_) {
+      double per = (at - last_at_) / static_cast<double>(p.step - last_step_);
+      per_hist_.Add(per);
+      per_n_ += 1;
+      double delta = per - per_mean_;
+      per_mean_ += delta / per_n_;
+      per_m2_ += delta * (per - per_mean_);
+      if (per > 1.5 * per_ref_) slow_.emplace_back(p.step, per);
+    }
+  }
+  min_s = std::min(min_s, smoothed);
+  Push(at, p.step, smoothed, area_);
+  last_at_ = at, last_s_ = smoothed, last_step_ = p.step;
+  ++points;
+  if (exact_ && points > kExactPoints) LeaveExact();
 }
 
+// Appends point number `points` (0-based) as a knot or as the tail, then thins the knots.
+void StoppingSeries::Push(double at, int64_t n, double smoothed, double area) {
+  if (tail_) {
+    t.pop_back(), step.pop_back(), s.pop_back(), area_to.pop_back();
+    tail_ = false;
+  }
+  t.push_back(at), step.push_back(n), s.push_back(smoothed), area_to.push_back(area);
+  tail_ = points % static_cast<size_t>(stride_) != 0;
+  size_t knots = t.size() - (tail_ ? 1 : 0);
+  if (knots <= kMaxKnots) return;
+  // Every other knot goes (knot j is point j * stride); the latest point stays as the tail.
+  std::vector<double> t2, s2, a2;
+  std::vector<int64_t> n2;
+  for (auto* v : {&t2, &s2, &a2}) v->reserve(kMaxKnots + 2);
+  n2.reserve(kMaxKnots + 2);
+  for (size_t j = 0; j < t.size(); ++j) {
+    if (j % 2 != 0 && j + 1 != t.size()) continue;
+    t2.push_back(t[j]), n2.push_back(step[j]), s2.push_back(s[j]), a2.push_back(area_to[j]);
+  }
+  stride_ *= 2;
+  tail_ = points % static_cast<size_t>(stride_) != 0;
+  t.swap(t2), step.swap(n2), s.swap(s2), area_to.swap(a2);
+}
+
+// From here on the statistics are kept in bounded memory (see the struct's comment); they start
+// from every exact point, so the result does not depend on when the switch happened.
+void StoppingSeries::LeaveExact() {
+  exact_ = false;
+  for (double d : d2_) d2_hist_.Add(d);
+  std::vector<double>().swap(d2_);
+  std::vector<double> per = PerInterval(t, step);  // every point is still a knot
+  per_ref_ = MedianOf(per);
+  size_t k = 0;
+  for (size_t j = 1; j < t.size(); ++j) {
+    if (step[j] <= step[j - 1]) continue;
+    double v = per[k++];
+    per_hist_.Add(v);
+    per_n_ += 1;
+    double delta = v - per_mean_;
+    per_mean_ += delta / per_n_;
+    per_m2_ += delta * (v - per_mean_);
+    if (v > 1.5 * per_ref_) slow_.emplace_back(step[j], v);
+  }
+}
+
+void StoppingSeries::Refresh() {
+  if (!dirty_) return;
+  dirty_ = false;
+  if (exact_) {
+    noise = NoiseSigma(d2_);
+    std::vector<double> per = PerInterval(t, step);
+    rate_rse = RateRse(per);
+    stall_period = StallPeriod(t, step, per);
+  } else {
+    noise = kNoiseFromMad * d2_hist_.Median() / std::sqrt(6.0);
+    double mean = per_mean_, var = per_n_ > 1 ? per_m2_ / (per_n_ - 1) : 0;
+    rate_rse = per_n_ >= 2 && mean > 0 ? std::sqrt(var / per_n_) / mean : kInf;
+    double typical = per_hist_.Median();
+    int64_t last = step.front();
+    stall_period = 0;
+    for (const auto& [at_step, per] : slow_) {
+      if (per <= 3 * typical) continue;
+      stall_period = std::max(stall_period, at_step - last);
+      last = at_step;
+    }
+  }
+  se = noise * SmoothedFraction(smoothing, points);
+}
+
+namespace {
+
+using Series = StoppingSeries;
+
 double Quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
   double pos = q * static_cast<double>(v.size() - 1);
   size_t lo = static_cast<size_t>(std::floor(pos));
   size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+  // The lo-th and hi-th smallest, without sorting them all.
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(lo), v.end());
+  double at_lo = v[lo];
+  double at_hi = hi == lo ? at_lo : *std::min_element(v.begin() + static_cast<std::ptrdiff_t>(hi), v.end());
+  return at_lo + (at_hi - at_lo) * (pos - static_cast<double>(lo));
 }
 
 // Shared by the rules during one evaluation.
 struct Context {
   const StoppingConfig& config;
   const std::vector<TrialProgress>& trials;
-  std::vector<Series> series;
+  // Each trial's series, not copied: the caller's (StoppingState) or built for this evaluation.
+  struct SeriesList {
+    std::vector<const Series*> of;
+    const Series& operator[](size_t i) const { return *of[i]; }
+    size_t size() const { return of.size(); }
+  } series;
   std::vector<bool> live;     // running or completed, and not stopped during this evaluation
   std::vector<bool> decided;  // stopped during this evaluation
   std::vector<StopDecision> decisions;
@@ -192,12 +430,15 @@ struct Context {
   }
   // Trial i has shown enough to be compared, or to be compared with: min_points finite points
   // and min_fraction of the budget run. A completed trial's curve is all there will be.
-  bool Evident(size_t i) const {
+  bool Evident(size_t i) const { return evident[i]; }
+  // EvidentNow of each trial, at the start of the evaluation (it does not change during one).
+  std::vector<bool> evident;
+  bool EvidentNow(size_t i) const {
     const Series& s = series[i];
     const EvidenceConfig& e = config.evidence;
     if (s.empty()) return false;
     if (trials[i].phase == TrialPhase::kCompleted) return true;
-    if (static_cast<int>(s.t.size()) < e.min_points) return false;
+    if (static_cast<int>(s.points) < e.min_points) return false;
     if (s.step.back() - s.step.front() < 2 * stall_period) return false;
     return config.budget_s <= 0 || s.last_t() >= e.min_fraction * config.budget_s;
   }
@@ -237,10 +478,7 @@ void Divergence(Context& c) {
       continue;
     }
     if (cfg.max_nan_iters) {
-      double total = 0;
-      for (const CurvePoint& p : trial.nan_iters) {
-        if (std::isfinite(p.value)) total += p.value;
-      }
+      double total = s.nan_total;
       if (total > static_cast<double>(*cfg.max_nan_iters)) {
         c.Stop(i, "divergence",
                fmt::format("{} iterations with NaN loss or gradients > max_nan_iters {}", total, *cfg.max_nan_iters),
@@ -261,7 +499,7 @@ void Divergence(Context& c) {
     if (cfg.spike_factor) {
       // Minimised: above factor x its lowest (positive) loss. Maximised: below its highest
       // (positive) value / factor; in the negated values the best is then negative.
-      double best = *std::min_element(s.s.begin(), s.s.end());
+      double best = s.min_s;
       bool applies = c.config.maximize ? best < 0 : best > 0;
       double bound = c.config.maximize ? best / *cfg.spike_factor : best * *cfg.spike_factor;
       if (applies && now > bound) {
@@ -294,16 +532,19 @@ void Race(Context& c) {
   // once its curve has min_points behind the crossing (a smoothed dip of two points is not).
   std::optional<size_t> winner;
   double best = kInf;
+  std::vector<std::optional<double>> reached(c.trials.size());  // ReachTime of those with min_points
   for (size_t j = 0; j < c.trials.size(); ++j) {
-    if (static_cast<int>(c.series[j].t.size()) < c.config.evidence.min_points) continue;
-    if (auto t = ReachTime(c.series[j], target); t && *t < best) best = *t, winner = j;
+    if (static_cast<int>(c.series[j].points) < c.config.evidence.min_points) continue;
+    reached[j] = ReachTime(c.series[j], target);
+    if (reached[j] && *reached[j] < best) best = *reached[j], winner = j;
   }
   if (!winner) return;
   double limit = best * (1 + cfg.slack);
   for (size_t i = 0; i < c.trials.size(); ++i) {
     if (!c.Candidate(i) || !c.Evident(i)) continue;
     const Series& me = c.series[i];
-    if (me.last_t() <= limit || me.last_t() < cfg.grace_s || ReachTime(me, target)) continue;
+    // A running evident trial has min_points: reached[i] is its ReachTime.
+    if (me.last_t() <= limit || me.last_t() < cfg.grace_s || reached[i]) continue;
     c.Stop(i, "race",
            fmt::format("at t={}: smoothed value {} has not reached the target {}, which trial {} reached at t={}{}",
                        Secs(me.last_t()), Num(c.User(me.s.back())), Num(c.User(target)), Name(c.trials[*winner]),
@@ -315,27 +556,35 @@ void Race(Context& c) {
 void Halving(Context& c) {
   const HalvingRuleConfig& cfg = c.config.halving;
   double max_time = cfg.max_time_s > 0 ? cfg.max_time_s : c.config.budget_s > 0 ? c.config.budget_s : kInf;
+  // Per rung (by index), every trial that reached it with its smoothed value there, sorted: the
+  // same for every trial judged, so built once per evaluation.
+  std::vector<std::optional<std::vector<std::pair<double, size_t>>>> at_rung;
   for (size_t i = 0; i < c.trials.size(); ++i) {
     if (!c.Candidate(i) || !c.Evident(i)) continue;
     const Series& me = c.series[i];
     // Every rung the trial has passed, earliest first: a rung is judged again as more trials
     // reach it, so the answer does not depend on who happened to arrive first.
-    for (double rung = cfg.min_time_s; rung < max_time && rung <= me.last_t(); rung *= cfg.eta) {
+    size_t k = 0;
+    for (double rung = cfg.min_time_s; rung < max_time && rung <= me.last_t(); rung *= cfg.eta, ++k) {
       if (!me.Reached(rung)) continue;
-      std::vector<std::pair<double, size_t>> values;
-      for (size_t j = 0; j < c.series.size(); ++j) {
-        if (c.series[j].Reached(rung)) values.emplace_back(c.series[j].At(rung), j);
+      if (at_rung.size() <= k) at_rung.resize(k + 1);
+      if (!at_rung[k]) {
+        auto& v = at_rung[k].emplace();
+        for (size_t j = 0; j < c.series.size(); ++j) {
+          if (c.series[j].Reached(rung)) v.emplace_back(c.series[j].At(rung), j);
+        }
+        std::sort(v.begin(), v.end());
       }
+      const std::vector<std::pair<double, size_t>>& values = *at_rung[k];
       if (static_cast<int>(values.size()) < cfg.min_trials) continue;
       size_t keep = std::max<size_t>(1, static_cast<size_t>(static_cast<double>(values.size()) / cfg.eta));
-      std::sort(values.begin(), values.end());
       auto [cut, at_cut] = values[keep - 1];
       double mine = me.At(rung);
       // The best at a rung may since have been stopped by another rule; the best live trial stays,
       // or every trial could be stopped for the sake of ones already gone.
       bool best_live = true;
-      for (size_t j = 0; j < c.series.size() && best_live; ++j) {
-        best_live = j == i || !c.live[j] || !c.series[j].Reached(rung) || c.series[j].At(rung) >= mine;
+      for (size_t r = 0; r < values.size() && values[r].first < mine && best_live; ++r) {
+        best_live = values[r].second == i || !c.live[values[r].second];
       }
       double margin = c.Margin(i, at_cut);
       if (mine > cut + margin && !best_live) {
@@ -352,19 +601,32 @@ void Halving(Context& c) {
 
 void Median(Context& c) {
   const MedianRuleConfig& cfg = c.config.median;
+  if (cfg.min_trials < 1) return;
+  // The evident trials' latest times, latest first (ties by index): the same for every trial judged.
+  std::vector<std::pair<double, size_t>> latest;
+  for (size_t j = 0; j < c.series.size(); ++j) {
+    if (c.Evident(j)) latest.emplace_back(c.series[j].last_t(), j);
+  }
+  std::sort(latest.begin(), latest.end(), [](const auto& a, const auto& b) {
+    return a.first > b.first || (a.first == b.first && a.second < b.second);
+  });
   for (size_t i = 0; i < c.trials.size(); ++i) {
     if (!c.Candidate(i) || !c.Evident(i)) continue;
     const Series& me = c.series[i];
     // Compare at the latest time that enough other trials have reached: in a sweep where all
     // trials run at once, the trial that started first is always ahead, and comparing only at
     // its own latest time would never find rivals that got there, so it could never be stopped.
-    std::vector<double> reach;
-    for (size_t j = 0; j < c.series.size(); ++j) {
-      if (j != i && c.Evident(j)) reach.push_back(c.series[j].last_t());
+    // That is the min_trials-th latest time of the other evident trials.
+    std::optional<double> reach;
+    int seen = 0;
+    for (const auto& [when, j] : latest) {
+      if (j != i && ++seen == cfg.min_trials) {
+        reach = when;
+        break;
+      }
     }
-    if (static_cast<int>(reach.size()) < cfg.min_trials || cfg.min_trials < 1) continue;
-    std::nth_element(reach.begin(), reach.begin() + (cfg.min_trials - 1), reach.end(), std::greater<>());
-    double at = std::min(me.last_t(), reach[static_cast<size_t>(cfg.min_trials - 1)]);
+    if (!reach) continue;
+    double at = std::min(me.last_t(), *reach);
     if (at < cfg.grace_s || at <= me.first_t()) continue;
     std::vector<double> others;
     double se = 0;  // the others' typical standard error
@@ -728,13 +990,17 @@ std::optional<double> ProjectedTime(const std::vector<CurvePoint>& curve, int64_
   return last->time_s + seconds_per_step * static_cast<double>(std::max<int64_t>(0, step - last->step));
 }
 
-std::vector<StopDecision> EvaluateStopping(const StoppingConfig& config, const std::vector<TrialProgress>& trials) {
-  Context c{config, trials, {}, {}, std::vector<bool>(trials.size(), false), {}};
-  for (const TrialProgress& t : trials) {
-    c.series.push_back(MakeSeries(t, config));
-    c.live.push_back(t.phase != TrialPhase::kStopped);
-    c.stall_period = std::max(c.stall_period, c.series.back().stall_period);
+namespace {
+
+// The rules, on each trial's series (series[i] for trials[i], already refreshed).
+std::vector<StopDecision> Decide(const StoppingConfig& config, const std::vector<TrialProgress>& trials,
+                                 std::vector<const Series*> series) {
+  Context c{config, trials, {std::move(series)}, {}, std::vector<bool>(trials.size(), false), {}};
+  for (size_t i = 0; i < trials.size(); ++i) {
+    c.live.push_back(trials[i].phase != TrialPhase::kStopped);
+    c.stall_period = std::max(c.stall_period, c.series[i].stall_period);
   }
+  for (size_t i = 0; i < trials.size(); ++i) c.evident.push_back(c.EvidentNow(i));
   // Cheapest certainty first: a diverged trial is stopped whatever the comparisons say.
   if (config.divergence.enabled) Divergence(c);
   if (config.race.enabled) Race(c);
@@ -749,6 +1015,79 @@ std::vector<StopDecision> EvaluateStopping(const StoppingConfig& config, const s
     return position[a.trial_id] < position[b.trial_id];
   });
   return std::move(c.decisions);
+}
+
+}  // namespace
+
+std::vector<StopDecision> EvaluateStopping(const StoppingConfig& config, const std::vector<TrialProgress>& trials) {
+  std::vector<Series> built;
+  built.reserve(trials.size());
+  std::vector<const Series*> series;
+  for (const TrialProgress& t : trials) {
+    Series& s = built.emplace_back(config, t.gpus);
+    for (const CurvePoint& p : t.loss) s.AppendLoss(p);
+    for (const CurvePoint& p : t.nan_iters) s.AppendNanIters(p);
+    s.Refresh();
+    series.push_back(&s);
+  }
+  return Decide(config, trials, std::move(series));
+}
+
+StoppingState::StoppingState(StoppingConfig config) : config_(std::move(config)) {}
+StoppingState::~StoppingState() = default;
+
+bool StoppingState::Has(int64_t trial_id) const { return series_.count(trial_id) > 0; }
+
+void StoppingState::Append(int64_t trial_id, int gpus, const std::vector<CurvePoint>& loss,
+                           const std::vector<CurvePoint>& nan_iters) {
+  auto it = series_.find(trial_id);
+  if (it == series_.end()) it = series_.emplace(trial_id, std::make_unique<Series>(config_, gpus)).first;
+  for (const CurvePoint& p : loss) it->second->AppendLoss(p);
+  for (const CurvePoint& p : nan_iters) it->second->AppendNanIters(p);
+}
+
+void StoppingState::Forget(int64_t trial_id) { series_.erase(trial_id); }
+
+std::vector<StopDecision> StoppingState::Evaluate(const std::vector<TrialProgress>& trials) {
+  static const Series* const kNone = new Series(StoppingConfig{}, 1);  // a trial without points
+  std::vector<const Series*> series;
+  series.reserve(trials.size());
+  for (const TrialProgress& t : trials) {
+    auto it = series_.find(t.id);
+    if (it == series_.end()) {
+      series.push_back(kNone);
+      continue;
+    }
+    it->second->Refresh();  // a no-op for a trial without new points (ended, stopped)
+    series.push_back(it->second.get());
+  }
+  return Decide(config_, trials, std::move(series));
+}
+
+std::optional<StoppingState::View> StoppingState::Inspect(int64_t trial_id) {
+  auto it = series_.find(trial_id);
+  if (it == series_.end()) return std::nullopt;
+  Series& s = *it->second;
+  s.Refresh();
+  return View{s.t,
+              s.step,
+              s.s,
+              s.area_to,
+              s.points,
+              s.now,
+              s.noise,
+              s.se,
+              s.rate_rse,
+              s.stall_period,
+              s.min_s,
+              s.nan_total,
+              s.first_nonfinite.has_value()};
+}
+
+size_t StoppingState::MemoryBytes() const {
+  size_t bytes = 0;
+  for (const auto& [id, s] : series_) bytes += sizeof(Series) + s->MemoryBytes();
+  return bytes;
 }
 
 }  // namespace sweep

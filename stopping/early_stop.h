@@ -61,6 +61,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -105,6 +107,62 @@ struct StopDecision {
 // kRunning trials are stopped; a trial stopped by one rule no longer counts as live for the
 // rules after it, so two rivals are never both stopped for each other's sake.
 std::vector<StopDecision> EvaluateStopping(const StoppingConfig& config, const std::vector<TrialProgress>& trials);
+
+struct StoppingSeries;  // early_stop.cc
+
+// The run loop's early stopping across ticks. Each trial's series (smoothed curve, running
+// integral, noise and rate statistics) is extended by the points logged since the last call and
+// never rebuilt or copied; a trial that gets no new points (ended, stopped) costs nothing to keep.
+// Its decisions are EvaluateStopping's on the curves appended so far, which builds its series with
+// the same code, point by point (so a state rebuilt from the stored curves after a restart is the
+// one that died). Up to 1024 finite points a trial every statistic is exact; beyond, a trial's
+// series keeps at most 1024 knots of the smoothed curve (every 2^k-th point and the latest) and
+// histograms for its medians, about 45 KB whatever the curve's length (early_stop.cc).
+class StoppingState {
+ public:
+  explicit StoppingState(StoppingConfig config);
+  ~StoppingState();
+  StoppingState(const StoppingState&) = delete;
+  StoppingState& operator=(const StoppingState&) = delete;
+
+  const StoppingConfig& config() const { return config_; }
+  // Whether points of the trial were appended since the start or its last Forget.
+  bool Has(int64_t trial_id) const;
+  // The trial's points logged after those appended so far, in step order: the objective and
+  // Megatron's NaN-iteration counts. `gpus` (the gpu_time axis) is taken from the first call.
+  void Append(int64_t trial_id, int gpus, const std::vector<CurvePoint>& loss,
+              const std::vector<CurvePoint>& nan_iters);
+  // Drops the trial's series (its points were reset, or their write rolled back).
+  void Forget(int64_t trial_id);
+  // EvaluateStopping(config, trials) with each trial's curves being those appended for its id;
+  // the `loss` and `nan_iters` of `trials` are not read (a trial never appended has no points).
+  std::vector<StopDecision> Evaluate(const std::vector<TrialProgress>& trials);
+
+  // What the rules see of a trial (tests, benches); nullopt without a series.
+  struct View {
+    std::vector<double> t;  // axis time of each knot
+    std::vector<int64_t> step;
+    std::vector<double> smoothed, area_to;
+    size_t points = 0;  // finite points appended
+    double now = 0, noise = 0, se = 0, rate_rse = 0;
+    int64_t stall_period = 0;
+    double min_smoothed = 0, nan_total = 0;
+    bool nonfinite = false;
+    bool operator==(const View& o) const {
+      return t == o.t && step == o.step && smoothed == o.smoothed && area_to == o.area_to && points == o.points &&
+             now == o.now && noise == o.noise && se == o.se && rate_rse == o.rate_rse &&
+             stall_period == o.stall_period && min_smoothed == o.min_smoothed && nan_total == o.nan_total &&
+             nonfinite == o.nonfinite;
+    }
+  };
+  std::optional<View> Inspect(int64_t trial_id);
+  // Heap bytes of every series.
+  size_t MemoryBytes() const;
+
+ private:
+  StoppingConfig config_;
+  std::map<int64_t, std::unique_ptr<StoppingSeries>> series_;
+};
 
 // The smoothed values of `curve`, point for point; non-finite points keep their raw value and
 // do not enter the average.

@@ -9,7 +9,10 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <sstream>
 
 #include "orchestrator/phases.h"
@@ -46,7 +49,14 @@ class CountingStore final : public store::Store {
   Result<std::vector<store::TrialRecord>> ListTrials(int64_t id) override { return real_.ListTrials(id); }
   Result<store::TrialRecord> GetTrial(int64_t id) override { return real_.GetTrial(id); }
   Status UpdateTrial(const store::TrialRecord& t) override { return real_.UpdateTrial(t); }
+  // >= 0: AppendMetrics fails after this many more have succeeded (a tick whose write fails midway).
+  int appends_left = -1;
   Status AppendMetrics(int64_t id, const std::vector<store::MetricRow>& rows, int64_t offset) override {
+    if (appends_left == 0) {
+      appends_left = -1;
+      return Status::IOError("disk I/O error (injected)");
+    }
+    if (appends_left > 0) --appends_left;
     return real_.AppendMetrics(id, rows, offset);
   }
   Status AppendTelemetry(int64_t id, const std::vector<store::MetricRow>& rows, int64_t offset) override {
@@ -143,6 +153,91 @@ TEST_CASE("restart: the first tick of a new run reads each trial's stored points
   counting.rows_read.clear();
   REQUIRE(restarted.Tick().ok());
   CHECK(counting.rows_read.empty());
+}
+
+// What the stopping rules of `runner` see of each trial, against a series built from the trial's
+// stored curves at once (what a restarted run starts from). Returns how many trials have a series
+// (one forgotten after a failed write is rebuilt from the store when next needed).
+int CheckSeriesAsStored(Runner& runner, const Study& study, store::Store& db, const std::vector<int64_t>& ids) {
+  int checked = 0;
+  for (int64_t id : ids) {
+    INFO("trial " << id);
+    auto seen = runner.stopping_state().Inspect(id);
+    if (!seen) continue;
+    ++checked;
+    std::vector<CurvePoint> curves[2];
+    const char* names[2] = {"lm_loss", "nan_iters"};
+    for (int k = 0; k < 2; ++k) {
+      auto rows = db.MetricSeries(id, names[k]);
+      REQUIRE(rows.ok());
+      for (const auto& r : *rows) curves[k].push_back({r.step, r.time_s, r.value});
+    }
+    StoppingState rebuilt(study.stopping);
+    rebuilt.Append(id, 1, curves[0], curves[1]);
+    CHECK(seen->points == curves[0].size());
+    auto want = *rebuilt.Inspect(id);
+
+    INFO("seen: " << seen->t.size() << " knots, now " << seen->now << ", noise " << seen->noise << ", rate rse "
+                  << seen->rate_rse << ", stall " << seen->stall_period << ", NaN iterations " << seen->nan_total);
+    INFO("rebuilt: " << want.t.size() << " knots, now " << want.now << ", noise " << want.noise << ", rate rse "
+                     << want.rate_rse << ", stall " << want.stall_period << ", NaN iterations " << want.nan_total);
+    CHECK(*seen == want);
+  }
+  return checked;
+}
+
+TEST_CASE(
+    "stopping: the rules' series, extended tick by tick, are those rebuilt from the store, also after a tick "
+    "whose write failed midway and after a restart",
+    "[runner][stopping]") {
+  // Median rule on, needing more trials than there are: every trial runs on, every tick evaluates.
+  Sweep s("[space]\nlr = [0.1, 0.2, 0.3]\n\n[stopping.median]\ngrace_s = 0\nmin_trials = 5\n", 3);
+  CountingStore counting(s.db());
+  std::ostringstream log;
+  auto runner = std::make_unique<Runner>(s.study(), counting, s.slurm, s.clock, log);
+  REQUIRE(runner->Tick().ok());
+  for (int i = 0; i < 3; ++i) s.slurm.Start(fmt::format("100_{}", i));
+  std::vector<int64_t> ids;
+  auto listed = s.db().ListTrials(runner->study_id());
+  REQUIRE(listed.ok());
+  for (const auto& t : *listed) ids.push_back(t.id);
+  REQUIRE(ids.size() == 3);
+  int step = 0;
+  auto grow = [&](int lines) {
+    for (int k = 0; k < lines; ++k) {
+      ++step;
+      for (int i = 0; i < 3; ++i) {
+        double noise = ((step * 7 + i * 13) % 11 - 5) * 0.01;
+        s.slurm.AppendLog(fmt::format("100_{}", i), MegatronLine(step, 1000, 3.0 - 0.002 * step * (i + 1) + noise));
+      }
+    }
+  };
+  for (int tick = 0; tick < 6; ++tick) {
+    grow(1 + tick * 3);
+    auto r = runner->Tick();
+    INFO(log.str());
+    REQUIRE(r.ok());
+    CHECK(CheckSeriesAsStored(*runner, s.study(), s.db(), ids) == 3);
+  }
+  // The second trial's write fails: the tick's rows are rolled back, and so must the series be.
+  grow(5);
+  counting.appends_left = 1;
+  CHECK_FALSE(runner->Tick().ok());
+  CheckSeriesAsStored(*runner, s.study(), s.db(), ids);
+  // The next tick reads the same lines again, and more.
+  grow(4);
+  REQUIRE(runner->Tick().ok());
+  CHECK(CheckSeriesAsStored(*runner, s.study(), s.db(), ids) == 3);
+  CHECK(s.db().MetricSeries(ids[0], "lm_loss").value().size() == static_cast<size_t>(step));
+  // A restart (the orchestrator killed after that tick): the new run rebuilds them from the store
+  // and extends them from there.
+  runner = std::make_unique<Runner>(s.study(), counting, s.slurm, s.clock, log);
+  grow(3);
+  REQUIRE(runner->Tick().ok());
+  CHECK(CheckSeriesAsStored(*runner, s.study(), s.db(), ids) == 3);
+  grow(2);
+  REQUIRE(runner->Tick().ok());
+  CHECK(CheckSeriesAsStored(*runner, s.study(), s.db(), ids) == 3);
 }
 
 TEST_CASE("submit: trials that share #SBATCH lines go as one job array, throttled to max_concurrent", "[runner]") {
@@ -616,6 +711,71 @@ TEST_CASE("Run: the loop polls, ingests and ends by itself when every trial has 
   CHECK(s.clock.Now() - start >= 5.0 * static_cast<double>(squeues - 1));
   CHECK(s.Events("done") == 1);
   CHECK(std::filesystem::exists(s.file("fk-report.html")));
+}
+
+TEST_CASE("Run: a report refresh that does not finish never holds up the ticks; no second one starts meanwhile",
+          "[runner][report]") {
+  // A refresh due every minute, on a loop that ticks every 5 s (fake clock): the first refresh,
+  // due after the first tick, blocks until the loop has ticked 20 more times (100 s, so the next
+  // refresh falls due meanwhile). Were it written in the loop's thread, no tick would come and
+  // nothing would release it.
+  Sweep s("[space]\nlr = [0.1, 0.2]\n\n[report]\nrefresh_minutes = 1\n", 2,
+          "query_gap_s = 0\npoll_interval_s = 5\nmax_poll_interval_s = 5");
+  std::mutex mu;
+  std::condition_variable cv;
+  bool released = false, gave_up = false;
+  // The jobs run until 15 ticks (75 s, another refresh's worth) after the held refresh was
+  // released (its thread may start a few ticks late), then end.
+  std::map<std::string, int> lines;
+  int after = 0;
+  s.slurm.on_squeue = [&](FakeSlurm& slurm) {
+    bool may_end = false;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (released || gave_up) may_end = ++after >= 15;
+    }
+    for (const auto& id : slurm.job_ids()) {
+      auto& job = slurm.job(id);
+      if (job.state == "PENDING") {
+        slurm.Start(id);
+      } else if (job.state == "RUNNING") {
+        int n = ++lines[id];
+        slurm.AppendLog(id, MegatronLine(10 * n, 100000, 3.0 - 0.00001 * n));
+        if (may_end) slurm.End(id, "COMPLETED");
+      }
+    }
+  };
+  int refreshes = 0;         // background refreshes started
+  int ticks = 0;             // ticks the loop finished
+  int ticks_while_held = 0;  // of which while the first refresh was still being written
+  int refreshes_when_released = 0;
+  bool released_by_loop = false;
+  s.runner().set_report_writer([&](store::Store&, double) {
+    std::unique_lock<std::mutex> lock(mu);
+    if (++refreshes > 1) return Status::OK();
+    // Only a guard against a hang should the loop wait for the refresh: the loop releases it.
+    released_by_loop = cv.wait_for(lock, std::chrono::minutes(2), [&] { return released; });
+    gave_up = !released_by_loop;
+    return Status::OK();
+  });
+  s.runner().set_on_tick([&](const TickReport&) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++ticks;
+    if (refreshes >= 1 && !released && ++ticks_while_held == 20) {
+      released = true;
+      refreshes_when_released = refreshes;
+      cv.notify_all();
+    }
+  });
+  REQUIRE(s.runner().Run().ok());
+  INFO(s.log());
+  CHECK(released_by_loop);
+  CHECK(ticks_while_held == 20);
+  // A refresh fell due while the first was held: skipped, not stacked. A later one ran.
+  CHECK(refreshes_when_released == 1);
+  CHECK(refreshes >= 2);
+  CHECK(ticks > ticks_while_held);
+  for (const auto& t : s.Trials()) CHECK(t.state == "completed");
 }
 
 TEST_CASE("resubmit: the user's --resubmit failed starts those trials over from scratch; others stay", "[runner]") {
