@@ -56,8 +56,8 @@ STUB
       >"$WORK/$1.log" 2>&1 || true
     read -r kb secs <"$WORK/$1.time"
     ticks=$(grep -c ' tick [0-9]*: 1000 running' "$WORK/$1.log" || true)
-    pruned=$(grep -c 'pruned by the' "$WORK/$1.log" || true)
-    printf '%-8s peak RSS %7.1f MB (limit 256 MB: ratio %.2f), %.1f s, %s ticks with 1000 running, %s prune events\n' \
+    pruned=$(grep -o 'trial [0-9]*: pruned by the' "$WORK/$1.log" | sort -u | wc -l)
+    printf '%-8s peak RSS %7.1f MB (limit 256 MB: ratio %.2f), %.1f s, %s ticks with 1000 running, %s trials pruned\n' \
       "$1" "$(echo "$kb / 1024" | bc -l)" "$(echo "$kb / 1024 / 256" | bc -l)" "$secs" "$ticks" "$pruned"
   }
   measure this "$BIN"
