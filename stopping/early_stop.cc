@@ -753,7 +753,16 @@ class ThroughputModel {
 
   // Loss trial i will at most have at the budget, given that loss falls with iterations: what it
   // has now, or its group's measured loss at the iteration it will reach, if measured.
+  // Cached per trial: the rule asks it of each rival for each trial it judges, always at budget_s.
   double UpperBoundAtBudget(size_t i, double budget) const {
+    if (budget == c_.config.budget_s) {
+      if (upper_.empty()) upper_.resize(c_.trials.size());
+      if (!upper_[i]) upper_[i] = ComputeUpperBoundAtBudget(i, budget);
+      return *upper_[i];
+    }
+    return ComputeUpperBoundAtBudget(i, budget);
+  }
+  double ComputeUpperBoundAtBudget(size_t i, double budget) const {
     const Series& s = c_.series[i];
     double bound = s.s.back();
     if (s.last_t() >= budget) return s.At(budget);
@@ -802,6 +811,7 @@ class ThroughputModel {
   std::vector<std::vector<size_t>> members_;  // per group: trials with a curve
   std::vector<double> min_step_, max_step_;   // per group
   mutable std::map<std::pair<int, int>, std::optional<std::pair<double, double>>> gaps_;
+  mutable std::vector<std::optional<double>> upper_;  // UpperBoundAtBudget at budget_s, per trial
 };
 
 void Throughput(Context& c) {
