@@ -432,7 +432,7 @@ struct Context {
   // and min_fraction of the budget run. A completed trial's curve is all there will be.
   bool Evident(size_t i) const { return evident[i]; }
   // EvidentNow of each trial, at the start of the evaluation (it does not change during one).
-  std::vector<bool> evident;
+  std::vector<bool> evident = {};
   bool EvidentNow(size_t i) const {
     const Series& s = series[i];
     const EvidenceConfig& e = config.evidence;
