@@ -14,8 +14,6 @@
 
 namespace sweep {
 
-// What the planner reads of the study: [job.vars], nodes and GPUs per node.
-PlanJob PlanJobOf(const Study& study);
 // PlanTrials (planner/planner.h) of `trials` for the study's job.
 Result<Plan> PlanTrials(const Study& study, std::vector<TrialSpec> trials);
 // `slurmsweep plan`: PlanTrials over ExpandStudy.

@@ -23,7 +23,6 @@
 #include "base/final_objective.h"
 #include "base/telemetry.h"
 #include "base/trial_state.h"
-#include "orchestrator/phases.h"
 #include "reports/lttb.h"
 
 namespace sweep {
@@ -582,7 +581,8 @@ Result<Collected> Collect(store::Store& store, const Study& study, int64_t study
   if (study.job.monitor && study.job.vars.count("model")) {
     // What the planner predicts per GPU, drawn beside what nvidia-smi measured. A study the
     // planner cannot read has no prediction to show; `plan` and `run` report why.
-    auto plan = PlanStudy(study);
+    auto specs = ExpandStudy(study);
+    auto plan = specs.ok() ? PlanTrials(PlanJobOf(study), std::move(*specs)) : Result<Plan>(specs.status());
     if (plan.ok()) {
       for (const auto& row : plan->rows) {
         if (row.memory) ctx.predicted_gib[row.trial.key] = row.memory->Peak().Total() / (1024.0 * 1024.0 * 1024.0);
@@ -863,6 +863,14 @@ Result<std::vector<TrialSpec>> ExpandStudy(const Study& study) {
   auto seeds = SeedConfigs(study);
   if (!seeds.ok()) return seeds.status();
   return ExpandSpace(study, *seeds);
+}
+
+PlanJob PlanJobOf(const Study& study) {
+  PlanJob job;
+  job.vars = study.job.vars;
+  job.nodes = study.job.nodes;
+  job.gpus_per_node = study.job.gpus_per_node;
+  return job;
 }
 
 }  // namespace sweep

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "planner/planner.h"
 #include "study/study.h"
 #include "reports/csv.h"
 #include "reports/html_report.h"
@@ -97,5 +98,8 @@ Status ResolveSeeds(Study& study);
 
 // ExpandSpace over SeedConfigs: every caller that turns a study file into trials uses this.
 Result<std::vector<TrialSpec>> ExpandStudy(const Study& study);
+
+// What the planner (planner/planner.h) reads of the study: [job.vars], nodes and GPUs per node.
+PlanJob PlanJobOf(const Study& study);
 
 }  // namespace sweep
