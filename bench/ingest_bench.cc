@@ -52,6 +52,16 @@ constexpr int kRounds = 3;                 // paired rounds (--rounds): the medi
 
 double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
+// CPU time of the calling thread. Ours and the limit are timed in it: both run in this thread and
+// SQLite starts no thread of its own, so it counts their work (user and system, the page cache's
+// copies included) and not the time other processes on a shared machine held the cores. Wall time
+// is printed beside it.
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 [[noreturn]] void Fail(const std::string& what) {
   std::cerr << "ingest_bench: " << what << "\n";
   std::exit(1);
@@ -209,7 +219,8 @@ ParsedRows ParseAlone(const Workload& w) {
 
 struct Ours {
   int64_t rows = 0;
-  double seconds = 0, parse_s = 0, store_s = 0;
+  double seconds = 0, parse_s = 0, store_s = 0;  // CPU time of the thread
+  double wall_s = 0;
 };
 
 // Opens the database as `slurmsweep run` does and adds one study and its trials. Not timed.
@@ -234,21 +245,22 @@ Ours RunOurs(const Workload& w, store::Store& db, const std::vector<int64_t>& id
   std::vector<ParserState> states(w.trials);
   std::vector<int64_t> offsets(w.trials, 0);
   auto start = Clock::now();
+  double cpu_start = ThreadCpuSeconds();
   for (const auto& tick : w.ticks) {
     // Runner::QueryAndIngest: one transaction per tick around every trial's AppendMetrics.
     Check(db.InTransaction([&]() -> Status {
       for (int i = 0; i < w.trials; ++i) {
         if (tick[i].empty()) continue;
-        auto parse_start = Clock::now();
+        double parse_start = ThreadCpuSeconds();
         ParserState next = states[i];
         ParseOutput parsed = ParseMetrics(tick[i], MetricFormat::kMegatron, next);
         std::vector<store::MetricRow> rows;
         rows.reserve(parsed.points.size());
         for (auto& p : parsed.points) rows.push_back({p.step, p.time_s, std::move(p.name), p.value});
         int64_t new_offset = offsets[i] + static_cast<int64_t>(parsed.consumed);
-        auto store_start = Clock::now();
+        double store_start = ThreadCpuSeconds();
         Check(db.AppendMetrics(ids[i], rows, new_offset), "AppendMetrics");
-        o.parse_s += std::chrono::duration<double>(store_start - parse_start).count();
+        o.parse_s += store_start - parse_start;
         offsets[i] = new_offset;
         states[i] = next;
         o.rows += static_cast<int64_t>(rows.size());
@@ -257,7 +269,8 @@ Ours RunOurs(const Workload& w, store::Store& db, const std::vector<int64_t>& id
     }),
           "InTransaction");
   }
-  o.seconds = Seconds(start);
+  o.seconds = ThreadCpuSeconds() - cpu_start;
+  o.wall_s = Seconds(start);
   o.store_s = o.seconds - o.parse_s;  // the calls and each tick's commit
   return o;
 }
@@ -333,11 +346,13 @@ DbPtr SetUpRaw(const fs::path& path, const fs::path& store_db, const std::vector
 
 // Prepared once, 10k rows per transaction, each name's number known in advance. A plain INSERT:
 // the primary key is checked for a duplicate either way, and here none occurs.
-double RunRaw(sqlite3* db, const ParsedRows& parsed, const std::vector<int64_t>& ids) {
+// Returns the thread's CPU seconds, and the wall seconds in *wall_s.
+double RunRaw(sqlite3* db, const ParsedRows& parsed, const std::vector<int64_t>& ids, double* wall_s) {
   sqlite3_stmt* stmt = nullptr;
   const char* sql = "INSERT INTO metrics (trial_id, name_id, step, time_s, value) VALUES (?1, ?2, ?3, ?4, ?5)";
   if (sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr) != SQLITE_OK) Fail(sqlite3_errmsg(db));
   auto start = Clock::now();
+  double cpu_start = ThreadCpuSeconds();
   Exec(db, "BEGIN");
   int64_t in_txn = 0;
   for (const RawRow& r : parsed.rows) {
@@ -354,7 +369,8 @@ double RunRaw(sqlite3* db, const ParsedRows& parsed, const std::vector<int64_t>&
     }
   }
   Exec(db, "COMMIT");
-  double seconds = Seconds(start);
+  double seconds = ThreadCpuSeconds() - cpu_start;
+  *wall_s = Seconds(start);
   sqlite3_finalize(stmt);
   return seconds;
 }
@@ -476,14 +492,14 @@ int Main(int argc, char** argv) {
     std::unique_ptr<store::Store> db = SetUpStore(ours_path, trials, &ids);
     DbPtr raw_db = SetUpRaw(raw_path, ours_path, parsed.names);
     Ours o;
-    double r = 0;
+    double r = 0, r_wall = 0;
     auto run_ours = [&] {
       o = RunOurs(w, *db, ids);
       db.reset();
       if (o.rows != rows) Fail(fmt::format("ours stored {} rows, the parse alone gave {}", o.rows, rows));
     };
     auto run_raw = [&] {
-      r = RunRaw(raw_db.get(), parsed, ids);
+      r = RunRaw(raw_db.get(), parsed, ids, &r_wall);
       raw_db.reset();
     };
     fmt::print("round {} of {} ...\n", round + 1, rounds);
@@ -507,7 +523,8 @@ int Main(int argc, char** argv) {
     db_bytes = fs::file_size(ours_path);
     fs::remove(ours_path);
     fs::remove(raw_path);
-    round_times.push_back(fmt::format("ours {:.2f} s, raw {:.2f} s: {:.3f}", o.seconds, r, r / o.seconds));
+    round_times.push_back(fmt::format("ours {:.2f} s, raw {:.2f} s: {:.3f} (wall {:.2f} s, {:.2f} s: {:.3f})",
+                                      o.seconds, r, r / o.seconds, o.wall_s, r_wall, r_wall / o.wall_s));
     ours_rounds.push_back(o);
     raw_rounds.push_back(r);
     ratios.push_back(r / o.seconds);  // (rows / ours) / (rows / raw)
@@ -547,15 +564,17 @@ int Main(int argc, char** argv) {
     fmt::print("{:<44} {:>11} {:>9.2f} {:>12.0f}\n", "Optuna trial.report, RDB storage (SQLite)", opt->points,
                opt->seconds, opt_rate);
   }
-  fmt::print("(times of the median round; {} paired rounds, ours / raw each: {})\n", rounds,
+  fmt::print("(CPU times of the thread in the median round; {} paired rounds, ours / raw each: {})\n", rounds,
              fmt::join(round_times, "; "));
   fmt::print("\nparse alone: {} lines in {:.2f} s = {:.0f} lines/s ({:.0f} rows/s)\n", w.lines, parsed.parse_s,
              static_cast<double>(w.lines) / parsed.parse_s, static_cast<double>(rows) / parsed.parse_s);
-  fmt::print("ours / raw SQLite limit: {:.3f}, median of {} paired rounds (target >= 0.8: {})\n", ratio, rounds,
-             ratio >= 0.8 ? "met" : "NOT met");
+  fmt::print("ours / raw SQLite limit: {:.3f} in CPU time, median of {} paired rounds (target >= 0.8: {})\n", ratio,
+             rounds, ratio >= 0.8 ? "met" : "NOT met");
   if (opt) {
-    fmt::print("ours / Optuna:           {:.0f}x (target >= 500x: {})\n", ours_rate / opt_rate,
-               ours_rate / opt_rate >= 500 ? "met" : "NOT met");
+    // Optuna runs in another process: compared in wall time.
+    double ours_wall_rate = static_cast<double>(ours.rows) / ours.wall_s;
+    fmt::print("ours / Optuna:           {:.0f}x in wall time (target >= 500x: {})\n", ours_wall_rate / opt_rate,
+               ours_wall_rate / opt_rate >= 500 ? "met" : "NOT met");
   }
   fmt::print(
       "\nOne row is one stored value: a Megatron-LM line stores {:.0f}, an Optuna report one. Both databases\n"

@@ -766,7 +766,7 @@ class SqliteStore final : public Store {
     StmtPtr metric_tail, metric_range, metric_before, series_by_id, trial_summary, study_summaries, write_summary,
         write_bucket, buckets, delete_buckets_of, delete_summaries, delete_buckets;
   };
-  // A trial's summaries as this transaction has them, by metric number (see summaries_).
+  // A trial's summaries as the database has them, by metric number (see summaries_).
   using SummaryCache = std::unordered_map<int64_t, MetricSummary>;
 
   SqliteStore(std::string path, DbPtr db, bool read_only)
@@ -780,7 +780,7 @@ class SqliteStore final : public Store {
   Result<int64_t> MetricNameId(const std::string& name);
   // The names of metric numbers, read again when a number is not known yet.
   Result<const std::string*> MetricName(int64_t name_id);
-  // The trial's summaries from summaries_, read from the database on first use in a transaction.
+  // The trial's summaries from summaries_, read from the database on first use.
   Result<SummaryCache*> CachedSummaries(int64_t trial_id);
   // Recomputes one metric's summary and buckets from its rows (an out-of-order row).
   Status RebuildSummary(int64_t trial_id, int64_t name_id, MetricSummary& m);
@@ -803,8 +803,10 @@ class SqliteStore final : public Store {
   // with it (RunTransaction clears the map), so a cached number always exists in the database.
   std::unordered_map<std::string, int64_t> name_ids_;
   std::unordered_map<int64_t, std::string> names_by_id_;
-  // Summaries of the trials this transaction appended to, kept until it ends (committed or rolled
-  // back): each tick reads a trial's few summary rows once, and nothing stale outlives a rollback.
+  // Summaries of the trials this connection appended to, as the database has them once the current
+  // transaction commits: read once per trial, then kept across commits (only this store writes
+  // them: `run` holds the study's lock), dropped whole when a transaction rolls back, so nothing
+  // a rollback undid outlives it. Reading them again every tick cost a query per trial per tick.
   std::unordered_map<int64_t, SummaryCache> summaries_;
 };
 
@@ -956,9 +958,10 @@ Status SqliteStore::RunTransaction(const std::function<Status()>& fn) {
   // Ends the transaction even if fn throws; the normal paths below end it first themselves.
   struct Outermost {
     SqliteStore& store;
+    bool committed = false;
     ~Outermost() {
       store.txn_depth_ = 0;
-      store.summaries_.clear();
+      if (!committed) store.summaries_.clear();
       store.nested_failure_.reset();
       if (!sqlite3_get_autocommit(store.db_.get())) {
         store.name_ids_.clear();
@@ -977,6 +980,7 @@ Status SqliteStore::RunTransaction(const std::function<Status()>& fn) {
   if (s.ok()) {
     Query commit = Use(stmts_.commit, "commit transaction");
     s = commit.Run();
+    guard.committed = s.ok();
     if (s.ok()) return s;
   }
   name_ids_.clear();  // names this transaction added are gone

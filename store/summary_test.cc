@@ -204,6 +204,34 @@ TEST_CASE("Summary: a tick rolled back mid-way (a crash) leaves the summary of t
   CHECK(store->Summary(trial, {}).value().Find("loss")->stride == 64);
 }
 
+TEST_CASE("Summary: what a rolled-back tick counted is forgotten, even when its rows never come back",
+          "[store][summary]") {
+  // The store keeps each trial's summaries in memory across committed ticks; a tick that rolls
+  // back must not leave its points in them. Here the rolled-back rows are not replayed (the
+  // next tick's rows come after them), so nothing but the rollback can set the summary right.
+  TempDir dir;
+  auto store = MustOpen(dir.file("s.db"));
+  int64_t trial = OneTrial(*store);
+  auto lines = MakeLines(900, 11);
+  auto rows_of = [&](size_t from, size_t to) {
+    std::vector<MetricRow> rows;
+    for (size_t k = from; k < to; ++k) rows.insert(rows.end(), lines[k].begin(), lines[k].end());
+    return rows;
+  };
+  REQUIRE(store->AppendMetrics(trial, rows_of(0, 300), 1).ok());
+  REQUIRE(store->AppendMetrics(trial, rows_of(300, 400), 2).ok());  // a second commit: the summary is kept
+  Status failed = store->InTransaction([&]() -> Status {
+    SWEEP_RETURN_IF_ERROR(store->AppendMetrics(trial, rows_of(400, 600), 3));
+    return Status::Unavailable("cluster unreachable");
+  });
+  REQUIRE(!failed.ok());
+  REQUIRE(store->AppendMetrics(trial, rows_of(600, 900), 4).ok());
+  CheckAgainstRecomputation(*store, trial, kNames);
+  auto loss = store->Summary(trial, {});
+  REQUIRE(loss.ok());
+  CHECK(loss->Find("loss")->points < 800);  // 400..600 are not stored: they are not counted
+}
+
 TEST_CASE("Summary: ResetMetrics drops the summary with the rows; another trial keeps its own", "[store][summary]") {
   TempDir dir;
   auto store = MustOpen(dir.file("s.db"));
