@@ -48,6 +48,27 @@ nlohmann::json ParseParams(const std::string& params_json) {
   return params.is_object() ? params : nlohmann::json::object();
 }
 
+// A stored parameter value (JSON) as the study file would have given it.
+ParamValue FromJson(const nlohmann::json& v) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) return v.get<std::string>();
+  return v.dump();
+}
+
+// A stored trial as the planner reads a configuration: its values in `names`' order.
+TrialSpec SpecOfTrial(const store::TrialRecord& t, const std::vector<std::string>& names) {
+  TrialSpec spec;
+  spec.key = t.trial_key;
+  spec.params_json = t.params_json;
+  nlohmann::json params = ParseParams(t.params_json);
+  for (const auto& name : names) {
+    if (params.contains(name)) spec.params.emplace_back(name, FromJson(params[name]));
+  }
+  return spec;
+}
+
 // A trial's metrics as Store::MetricTable reads them: one column set per metric, sorted by name.
 using Columns = std::vector<store::MetricColumns>;
 
@@ -579,10 +600,12 @@ Result<Collected> Collect(store::Store& store, const Study& study, int64_t study
   ctx.gpus = study.job.nodes * study.job.gpus_per_node;
   meta.monitor = study.job.monitor;
   if (study.job.monitor && study.job.vars.count("model")) {
-    // What the planner predicts per GPU, drawn beside what nvidia-smi measured. A study the
+    // What the planner predicts per GPU, drawn beside what nvidia-smi measured: the plan of the
+    // trials in the store (a tpe study's proposals are in no expansion of its space). A study the
     // planner cannot read has no prediction to show; `plan` and `run` report why.
-    auto specs = ExpandStudy(study);
-    auto plan = specs.ok() ? PlanTrials(PlanJobOf(study), std::move(*specs)) : Result<Plan>(specs.status());
+    std::vector<TrialSpec> specs;
+    for (const auto& t : *trials) specs.push_back(SpecOfTrial(t, meta.param_names));
+    auto plan = PlanTrials(PlanJobOf(study), std::move(specs));
     if (plan.ok()) {
       for (const auto& row : plan->rows) {
         if (row.memory) ctx.predicted_gib[row.trial.key] = row.memory->Peak().Total() / (1024.0 * 1024.0 * 1024.0);
@@ -750,19 +773,6 @@ Status WriteReports(store::Store& store, const Study& study, int64_t study_id, c
 }
 
 // ---- two-phase studies: phase 2's trials from phase 1's report ----
-
-namespace {
-
-// A stored parameter value (JSON) as the study file would have given it.
-ParamValue FromJson(const nlohmann::json& v) {
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) return v.get<std::string>();
-  return v.dump();
-}
-
-}  // namespace
 
 Status ResolveSeeds(Study& study) {
   if (!study.seed_from) return Status::OK();

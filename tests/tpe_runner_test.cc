@@ -14,9 +14,12 @@
 #include <utility>
 
 #include "orchestrator/phases.h"
+#include "orchestrator/report_data.h"
 #include "orchestrator/runner.h"
 #include "orchestrator/tpe_trials.h"
 #include "planner/planner.h"
+#include "reports/html_report.h"
+#include "reports/html_text.h"
 #include "store/store.h"
 #include "study/study.h"
 #include "tests/fake_slurm.h"
@@ -354,6 +357,40 @@ TEST_CASE("tpe: a measured peak above the plan's recalibrates memory for every l
   auto again = resumed->Trials();
   REQUIRE(again.size() == trials.size());
   for (size_t i = 0; i < trials.size(); ++i) CHECK(again[i].trial_key == trials[i].trial_key);
+}
+
+TEST_CASE("tpe: the report draws each trial's predicted GPU memory beside the measured one",
+          "[runner][sampler][report]") {
+  // [job] monitor = true with a model: the report's memory chart has the planner's line. A tpe
+  // study's proposals are in no expansion of its space: the report plans the stored trials.
+  testing::FakeSweep s(std::string("monitor = true\n") + kMemoryStudy, 2, "", "echo {{mbs}} {{lr}}", "tr");
+  s.Tick();
+  std::optional<double> no_peak;
+  EndQueued(s, no_peak);
+  s.Tick();
+  auto trials = s.Trials();
+  REQUIRE(trials.size() == 4);
+  for (const auto& t : trials) {
+    // What nvidia-smi would have measured (telemetry is keyed by Unix seconds).
+    std::vector<store::MetricRow> rows = {{1000, 1000, "system/gpu0/mem_used_gib", 20},
+                                          {1010, 1010, "system/gpu0/mem_used_gib", 30}};
+    REQUIRE(s.db().AppendTelemetry(t.id, rows, 100).ok());
+  }
+  auto report = CollectReport(s.db(), s.study(), s.runner().study_id(), ReportOptionsFor(s.study()), s.clock.Now());
+  REQUIRE(report.ok());
+  REQUIRE(report->trials.size() == trials.size());
+  std::string html = reports::RenderHtmlReport(*report);
+  const double gib = 1024.0 * 1024 * 1024;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    INFO(trials[i].params_json);
+    auto plan = PlanTrials(s.study(), {{"", {{"mbs", Mbs(trials[i])}}, "", ""}});
+    REQUIRE(plan.ok());
+    REQUIRE(plan->rows[0].memory);
+    double predicted = plan->rows[0].memory->Peak().Total() / gib;
+    REQUIRE(report->trials[i].predicted_gpu_mem_gib);
+    CHECK(*report->trials[i].predicted_gpu_mem_gib == Approx(predicted));
+    CHECK_THAT(html, Catch::Contains(fmt::format("prediction {} GiB", reports::FormatSig(predicted, 3))));
+  }
 }
 
 TEST_CASE("tpe: no proposal is dominated by an observed CUDA OOM, whatever its learning rate", "[runner][sampler]") {
