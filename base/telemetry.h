@@ -4,9 +4,12 @@
 //
 // The file (`LOG.telemetry`, beside the trial's log), version 1, one sample per line, each line
 // written by one printf (O_APPEND), so lines never interleave:
-//   slurmsweep-telemetry 1 host=n1 interval=10
+//   slurmsweep-telemetry 1 host=n1 interval=10 job=123_4 restart=0
 //   node 1764790010 cpu_permille=125 mem_total_kib=16384000 mem_avail_kib=9000000
 //   gpu 1764790010 2026/12/03 18:00:10.123, 0, 87, 30000, 81559, 350.12
+// The header names the run that writes the file: `job` as slurmsweep stores the job's id ("123",
+// or "123_4" for a task of array 123) and `restart`, Slurm's SLURM_RESTART_COUNT (0 on the first
+// run); samplers from before they were added write neither.
 // `node`: Unix seconds, CPU busy share of the whole node in per mille since the previous sample
 // (absent on the first), /proc/meminfo's MemTotal and MemAvailable. `gpu`: Unix seconds, then
 // one line of nvidia-smi --query-gpu=kGpuQuery --format=csv,noheader,nounits as it printed it.

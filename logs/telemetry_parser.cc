@@ -124,6 +124,28 @@ bool ParseNvidiaSmiLine(std::string_view line, std::string_view query, int64_t u
   return true;
 }
 
+std::optional<TelemetryHeader> ParseTelemetryHeader(std::string_view chunk) {
+  size_t nl = chunk.find('\n');
+  if (nl == std::string_view::npos) return std::nullopt;
+  std::string_view line = chunk.substr(0, nl);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (line.substr(0, 21) != "slurmsweep-telemetry ") return std::nullopt;
+  TelemetryHeader h;
+  std::string_view rest = line.substr(21);
+  while (!rest.empty()) {
+    size_t sp = rest.find(' ');
+    std::string_view tok = rest.substr(0, sp);
+    rest = sp == std::string_view::npos ? std::string_view() : rest.substr(sp + 1);
+    if (tok.substr(0, 4) == "job=") h.job_id = std::string(tok.substr(4));
+    if (tok.substr(0, 8) == "restart=") {
+      std::string_view r = tok.substr(8);
+      auto [p, ec] = std::from_chars(r.data(), r.data() + r.size(), h.restart);
+      if (ec != std::errc() || p != r.data() + r.size()) return std::nullopt;
+    }
+  }
+  return h;
+}
+
 TelemetryOutput ParseTelemetry(std::string_view chunk) {
   TelemetryOutput o;
   while (true) {

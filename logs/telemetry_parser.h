@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,16 @@ struct TelemetryOutput {
 // The samples in `chunk`, which starts at a line's beginning. Values nvidia-smi cannot give
 // ("[N/A]", "[Not Supported]") and node fields left empty yield no point, not an error.
 TelemetryOutput ParseTelemetry(std::string_view chunk);
+
+// The run a telemetry file was written by, from the sampler's header, its first line.
+struct TelemetryHeader {
+  std::string job_id;  // "" in a header from before the field
+  int restart = 0;
+};
+
+// The header that `chunk`, a telemetry file from its first byte, starts with; nullopt while its
+// first line is not complete, or when that line is not a header.
+std::optional<TelemetryHeader> ParseTelemetryHeader(std::string_view chunk);
 
 // One line of nvidia-smi --query-gpu output (--format=csv, with or without noheader and
 // nounits) whose columns are the comma-separated `query` fields, taken at `unix_s`: appends

@@ -105,5 +105,24 @@ TEST_CASE("telemetry: the sampler's file gives node and GPU points keyed by the 
   }
 }
 
+TEST_CASE("telemetry: the header names the run that wrote the file; anything else names none") {
+  auto h = ParseTelemetryHeader("slurmsweep-telemetry 1 host=n1 interval=10 job=123_4 restart=2\nnode 1 x\n");
+  REQUIRE(h);
+  CHECK(h->job_id == "123_4");
+  CHECK(h->restart == 2);
+  // A sampler from before the fields: a header that names no run.
+  h = ParseTelemetryHeader("slurmsweep-telemetry 1 host=n1 interval=10\r\n");
+  REQUIRE(h);
+  CHECK(h->job_id.empty());
+  CHECK(h->restart == 0);
+  CHECK_FALSE(ParseTelemetryHeader("slurmsweep-telemetry 1 host=n1 interval=10 job=9 rest"));  // being written
+  CHECK_FALSE(ParseTelemetryHeader(""));
+  CHECK_FALSE(ParseTelemetryHeader("node 1764790000 mem_total_kib=1 mem_avail_kib=1\n"));
+  CHECK_FALSE(ParseTelemetryHeader("slurmsweep-telemetry 1 job=9 restart=x\n"));
+  // The samples' parser takes the new header as it took the old one.
+  TelemetryOutput o = ParseTelemetry("slurmsweep-telemetry 1 host=n1 interval=10 job=9 restart=0\n");
+  CHECK(o.malformed == 0);
+}
+
 }  // namespace
 }  // namespace sweep

@@ -542,6 +542,17 @@ Result<int64_t> Runner::Ingest(store::TrialRecord& t, const Result<std::string>*
 
 std::string Runner::TelemetryPath(const store::TrialRecord& t) { return t.log_path + std::string(kTelemetrySuffix); }
 
+// Whether a telemetry file, from its first byte, is the current run's. After a requeue the old
+// run's file stays until the new run's sampler truncates it, which it does in the background,
+// after the start mark that lets the log be read: its header says whose it is. A header from a
+// sampler before job and restart were written proves nothing after a restart: not read then.
+bool Runner::TelemetryOfThisRun(const store::TrialRecord& t, std::string_view head) {
+  auto header = ParseTelemetryHeader(head);
+  if (!header) return false;  // being written (the sampler's first line), or not a telemetry file
+  if (header->job_id.empty()) return t.job_restarts == 0;
+  return header->job_id == t.job_id && header->restart == t.job_restarts;
+}
+
 Result<int64_t> Runner::IngestTelemetry(store::TrialRecord& t, const Result<std::string>* first) {
   if (!study_.job.monitor || t.log_path.empty()) return int64_t{0};
   std::string path = TelemetryPath(t);
@@ -553,6 +564,7 @@ Result<int64_t> Runner::IngestTelemetry(store::TrialRecord& t, const Result<std:
       if (chunk.status().IsNotFound()) return stored;  // the sampler has not started yet
       return chunk.status();
     }
+    if (t.telemetry_offset == 0 && !chunk->empty() && !TelemetryOfThisRun(t, *chunk)) return stored;
     TelemetryOutput parsed = ParseTelemetry(*chunk);
     if (parsed.consumed == 0) return stored;
     int64_t new_offset = t.telemetry_offset + static_cast<int64_t>(parsed.consumed);

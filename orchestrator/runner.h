@@ -16,6 +16,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -137,6 +138,8 @@ class Runner {
   // Stores the telemetry file's new samples ([job] monitor = true), as Ingest does the log's.
   Result<int64_t> IngestTelemetry(store::TrialRecord& trial, const Result<std::string>* first = nullptr);
   static std::string TelemetryPath(const store::TrialRecord& trial);
+  // Whether the telemetry file starting with `head` was written by the trial's current run (its header).
+  static bool TelemetryOfThisRun(const store::TrialRecord& trial, std::string_view head);
   Result<std::string> LogTail(const store::TrialRecord& trial);
   Status Classify(const store::TrialRecord& trial, std::string& state, std::string& reason);
   Status MaybeRetry(store::TrialRecord& trial);

@@ -49,16 +49,20 @@ Status CheckTelemetryShell(std::string_view tmpl, std::string_view template_name
 
 std::string WithTelemetrySampler(std::string_view script, const std::string& file, int interval_s) {
   // The first line is a command, not a comment: code inserted later at DirectivesEnd (the start
-  // mark) then goes before it. $$ in the subshell is the script's pid, which the trainer keeps
-  // when the script execs it; no EXIT trap, which exec would drop and a template's own would
-  // replace. Counters from /proc/stat: user nice system idle iowait irq softirq steal.
+  // mark) then goes before it. The header names the run (job id as the store keeps it, array
+  // tasks as ARRAY_TASK, and Slurm's restart count) so that the run loop never takes a requeued
+  // job's old file, not yet truncated by the new run's sampler, for the new run's. $$ in the subshell is the script's
+  // pid, which the trainer keeps when the script execs it; no EXIT trap, which exec would drop and a template's own
+  // would replace. Counters from /proc/stat: user nice system idle iowait irq softirq steal.
   std::string block = fmt::format(
       "__slurmsweep_telemetry={file}  # slurmsweep: [job] monitor = true, sampled beside the job\n"
       "(\n"
       "  set +e +u\n"
       "  f=$__slurmsweep_telemetry; main=$$; iv={iv}; g=\n"
       "  {{ : >\"$f\"; }} 2>/dev/null || exit 0\n"
-      "  printf 'slurmsweep-telemetry 1 host=%s interval=%s\\n' \"$(hostname 2>/dev/null)\" \"$iv\" >>\"$f\"\n"
+      "  printf 'slurmsweep-telemetry 1 host=%s interval=%s job=%s restart=%s\\n' \"$(hostname 2>/dev/null)\" "
+      "\"$iv\" \"${{SLURM_ARRAY_JOB_ID:-${{SLURM_JOB_ID:-}}}}${{SLURM_ARRAY_JOB_ID:+_${{SLURM_ARRAY_TASK_ID:-}}}}\" "
+      "\"${{SLURM_RESTART_COUNT:-0}}\" >>\"$f\"\n"
       "  if command -v nvidia-smi >/dev/null 2>&1; then\n"
       "    if [ -n \"${{CUDA_VISIBLE_DEVICES:-}}\" ]; then set -- --id=\"$CUDA_VISIBLE_DEVICES\"; else set --; fi\n"
       "    nvidia-smi --query-gpu={query} --format=csv,noheader,nounits -l \"$iv\" \"$@\" 2>/dev/null |\n"

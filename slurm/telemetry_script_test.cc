@@ -35,7 +35,18 @@ int RunToTheEnd(const TempDir& dir, const std::string& env, const std::string& s
 TEST_CASE("telemetry sampler: samples /proc beside the script and ends with it, in dash and bash") {
   // dash with a template that execs its trainer (the script's pid goes on as the trainer), bash
   // with one that does not.
-  for (auto [shell, exec_trainer] : {std::pair{"/bin/dash", true}, std::pair{"/bin/bash", false}}) {
+  // dash as a job run again by Slurm, bash as a task of an array: the header names the run as
+  // the store keeps its job id, so a requeued job's old file is never read as the new run's.
+  struct Case {
+    const char* shell;
+    bool exec_trainer;
+    const char* slurm_env;
+    const char* job_id;
+    int restart;
+  };
+  for (auto [shell, exec_trainer, slurm_env, job_id, restart] :
+       {Case{"/bin/dash", true, "SLURM_JOB_ID=77 SLURM_RESTART_COUNT=2", "77", 2},
+        Case{"/bin/bash", false, "SLURM_JOB_ID=80 SLURM_ARRAY_JOB_ID=78 SLURM_ARRAY_TASK_ID=2", "78_2", 0}}) {
     {
       CAPTURE(shell, exec_trainer);
       TempDir dir;
@@ -49,10 +60,14 @@ TEST_CASE("telemetry sampler: samples /proc beside the script and ends with it, 
       CHECK(SbatchDirectives(script) == std::vector<std::string>{"#SBATCH --time=1"});
       // PATH without nvidia-smi (this machine has none): the /proc path.
       std::string out;
-      CHECK(RunToTheEnd(dir, "PATH=/usr/bin:/bin", shell, script, &out) == 3);
+      CHECK(RunToTheEnd(dir, std::string("PATH=/usr/bin:/bin ") + slurm_env, shell, script, &out) == 3);
       CHECK(out == "trainer\n");
       std::string text = ReadAll(file);
       CHECK(text.rfind("slurmsweep-telemetry 1 host=", 0) == 0);
+      auto header = ParseTelemetryHeader(text);
+      REQUIRE(header);
+      CHECK(header->job_id == job_id);
+      CHECK(header->restart == restart);
       TelemetryOutput o = ParseTelemetry(text);
       CHECK(o.malformed == 0);
       CHECK(o.consumed == text.size());

@@ -81,6 +81,8 @@ class FakeSlurm final : public slurm::Transport {
         fmt::format("start job={} restart={} host={} time={:.0f}\n", j.id, j.restarts, host, clock_.Now());
   }
   void AppendLog(const std::string& id, std::string_view text) { files_[job(id).log] += text; }
+  // A file on the cluster as a job's own code would write it (a sampler beside the trainer).
+  void PutFile(const std::string& path, std::string text) { files_[path] = std::move(text); }
   // Ends the job: "COMPLETED", "FAILED" (exit_code 1 unless given), "TIMEOUT", "OUT_OF_MEMORY", ...
   void End(const std::string& id, const std::string& state, int exit_code = -1) {
     Job& j = job(id);

@@ -560,6 +560,51 @@ TEST_CASE("requeue: a job Slurm runs again under the same id is a new attempt; i
   CHECK(s.Loss(s.Trials()[0]) == std::vector<double>{2.9});
 }
 
+TEST_CASE("requeue: the old run's telemetry is not read as the new run's before the new sampler rewrites it",
+          "[runner]") {
+  // The new run's start mark lets its log be read; its sampler truncates the telemetry file a
+  // moment later, in the background. Read in between, the old run's samples would be stored as
+  // the new attempt's, and the new file, shorter than the offset, skipped.
+  Sweep s("monitor = true\n\n[space]\nlr = [0.1]\n", 1);
+  s.Tick();
+  s.slurm.Start("100", "n1");
+  std::string telemetry = s.Trials()[0].log_path + ".telemetry";
+  auto system_points = [&] {
+    auto rows = s.db().MetricSeries(s.Trials()[0].id, "system/node/mem_used_gib");
+    REQUIRE(rows.ok());
+    return rows->size();
+  };
+  s.slurm.PutFile(telemetry,
+                  "slurmsweep-telemetry 1 host=n1 interval=10 job=100 restart=0\n"
+                  "node 1764790000 mem_total_kib=16777216 mem_avail_kib=8388608\n"
+                  "node 1764790010 mem_total_kib=16777216 mem_avail_kib=8388608\n");
+  s.Tick();
+  CHECK(system_points() == 2);
+
+  s.slurm.Requeue("100");
+  s.clock.Advance(30);
+  s.Tick();
+  REQUIRE(s.Trials()[0].attempt == 2);
+  CHECK(system_points() == 0);
+  s.slurm.Start("100", "n2");  // the log is the new run's; the telemetry file is still the old one
+  s.slurm.AppendLog("100", MegatronLine(10, 100, 2.9));
+  s.Tick();
+  INFO(s.log());
+  CHECK(s.Loss(s.Trials()[0]) == std::vector<double>{2.9});
+  CHECK(system_points() == 0);
+  CHECK(s.Trials()[0].telemetry_offset == 0);
+
+  s.slurm.PutFile(telemetry,
+                  "slurmsweep-telemetry 1 host=n2 interval=10 job=100 restart=1\n"
+                  "node 1764790100 mem_total_kib=16777216 mem_avail_kib=4194304\n");
+  s.Tick();
+  auto rows = s.db().MetricSeries(s.Trials()[0].id, "system/node/mem_used_gib");
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 1);
+  CHECK(rows->front().step == 1764790100);
+  CHECK(rows->front().value == 12);
+}
+
 TEST_CASE("requeue: after a node failure with no node_fail retry left the trial ends and the rerun is cancelled",
           "[runner]") {
   Sweep s("[space]\nlr = [0.1]\n\n[retry]\nnode_fail = 0\n", 1);
