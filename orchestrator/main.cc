@@ -21,6 +21,7 @@
 #include <functional>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <set>
 
 #include "base/atomic_file.h"
@@ -609,16 +610,18 @@ struct App {
                         {"predicted_gib", gib ? nlohmann::json(*gib) : nlohmann::json()}});
     };
     nlohmann::json memory_plan;
+    std::optional<Plan> plan;
     if (study.job.vars.count("model")) {
-      auto plan = PlanStudy(study);
-      if (!plan.ok()) return plan.status();
+      auto planned = PlanStudy(study);
+      if (!planned.ok()) return planned.status();
+      plan = std::move(*planned);
       memory_plan = {{"model", plan->model.name},
                      {"world", plan->world},
                      {"gpu_mem_gib", plan->gpu_mem_gib},
                      {"headroom_gib", plan->headroom_gib}};
-      for (const PlanVerdict& v : PlanVerdicts(specs, &*plan)) add(*v.trial, v.verdict, v.reason, v.predicted_gib);
-    } else {
-      for (const PlanVerdict& v : PlanVerdicts(specs, nullptr)) add(*v.trial, v.verdict, v.reason, v.predicted_gib);
+    }
+    for (const PlanVerdict& v : PlanVerdicts(specs, plan ? &*plan : nullptr)) {
+      add(*v.trial, v.verdict, v.reason, v.predicted_gib);
     }
     nlohmann::json refusals = nlohmann::json::array();
     for (const auto& [key, why] : refused) refusals.push_back({{"key", key}, {"reason", why}});
