@@ -109,6 +109,13 @@ std::vector<std::vector<MetricRow>> MakeLines(int lines, uint64_t seed) {
   return out;
 }
 
+// The rows of lines [from, to) of MakeLines' output, in order.
+std::vector<MetricRow> RowsOf(const std::vector<std::vector<MetricRow>>& lines, size_t from, size_t to) {
+  std::vector<MetricRow> rows;
+  for (size_t k = from; k < to; ++k) rows.insert(rows.end(), lines[k].begin(), lines[k].end());
+  return rows;
+}
+
 const std::vector<std::string> kNames = {"iter_time_ms", "late", "loss", "never_logged"};
 
 int64_t OneTrial(Store& store) {
@@ -173,11 +180,7 @@ TEST_CASE("Summary: a tick rolled back mid-way (a crash) leaves the summary of t
   auto store = MustOpen(dir.file("s.db"));
   int64_t trial = OneTrial(*store);
   auto lines = MakeLines(20000, 3);
-  auto rows_of = [&](size_t from, size_t to) {
-    std::vector<MetricRow> rows;
-    for (size_t k = from; k < to; ++k) rows.insert(rows.end(), lines[k].begin(), lines[k].end());
-    return rows;
-  };
+  auto rows_of = [&](size_t from, size_t to) { return RowsOf(lines, from, to); };
   // Up to 16380 points: 511 complete buckets of 32, one short of the merge.
   REQUIRE(store->AppendMetrics(trial, rows_of(0, 16380), 1).ok());
   auto before = store->Summary(trial, kNames);
@@ -213,11 +216,7 @@ TEST_CASE("Summary: what a rolled-back tick counted is forgotten, even when its 
   auto store = MustOpen(dir.file("s.db"));
   int64_t trial = OneTrial(*store);
   auto lines = MakeLines(900, 11);
-  auto rows_of = [&](size_t from, size_t to) {
-    std::vector<MetricRow> rows;
-    for (size_t k = from; k < to; ++k) rows.insert(rows.end(), lines[k].begin(), lines[k].end());
-    return rows;
-  };
+  auto rows_of = [&](size_t from, size_t to) { return RowsOf(lines, from, to); };
   REQUIRE(store->AppendMetrics(trial, rows_of(0, 300), 1).ok());
   REQUIRE(store->AppendMetrics(trial, rows_of(300, 400), 2).ok());  // a second commit: the summary is kept
   Status failed = store->InTransaction([&]() -> Status {
@@ -260,11 +259,7 @@ TEST_CASE("Summary: a database from before summaries (schema 5) gets them on ope
   TempDir dir;
   std::string path = dir.file("old.db");
   auto lines = MakeLines(5000, 9);
-  auto rows_of = [&](size_t from, size_t to) {
-    std::vector<MetricRow> rows;
-    for (size_t k = from; k < to; ++k) rows.insert(rows.end(), lines[k].begin(), lines[k].end());
-    return rows;
-  };
+  auto rows_of = [&](size_t from, size_t to) { return RowsOf(lines, from, to); };
   int64_t trial = 0;
   {
     auto store = MustOpen(path);
@@ -386,11 +381,7 @@ TEST_CASE("Summary: a schema 6 database gets the smoothed ranges on open, and go
   TempDir dir;
   std::string path = dir.file("six.db");
   auto lines = MakeLines(5000, 11);
-  auto rows_of = [&](size_t from, size_t to) {
-    std::vector<MetricRow> rows;
-    for (size_t k = from; k < to; ++k) rows.insert(rows.end(), lines[k].begin(), lines[k].end());
-    return rows;
-  };
+  auto rows_of = [&](size_t from, size_t to) { return RowsOf(lines, from, to); };
   int64_t trial = 0;
   {
     auto store = MustOpen(path);
