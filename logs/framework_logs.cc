@@ -179,6 +179,24 @@ double ClockTime(double clock, ParseOutput& out, ParserState& state) {
   return t;
 }
 
+// Stores a line's fields at `step`, timed by the line's clock (else where the axis stands); a
+// negative step (the line had none) counts it malformed. True: the line was one of the format's.
+bool AddClockedFields(std::string_view line, int64_t step, std::vector<std::pair<std::string, double>>& fields,
+                      ParseOutput& out, ParserState& state) {
+  if (step < 0) {
+    ++out.malformed;
+    return true;
+  }
+  double time_s = state.time_s;
+  if (auto clock = LineClock(line)) {
+    time_s = ClockTime(*clock, out, state);
+    state.last_step = step;
+  }
+  for (auto& [k, v] : fields) AddPoint(out, step, time_s, std::move(k), v);
+  state.current_step = step;
+  return true;
+}
+
 }  // namespace
 
 bool ParseHuggingFaceLine(std::string_view line, ParseOutput& out, ParserState& state) {
@@ -416,18 +434,7 @@ bool ParseTorchtitanLine(std::string_view raw, ParseOutput& out, ParserState& st
     }
     key.clear();
   }
-  if (step < 0) {
-    ++out.malformed;
-    return true;
-  }
-  double time_s = state.time_s;
-  if (auto clock = LineClock(line)) {
-    time_s = ClockTime(*clock, out, state);
-    state.last_step = step;
-  }
-  for (auto& [k, v] : fields) AddPoint(out, step, time_s, std::move(k), v);
-  state.current_step = step;
-  return true;
+  return AddClockedFields(line, step, fields, out, state);
 }
 
 namespace {
@@ -509,18 +516,7 @@ bool ParseDeepSpeedLine(std::string_view line, ParseOutput& out, ParserState& st
   } else {
     return false;
   }
-  if (step < 0) {
-    ++out.malformed;
-    return true;
-  }
-  double time_s = state.time_s;
-  if (auto clock = LineClock(line)) {
-    time_s = ClockTime(*clock, out, state);
-    state.last_step = step;
-  }
-  for (auto& [k, v] : fields) AddPoint(out, step, time_s, std::move(k), v);
-  state.current_step = step;
-  return true;
+  return AddClockedFields(line, step, fields, out, state);
 }
 
 void ParseRegexLine(std::string_view line, const std::vector<MetricRegex>& regexes, bool own_format, ParseOutput& out,
