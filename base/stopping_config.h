@@ -75,6 +75,7 @@ struct ThroughputRuleConfig {
   double rival_speedup = 1.5;  // (2): another group's trial this many times faster; 0: off
   double margin = 0.02;        // (2), (3), (4), (5): nats of loss
   bool extrapolate = true;     // (5): its own recent descent, in a straight line, cannot catch up
+  bool lead = true;            // (6): a rival lower at equal time that it is not catching up with
 };
 
 struct RaceRuleConfig {

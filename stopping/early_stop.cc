@@ -126,7 +126,11 @@ struct StoppingSeries {
   std::vector<double> area_to;  // integral of s from the first point to each point
   std::optional<CurvePoint> first_nonfinite;
   double now = 0;            // latest time on the axis of any point, NaN loss or not
-  double noise = 0;          // standard deviation of the raw points about their trend
+  // Standard deviation of the raw points about their trend: the larger of the whole curve's and
+  // the recent points' (the last third, at most kRecent), since a loss often grows noisier as it
+  // falls (per-batch variation is a larger share of a lower loss) and its early flat points would
+  // hide that.
+  double noise = 0;
   double se = 0;             // standard error of one smoothed value: noise times what smoothing leaves
   double rate_rse = 0;       // relative standard error of Rate(): spread of the per-interval rates
   int64_t stall_period = 0;  // iterations between the periodic stalls it has shown; 0: none seen
@@ -175,7 +179,9 @@ struct StoppingSeries {
   void Refresh();
   // Heap bytes held (capacities).
   size_t MemoryBytes() const {
-    return (t.capacity() + s.capacity() + area_to.capacity() + d2_.capacity() + window_.capacity()) * sizeof(double) +
+    return (t.capacity() + s.capacity() + area_to.capacity() + d2_.capacity() + window_.capacity() +
+            recent_.capacity()) *
+               sizeof(double) +
            step.capacity() * sizeof(int64_t) + d2_hist_.MemoryBytes() + per_hist_.MemoryBytes() +
            slow_.capacity() * sizeof(slow_[0]);
   }
@@ -196,6 +202,9 @@ struct StoppingSeries {
   double last_at_ = 0, last_s_ = 0, area_ = 0;
   int64_t last_step_ = 0;
   std::vector<double> d2_;  // exact: absolute second differences of the raw values
+  static constexpr size_t kRecent = 256;
+  std::vector<double> recent_;  // the last kRecent of them, a ring from recent_next_
+  size_t recent_next_ = 0, d2_count_ = 0;
   // Past kExactPoints:
   LogHistogram d2_hist_, per_hist_;
   double per_n_ = 0, per_mean_ = 0, per_m2_ = 0;  // Welford over the per-interval seconds per iteration
@@ -302,6 +311,10 @@ void StoppingSeries::AppendLoss(const CurvePoint& p) {
     double d2 = std::abs(v - 2 * raw1_ + raw2_);
     if (exact_) d2_.push_back(d2);
     else d2_hist_.Add(d2);
+    if (recent_.size() < kRecent) recent_.push_back(d2);
+    else recent_[recent_next_] = d2;
+    recent_next_ = (recent_next_ + 1) % kRecent;
+    ++d2_count_;
   }
   raw2_ = raw1_, raw1_ = v;
   // Time must not run backwards for interpolation; a restart glitch is clamped, not trusted.
@@ -392,6 +405,14 @@ void StoppingSeries::Refresh() {
       last = at_step;
     }
   }
+  // The recent noise: the last third of the second differences (at least 3, at most kRecent).
+  size_t k = std::min(recent_.size(), std::max<size_t>(3, std::min(kRecent, d2_count_ / 3)));
+  if (k >= 3) {
+    std::vector<double> last;
+    last.reserve(k);
+    for (size_t m = 0; m < k; ++m) last.push_back(recent_[(recent_next_ + kRecent - 1 - m) % kRecent]);
+    noise = std::max(noise, NoiseSigma(std::move(last)));
+  }
   se = noise * SmoothedFraction(smoothing, points);
 }
 
@@ -434,12 +455,19 @@ struct Context {
   // EvidentNow of each trial, at the start of the evaluation (it does not change during one).
   std::vector<bool> evident = {};
   bool EvidentNow(size_t i) const {
+    return LossEvidentNow(i) && (trials[i].phase == TrialPhase::kCompleted ||
+                                 series[i].step.back() - series[i].step.front() >= 2 * stall_period);
+  }
+  // Enough to compare its loss at equal time with another's: min_points and min_fraction, but not
+  // the stall window, which is for rates (a stall is already paid for in a curve's loss at a time).
+  bool LossEvident(size_t i) const { return loss_evident[i]; }
+  std::vector<bool> loss_evident = {};
+  bool LossEvidentNow(size_t i) const {
     const Series& s = series[i];
     const EvidenceConfig& e = config.evidence;
     if (s.empty()) return false;
     if (trials[i].phase == TrialPhase::kCompleted) return true;
     if (static_cast<int>(s.points) < e.min_points) return false;
-    if (s.step.back() - s.step.front() < 2 * stall_period) return false;
     return config.budget_s <= 0 || s.last_t() >= e.min_fraction * config.budget_s;
   }
   // What a difference between smoothed values of trials i and j must exceed: `floor`, and
@@ -814,6 +842,48 @@ class ThroughputModel {
   mutable std::vector<std::optional<double>> upper_;  // UpperBoundAtBudget at budget_s, per trial
 };
 
+// Rule (6) of the throughput rule (early_stop.h): the rival of trial i it is stopped for, if any.
+struct Lead {
+  size_t rival = 0;
+  double at = 0, gap = 0, margin = 0, closing = 0, projected = 0;
+};
+std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i) {
+  const Series& me = c.series[i];
+  const double z = c.config.evidence.noise_z, budget = c.config.budget_s;
+  if (budget <= 0 || !c.LossEvident(i)) return std::nullopt;
+  std::optional<Lead> best;
+  for (size_t j = 0; j < c.trials.size(); ++j) {
+    if (j == i || !c.live[j] || !c.LossEvident(j)) continue;
+    const Series& them = c.series[j];
+    double at = std::min({me.last_t(), them.last_t(), budget});
+    double from = std::max(me.first_t(), them.first_t());
+    if (!(at > from)) continue;
+    double a = from + (at - from) / 3, b = from + 2 * (at - from) / 3;
+    // Bent: its recent slope in time no steeper than the one before.
+    if ((me.At(at) - me.At(b)) / (at - b) < (me.At(b) - me.At(a)) / (b - a)) continue;
+    double gap = me.At(at) - them.At(at);
+    double m = c.Margin(i, j, c.config.throughput.margin);
+    if (gap <= m) continue;
+    double closing =
+        std::max(0.0, (me.At(b) - them.At(b)) - gap + z * std::sqrt(2.0) * std::hypot(me.se, them.se)) / (at - b);
+    double projected = gap - closing * (budget - at);
+    if (projected > m && (!best || projected > best->projected)) best = Lead{j, at, gap, m, closing, projected};
+  }
+  return best;
+}
+
+void StopForLead(Context& c, size_t i) {
+  if (!c.config.throughput.lead) return;
+  if (auto lead = LeadAtEqualTime(c, i)) {
+    c.Stop(i, "throughput",
+           fmt::format("at t={}: trial {} is lower by {} at equal time (margin {}) and the gap, closing at most "
+                       "{} per second, is still {} at the budget",
+                       Secs(lead->at), Name(c.trials[lead->rival]), Num(lead->gap), Num(lead->margin),
+                       Num(lead->closing), Num(lead->projected)),
+           lead->gap, lead->margin, 1);
+  }
+}
+
 void Throughput(Context& c) {
   const ThroughputRuleConfig& cfg = c.config.throughput;
   const double z = c.config.evidence.noise_z;
@@ -824,7 +894,11 @@ void Throughput(Context& c) {
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return model.rate(a).value_or(kInf) < model.rate(b).value_or(kInf); });
   for (size_t i : order) {
-    if (!c.Candidate(i) || c.series[i].last_t() < cfg.grace_s || !model.rate(i)) continue;
+    if (!c.Candidate(i) || c.series[i].last_t() < cfg.grace_s) continue;
+    if (!model.rate(i)) {
+      StopForLead(c, i);  // (6) needs no rate
+      continue;
+    }
     const Series& me = c.series[i];
     double mine = *model.rate(i);
     // A live sibling that is clearly faster reaches more iterations of the same curve in any time:
@@ -934,8 +1008,13 @@ void Throughput(Context& c) {
                            Secs(me.last_t()), *model.StepAt(i, c.config.budget_s), Num(c.User(*bound)),
                            Num(c.User(best_bound)), Name(c.trials[*best]), Num(best_margin)),
                c.User(*bound), c.User(best_bound), 1);
+        continue;
       }
     }
+    // (6) A rival lower at equal time that this trial is not catching up with fast enough: its
+    // own curve has bent (so it will not suddenly descend faster), and the gap, closing at most
+    // at its recent rate (plus the noise of that rate), is still above the margin at the budget.
+    StopForLead(c, i);
   }
 }
 
@@ -1010,7 +1089,10 @@ std::vector<StopDecision> Decide(const StoppingConfig& config, const std::vector
     c.live.push_back(trials[i].phase != TrialPhase::kStopped);
     c.stall_period = std::max(c.stall_period, c.series[i].stall_period);
   }
-  for (size_t i = 0; i < trials.size(); ++i) c.evident.push_back(c.EvidentNow(i));
+  for (size_t i = 0; i < trials.size(); ++i) {
+    c.evident.push_back(c.EvidentNow(i));
+    c.loss_evident.push_back(c.LossEvidentNow(i));
+  }
   // Cheapest certainty first: a diverged trial is stopped whatever the comparisons say.
   if (config.divergence.enabled) Divergence(c);
   if (config.race.enabled) Race(c);

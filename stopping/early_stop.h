@@ -38,6 +38,14 @@
 //               longer steepening), a loss convex in the iteration stays above that line. Never further ahead than the
 //               trial has been observed: early Megatron curves bend more than once, and without
 //               that limit the bench lost the best trial of gpt-100it in sequential sweeps.
+//               (6) with budget_s and lead, when a live rival (any group, a completed one too) is
+//               lower at equal time by the margin, this trial's curve has bent (its recent slope in
+//               time no steeper than the one before), and the gap, closing at most at its pace over
+//               the last third of the time both have run (plus noise_z standard errors of that
+//               pace), would still exceed the margin at the budget. Decided on loss at equal time
+//               only, so it needs no rate and ignores the stall window (a stall is already paid for
+//               in the loss at a time); the projection only holds it back. One after another it
+//               compares the running trial with the completed ones, as a median pruner would.
 //               Progress per iteration (loss fallen since the first common iteration) rather than
 //               level, because first losses differ by initialisation and data order alone.
 // Evidence (issue 15). Replayed on Megatron-LM curves of other model families and platforms, the
@@ -49,6 +57,10 @@
 // standard errors of both rates (a stall, once seen, spreads a rate's intervals); and another
 // configuration is a reason to stop a trial only while it is lower *at equal time* by that
 // margin, whatever the projections to the budget say (they decide only how far ahead it stays).
+// A curve's noise is the larger of its whole curve's and its recent points' (the last third):
+// losses grow noisier as they fall, and the flat early points would hide it (gpt-100it-pile's
+// best trial was stopped at 56% of the budget on a 0.2 gap at equal time that its recent swings
+// of 0.4 nats explain).
 //
 // Considered and discarded: comparing at equal iteration (the problem above); fitting a curve
 // (power law) to each trial's few noisy early points and extrapolating to the budget: early

@@ -48,6 +48,15 @@ std::vector<int64_t> StoppedIds(const std::vector<StopDecision>& decisions) {
   return ids;
 }
 
+// Loss(step) + gaussian noise of deviation `sigma` + `offset`, the same draws for a given seed.
+std::function<double(int64_t)> Noisy(double sigma, double offset, unsigned seed) {
+  auto draws = std::make_shared<std::vector<double>>();
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal(0, sigma);
+  for (int k = 0; k < 1000; ++k) draws->push_back(normal(rng));
+  return [draws, offset](int64_t s) { return Loss(s) + offset + (*draws)[static_cast<size_t>(s) % draws->size()]; };
+}
+
 StoppingConfig MedianOnly(double grace_s = 10, int min_trials = 3) {
   StoppingConfig c;
   c.smoothing.kind = SmoothingKind::kNone;
@@ -466,10 +475,113 @@ TEST_CASE("throughput: past the budget, a trial is judged on its loss at the bud
   CHECK_THAT(d[0].reason, Catch::Contains("iteration 51"));
   CHECK(d[0].value == Approx(higher(51)));
   CHECK(d[0].threshold == Approx(Loss(51)));
-  // Before the budget nothing is measured there yet: no decision (same progress, same speed).
-  CHECK(EvaluateStopping(c, {Trial(1, Curve(1.0, 40), TrialPhase::kRunning, {{"lr", "0.1"}}),
-                             Trial(2, Curve(1.0, 40, higher), TrialPhase::kRunning, {{"lr", "0.3"}})})
-            .empty());
+  // Before the budget nothing is measured there yet: the rules comparing progress and predictions
+  // do not decide (same progress, same speed); (6) does, on the gap at equal time that has not
+  // closed in 40 s.
+  std::vector<TrialProgress> before = {Trial(1, Curve(1.0, 40), TrialPhase::kRunning, {{"lr", "0.1"}}),
+                                       Trial(2, Curve(1.0, 40, higher), TrialPhase::kRunning, {{"lr", "0.3"}})};
+  d = EvaluateStopping(c, before);
+  REQUIRE(StoppedIds(d) == std::vector<int64_t>{2});
+  CHECK_THAT(d[0].reason, Catch::Contains("at equal time") && Catch::Contains("still"));
+  c.throughput.lead = false;
+  CHECK(EvaluateStopping(c, before).empty());
+}
+
+TEST_CASE("throughput (6): a rival lower at equal time that it is not catching up with", "[stopping]") {
+  // Two learning rates, as fast, as good per iteration at first; trial 2 is 0.3 higher at equal
+  // time after 30 s of a 100 s budget. Whether it goes depends on how fast the gap closes.
+  StoppingConfig c = ThroughputOnly();
+  c.budget_s = 100;
+  auto run = [&](const std::function<double(int64_t)>& second) {
+    return EvaluateStopping(c, {Trial(1, Curve(1.0, 30), TrialPhase::kRunning, {{"lr", "0.1"}}),
+                                Trial(2, Curve(1.0, 30, second), TrialPhase::kRunning, {{"lr", "0.3"}})});
+  };
+  auto constant = [](int64_t s) { return Loss(s) + 0.3; };
+  std::vector<StopDecision> d = run(constant);
+  REQUIRE(StoppedIds(d) == std::vector<int64_t>{2});
+  CHECK(d[0].rule == "throughput");
+  CHECK_THAT(d[0].reason, Catch::Contains("trial 1 is lower by 0.3 at equal time"));
+  CHECK(d[0].value == Approx(0.3));
+  SECTION("not while the gap closes fast enough to be gone by the budget") {
+    // 0.6 at the start, closing 0.01 a second: 0.3 at 30 s, gone by 60 s.
+    CHECK(run([](int64_t s) { return Loss(s) + 0.6 * std::max(0.0, 1 - static_cast<double>(s - 1) / 60); }).empty());
+    // The same gap closing at a tenth of that pace stays: 0.3 at 30 s, 0.23 at 100 s.
+    CHECK(StoppedIds(run([](int64_t s) { return Loss(s) + 0.33 - 0.001 * static_cast<double>(s - 1); })) ==
+          std::vector<int64_t>{2});
+  }
+  SECTION("not while its own descent is still getting steeper (a warm-up, no bend yet)") {
+    CHECK(run([](int64_t s) { return 6.0 - 0.002 * static_cast<double>(s * s); }).empty());
+  }
+  SECTION("not within the curves' noise: the margin scales with it") {
+    c.smoothing = {SmoothingKind::kEma, 0.3, 5};
+    c.budget_s = 40;
+    // Swings of +-0.8 nats about curves 0.3 apart: trial 1 is the better one.
+    std::vector<TrialProgress> noisy = {
+        Trial(1, Curve(1.0, 30, Noisy(0.4, 0, 2)), TrialPhase::kRunning, {{"lr", "0.1"}}),
+        Trial(2, Curve(1.0, 30, Noisy(0.4, 0.3, 102)), TrialPhase::kRunning, {{"lr", "0.3"}})};
+    CHECK(EvaluateStopping(c, noisy).empty());
+    // Without noise margins, on these draws, the better one goes (its smoothed curve happens to
+    // lie above the other's at 30 s).
+    c.evidence.noise_z = 0;
+    std::vector<StopDecision> wrong = EvaluateStopping(c, noisy);
+    REQUIRE(StoppedIds(wrong) == std::vector<int64_t>{1});
+    CHECK_THAT(wrong[0].reason, Catch::Contains("at equal time (margin"));
+  }
+  SECTION("against a completed trial too (one after another), whatever stalls that trial showed") {
+    // Trial 1 ran to its end before trial 2 started, with a 40 s checkpoint stall at iteration
+    // 50: its rate is not comparable yet, its loss at equal time is.
+    std::vector<CurvePoint> done;
+    double t = 0;
+    for (int64_t s = 1; s <= 100; ++s) {
+      done.push_back({s, t, Loss(s)});
+      t += s == 50 ? 40 : 1;
+    }
+    d = EvaluateStopping(c, {Trial(1, done, TrialPhase::kCompleted, {{"lr", "0.1"}}),
+                             Trial(2, Curve(1.0, 30, constant), TrialPhase::kRunning, {{"lr", "0.3"}})});
+    CHECK(StoppedIds(d) == std::vector<int64_t>{2});
+  }
+  SECTION("not without a budget to project the gap to") {
+    c.budget_s = 0;
+    CHECK(run(constant).empty());
+  }
+  SECTION("not with lead = false") {
+    c.throughput.lead = false;
+    CHECK(run(constant).empty());
+  }
+  SECTION("not before min_points, nor on two points with min_points = 3") {
+    auto cut = [&](size_t n) {
+      std::vector<CurvePoint> a = Curve(1.0, 30), b = Curve(1.0, 30, constant);
+      a.resize(n), b.resize(n);
+      return EvaluateStopping(
+          c, {Trial(1, a, TrialPhase::kRunning, {{"lr", "0.1"}}), Trial(2, b, TrialPhase::kRunning, {{"lr", "0.3"}})});
+    };
+    c.budget_s = 20;  // min_fraction: 2 s, reached at the third point
+    CHECK(cut(9).empty());
+    CHECK(StoppedIds(cut(10)) == std::vector<int64_t>{2});
+    c.evidence.min_points = 3;
+    CHECK(cut(2).empty());
+    CHECK(StoppedIds(cut(3)) == std::vector<int64_t>{2});
+  }
+}
+
+TEST_CASE("noise: a curve's noise is the larger of its whole curve's and its recent points'", "[stopping]") {
+  // 40 clean points, then 20 swinging by +-0.3 (a loss grows noisier as it falls): the median over
+  // all 58 second differences is that of the clean part, but the margins must be the recent noise.
+  std::vector<CurvePoint> curve;
+  for (int64_t s = 1; s <= 60; ++s) {
+    double swing = s > 40 ? (s % 2 == 0 ? 0.3 : -0.3) : 0;
+    curve.push_back({s, static_cast<double>(s - 1), Loss(s) + swing});
+  }
+  StoppingState state(ThroughputOnly());
+  state.Append(1, 1, curve, {});
+  auto view = state.Inspect(1);
+  REQUIRE(view);
+  // Alternating +-0.3: second differences of 1.2, sigma = 1.4826 * 1.2 / sqrt(6).
+  CHECK(view->noise == Approx(1.4826 * 1.2 / std::sqrt(6.0)).epsilon(0.01));
+  curve.resize(40);
+  StoppingState clean(ThroughputOnly());
+  clean.Append(1, 1, curve, {});
+  CHECK(clean.Inspect(1)->noise < 0.001);
 }
 
 TEST_CASE("throughput: a slower trial whose curve has flattened above a rival's present loss") {
@@ -489,6 +601,7 @@ TEST_CASE("throughput: a slower trial whose curve has flattened above a rival's 
   CHECK_THAT(d[0].reason, Catch::Contains("straight line to iteration 31") && Catch::Contains("trial 1"));
   CHECK(d[0].value == Approx(3.567).epsilon(0.001));
   CHECK(d[0].threshold == Approx(Loss(31)));
+  c.throughput.lead = false;  // (6) would stop it too: levelled above a lower rival, not catching up
   SECTION("not with extrapolate = false") {
     c.throughput.extrapolate = false;
     CHECK(EvaluateStopping(c, trials).empty());
@@ -628,15 +741,6 @@ TEST_CASE("evidence: nothing is compared before min_fraction of the budget has r
   c.evidence.min_fraction = 0.1;
   c.budget_s = 300;
   CHECK(StoppedIds(EvaluateStopping(c, trials)) == std::vector<int64_t>{1});
-}
-
-// Loss(step) + gaussian noise of deviation `sigma` + `offset`, the same draws for a given seed.
-std::function<double(int64_t)> Noisy(double sigma, double offset, unsigned seed) {
-  auto draws = std::make_shared<std::vector<double>>();
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> normal(0, sigma);
-  for (int k = 0; k < 1000; ++k) draws->push_back(normal(rng));
-  return [draws, offset](int64_t s) { return Loss(s) + offset + (*draws)[static_cast<size_t>(s) % draws->size()]; };
 }
 
 TEST_CASE("noise: a difference within the curves' own noise decides nothing; a clear one does", "[stopping]") {
@@ -826,3 +930,4 @@ TEST_CASE("maximise: divergence by a fall below the best / spike_factor, and NaN
 
 }  // namespace
 }  // namespace sweep
+

@@ -70,8 +70,8 @@ Status ParsePatience(const TableReader& r, PatienceRuleConfig& c) {
 }
 
 Status ParseThroughput(const TableReader& r, ThroughputRuleConfig& c, const std::vector<std::string>& parameters) {
-  SWEEP_RETURN_IF_ERROR(
-      r.CheckKeys({"params", "min_points", "grace_s", "rate_margin", "rival_speedup", "margin", "extrapolate"}));
+  SWEEP_RETURN_IF_ERROR(r.CheckKeys(
+      {"params", "min_points", "grace_s", "rate_margin", "rival_speedup", "margin", "extrapolate", "lead"}));
   const toml::node* n = r.Get("params");
   if (!n) return r.Missing("params", "the parameters that change speed but not loss per iteration");
   const toml::array* list = n->as_array();
@@ -91,6 +91,7 @@ Status ParseThroughput(const TableReader& r, ThroughputRuleConfig& c, const std:
   SWEEP_RETURN_IF_ERROR(r.Number("margin", 0, kInf, &c.margin));
   SWEEP_RETURN_IF_ERROR(r.Number("rival_speedup", 0, kInf, &c.rival_speedup));
   SWEEP_RETURN_IF_ERROR(r.Bool("extrapolate", &c.extrapolate));
+  SWEEP_RETURN_IF_ERROR(r.Bool("lead", &c.lead));
   if (r.Get("rival_speedup") && c.rival_speedup != 0 && c.rival_speedup <= 1) {
     return r.Error(*r.Get("rival_speedup"), "rival_speedup", "must be greater than 1 (or 0: off)");
   }

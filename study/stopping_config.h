@@ -35,7 +35,7 @@ namespace sweep {
 //   [stopping.patience]    window_s (required), min_delta = 0, grace_s = 0
 //   [stopping.throughput]  params = ["tp", "pp", "mbs", ...] (required), grace_s = 0,
 //                          min_points = 2, rate_margin = 0.02, rival_speedup = 1.5 (0: off),
-//                          margin = 0.02, extrapolate = true
+//                          margin = 0.02, extrapolate = true, lead = true
 Result<StoppingConfig> ParseStoppingConfig(const toml::table& table, const std::string& path,
                                            const std::vector<std::string>& parameters = {});
 

@@ -52,6 +52,7 @@ rate_margin = 0.03
 rival_speedup = 2
 margin = 0.05
 extrapolate = false
+lead = false
 )",
                  {"lr", "mbs", "tp"});
   REQUIRE(c.ok());
@@ -80,6 +81,7 @@ extrapolate = false
   CHECK(c->throughput.params == std::vector<std::string>{"mbs", "tp"});
   CHECK(c->throughput.rival_speedup == 2);
   CHECK_FALSE(c->throughput.extrapolate);
+  CHECK_FALSE(c->throughput.lead);
   CHECK(c->AnyRule());
 }
 
@@ -91,6 +93,7 @@ TEST_CASE("[stopping] alone: the benchmarked default rule set, with evidence thr
   CHECK(c->divergence.nan);
   CHECK(c->throughput.enabled);
   CHECK(c->throughput.params.empty());
+  CHECK(c->throughput.lead);
   CHECK_FALSE(c->median.enabled);
   CHECK_FALSE(c->halving.enabled);
   CHECK_FALSE(c->patience.enabled);
