@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <set>
@@ -68,20 +69,55 @@ double LogNormalCdfMass(double lo, double hi, double mu, double sigma) {
   return std::log(std::max(mass, 1e-300));
 }
 
+// The newest this many observations of a density weigh 1; older ones weigh less, linearly down
+// to 1 / n for the oldest (Optuna's default weights): the model follows where the search went.
+constexpr size_t kFullWeight = 25;
+
+std::vector<double> RecencyWeights(size_t n) {
+  std::vector<double> w(n, 1.0);
+  if (n <= kFullWeight) return w;
+  size_t ramp = n - kFullWeight;
+  double lo = 1.0 / static_cast<double>(n);
+  for (size_t i = 0; i < ramp; ++i) {
+    w[i] = ramp == 1 ? lo : lo + (1.0 - lo) * static_cast<double>(i) / static_cast<double>(ramp - 1);
+  }
+  return w;
+}
+
+// A pending trial's kernel in g (the constant liar): half an observation's width, twice its
+// height at the centre. Why not an observation's kernel: with one width for l and g, a pending
+// pick p next to a good observation b adds to g the same shape l has around b, so near p the
+// ratio l / g is flat, not lower, and the next pick lands anywhere around b, p included (a
+// batch of near-duplicates: the closest two picks 1.15x as far apart as without the liar).
+// A narrower kernel makes l / g rise away from p; twice the height (weight 2 * 0.5^numeric
+// dimensions) lowers the odds at p itself without pushing the whole batch out to the prior.
+constexpr double kLiarWidth = 0.5, kLiarHeight = 2;
+
 // A mixture of product kernels: one per observation, plus the prior (flat over the space).
 class Parzen {
  public:
-  Parzen(const std::vector<Dimension>& space, const std::vector<const Point*>& points, double prior_weight)
+  // `points` oldest first (RecencyWeights); `bandwidth_n`: the number of observations the
+  // kernels' width is set for (pending ones get kLiarWidth of it).
+  Parzen(const std::vector<Dimension>& space, const std::vector<const Observation*>& points, double prior_weight,
+         size_t bandwidth_n)
       : space_(space), n_(points.size()) {
     size_t dims = space.size();
     int numeric = static_cast<int>(std::count_if(space.begin(), space.end(), Numeric));
     // Scott's rule for a product kernel, as a fraction of each range (Optuna's multivariate TPE).
-    double frac = 0.2 * std::pow(static_cast<double>(std::max<size_t>(n_, 1)), -1.0 / (numeric + 4));
-    double total = static_cast<double>(n_) + prior_weight;
-    log_w_.assign(n_ + 1, std::log(1.0 / total));
+    double frac = 0.2 * std::pow(static_cast<double>(std::max<size_t>(bandwidth_n, 1)), -1.0 / (numeric + 4));
+    std::vector<double> w = RecencyWeights(n_);
+    for (size_t i = 0; i < n_; ++i) {
+      if (points[i]->outcome == Outcome::kPending) w[i] *= kLiarHeight * std::pow(kLiarWidth, numeric);
+    }
+    double total = prior_weight;
+    for (double x : w) total += x;
+    log_w_.assign(n_ + 1, 0);
+    for (size_t i = 0; i < n_; ++i) log_w_[i] = std::log(w[i] / total);
     log_w_[n_] = std::log(prior_weight / total);
+    // Categorical kernels: each observation's choice plus a share of the prior, by count.
+    double smooth = prior_weight / (static_cast<double>(n_) + prior_weight);
     mu_.assign((n_ + 1) * dims, 0);
-    sigma_.assign(dims, 0);
+    inv_sigma_.assign((n_ + 1) * dims, 0);
     log_norm_.assign((n_ + 1) * dims, 0);
     cat_.resize(dims);
     for (size_t j = 0; j < dims; ++j) {
@@ -89,10 +125,9 @@ class Parzen {
       if (!Numeric(d)) {
         // Each observation's kernel: its choice plus a share of the prior over all choices.
         int c = d.choices;
-        double smooth = prior_weight / total;
         cat_[j].assign((n_ + 1) * c, 0);
         for (size_t i = 0; i < n_; ++i) {
-          int x = static_cast<int>((*points[i])[j]);
+          int x = static_cast<int>(points[i]->x[j]);
           double norm = 1 + smooth * c;
           for (int k = 0; k < c; ++k) cat_[j][i * c + k] = std::log((smooth + (k == x ? 1 : 0)) / norm);
         }
@@ -101,11 +136,13 @@ class Parzen {
       }
       auto [lo, hi] = Bounds(d);
       double range = hi - lo;
-      sigma_[j] = std::max(frac * range, range * 1e-3);
+      double sigma = std::max(frac * range, range * 1e-3);
       for (size_t i = 0; i < n_; ++i) {
-        double mu = std::clamp(ToInternal(d, (*points[i])[j]), lo, hi);
+        double mu = std::clamp(ToInternal(d, points[i]->x[j]), lo, hi);
+        double s = points[i]->outcome == Outcome::kPending ? sigma * kLiarWidth : sigma;
         mu_[i * dims + j] = mu;
-        log_norm_[i * dims + j] = -std::log(sigma_[j]) - kLogSqrt2Pi - LogNormalCdfMass(lo, hi, mu, sigma_[j]);
+        inv_sigma_[i * dims + j] = 1 / s;
+        log_norm_[i * dims + j] = -std::log(s) - kLogSqrt2Pi - LogNormalCdfMass(lo, hi, mu, s);
       }
       mu_[n_ * dims + j] = 0;  // the prior: flat
       log_norm_[n_ * dims + j] = -std::log(range);
@@ -126,7 +163,7 @@ class Parzen {
         } else if (i == n_) {
           s += log_norm_[i * dims + j];
         } else {
-          double z = (u[j] - mu_[i * dims + j]) / sigma_[j];
+          double z = (u[j] - mu_[i * dims + j]) * inv_sigma_[i * dims + j];
           s += log_norm_[i * dims + j] - 0.5 * z * z;
         }
       }
@@ -174,7 +211,7 @@ class Parzen {
       double mu = mu_[comp * dims + j], x = mu;
       bool inside = false;
       for (int tries = 0; tries < 64 && !inside; ++tries) {
-        x = mu + sigma_[j] * Normal(rng);
+        x = mu + Normal(rng) / inv_sigma_[comp * dims + j];
         inside = x >= lo && x <= hi;
       }
       u[j] = inside ? x : std::clamp(x, lo, hi);
@@ -185,7 +222,7 @@ class Parzen {
  private:
   const std::vector<Dimension>& space_;
   size_t n_;
-  std::vector<double> log_w_, mu_, sigma_, log_norm_;
+  std::vector<double> log_w_, mu_, inv_sigma_, log_norm_;
   std::vector<std::vector<double>> cat_;  // per dimension: [component * choices + choice] log mass
   mutable std::vector<double> scratch_;
 };
@@ -254,7 +291,7 @@ class Proposer {
 
     // Below / above: each source ranked within itself; completed before pruned; failed and
     // pending always above.
-    std::vector<const Point*> below, above;
+    std::vector<const Observation*> below, above;
     std::set<int> sources;
     for (const auto& o : history) sources.insert(o.source);
     for (int s : sources) {
@@ -262,7 +299,7 @@ class Proposer {
       for (const auto& o : history) {
         if (o.source != s) continue;
         if (o.outcome == Outcome::kComplete || o.outcome == Outcome::kPartial) ranked.push_back(&o);
-        else if (o.outcome != Outcome::kIgnored) above.push_back(&o.x);
+        else if (o.outcome != Outcome::kIgnored) above.push_back(&o);
       }
       std::stable_sort(ranked.begin(), ranked.end(), [](const Observation* a, const Observation* b) {
         bool pa = a->outcome == Outcome::kPartial, pb = b->outcome == Outcome::kPartial;
@@ -272,14 +309,22 @@ class Proposer {
       size_t n = 0;
       for (const auto& o : history) n += o.source == s && o.outcome != Outcome::kIgnored;
       size_t cut = std::min(ranked.size(), static_cast<size_t>(Gamma(n)));
-      for (size_t i = 0; i < ranked.size(); ++i) (i < cut ? below : above).push_back(&ranked[i]->x);
+      for (size_t i = 0; i < ranked.size(); ++i) (i < cut ? below : above).push_back(ranked[i]);
     }
+    // Oldest first, as the recency weights read them (pointers into `history`, in its order).
+    std::sort(below.begin(), below.end(), std::less<const Observation*>());
+    std::sort(above.begin(), above.end(), std::less<const Observation*>());
     bool model = own >= static_cast<size_t>(options_.startup) && !below.empty();
     // A warm start needs no random start-up, not even for this study's first proposal.
     if (!sources.empty() && *sources.rbegin() > 0 && !below.empty()) model = true;
 
     if (!model) return RandomFeasible(rng, ok);
-    Parzen l(space_, below, options_.prior_weight), g(space_, above, options_.prior_weight);
+    // One kernel width for both densities, Scott's rule on every observation: with a width of
+    // its own, g (about nine times the points of l) would get narrower, taller kernels, and the
+    // ratio would push candidates away from any point "above" by the width alone, even one next
+    // to the best. With one width, l / g reads as the local share of good observations.
+    size_t bandwidth_n = below.size() + above.size();
+    Parzen l(space_, below, options_.prior_weight, bandwidth_n), g(space_, above, options_.prior_weight, bandwidth_n);
     auto score = [&](const Point& x) {
       auto u = Internal(space_, x);
       return l.LogPdf(u) - g.LogPdf(u);

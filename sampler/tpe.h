@@ -8,11 +8,15 @@
 // proposes the candidate that maximises l(x) / g(x). Here the densities are multivariate: one
 // product kernel per observation (truncated Gaussians in the parameter's own or log scale with
 // Scott's bandwidth, a smoothed point mass for a categorical choice) plus a flat prior, so knobs
-// that only work together (tp with pp, lr with the optimizer) are learnt together.
+// that only work together (tp with pp, lr with the optimizer) are learnt together. Both densities
+// share one bandwidth, set for all observations (Optuna's gives each its own; see tpe.cc); beyond
+// the newest 25 observations of a density, older ones weigh less (Optuna's default weights).
 //   Slurm sweeps run trials in parallel, and in what they observe:
 //   - A batch of K (one job array) is proposed one by one; each pick joins the history as a
 //     pending trial, and pending trials count as "above" (the constant liar), so the next pick
-//     moves away from it.
+//     moves away from it. A pending trial's kernel in g is half the width of an observation's
+//     and twice as tall at its centre: with the shared width, an observation's kernel would
+//     only flatten l / g around the pick, not lower it there (see tpe.cc).
 //   - Pruned trials are partial observations, ranked after every completed one by their value
 //     at the stop; failed ones (OOM, crashes, timeouts) are infeasible: always "above", which
 //     lowers the odds of their region.
