@@ -57,6 +57,7 @@ Progress ComputeProgress(const std::vector<ProgressTrial>& trials, const Progres
         break;
       case TrialOutcome::kCancelled:
         ++p.cancelled;
+        if (t.state == kTrialPruned) ++p.pruned;
         break;
       case TrialOutcome::kRunning:
         ++p.running;
@@ -148,7 +149,11 @@ namespace {
 
 std::string Counts(const Progress& p) {
   std::string ended;
-  for (auto [n, what] : {std::pair{p.completed, "completed"}, {p.failed, "failed"}, {p.cancelled, "cancelled"}}) {
+  // A pruned trial is one a stopping rule cancelled: the user asked for it, so it is not shown as cancelled.
+  for (auto [n, what] : {std::pair{p.completed, "completed"},
+                         {p.failed, "failed"},
+                         {p.pruned, "pruned"},
+                         {p.cancelled - p.pruned, "cancelled"}}) {
     if (n > 0) ended += fmt::format("{}{} {}", ended.empty() ? "" : ", ", n, what);
   }
   return fmt::format("{}/{} done ({:.0f}%){}; {} running, {} queued{}", p.done(), p.total, p.percent(),
@@ -180,7 +185,8 @@ std::string RenderProgressLine(const Progress& p, const ProgressOptions& o) {
 }
 
 std::string ProgressChangeKey(const Progress& p) {
-  return fmt::format("{} {} {} {} {} {} {} {}", p.completed, p.failed, p.cancelled, p.running, p.queued, p.dropped,
+  return fmt::format("{} {} {} {} {} {} {} {} {}", p.completed, p.failed, p.cancelled, p.pruned, p.running, p.queued,
+                     p.dropped,
                      p.best_trial.value_or("-"), p.best_value);
 }
 
@@ -190,6 +196,7 @@ nlohmann::json ProgressJson(const Progress& p) {
           {"completed", p.completed},
           {"failed", p.failed},
           {"cancelled", p.cancelled},
+          {"pruned", p.pruned},
           {"running", p.running},
           {"queued", p.queued},
           {"dropped", p.dropped},

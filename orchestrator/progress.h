@@ -45,6 +45,7 @@ struct ProgressOptions {
 struct Progress {
   int total = 0;                                 // every trial but those dropped by a constraint
   int completed = 0, failed = 0, cancelled = 0;  // ended (cancelled includes pruned)
+  int pruned = 0;                                // cancelled by a stopping rule
   int running = 0, queued = 0;                   // queued: not submitted yet, submitting or pending
   int dropped = 0;
   int done() const { return completed + failed + cancelled; }

@@ -43,22 +43,35 @@ ProgressTrial Completed(std::string key, double started_at, double run_s, std::o
 }  // namespace
 
 TEST_CASE("progress counts trials by outcome; dropped trials are not part of the total", "[progress]") {
-  std::vector<ProgressTrial> trials = {Trial("a", "completed"),  Trial("b", "cuda_oom"), Trial("c", "pruned"),
-                                       Trial("d", "running"),    Trial("e", "pending"),  Trial("f", "new"),
-                                       Trial("g", "submitting"), Trial("h", "dropped")};
+  std::vector<ProgressTrial> trials = {Trial("a", "completed"),  Trial("b", "cuda_oom"),  Trial("c", "pruned"),
+                                       Trial("d", "running"),    Trial("e", "pending"),   Trial("f", "new"),
+                                       Trial("g", "submitting"), Trial("h", "dropped"),   Trial("i", "cancelled")};
   Progress p = ComputeProgress(trials, {}, 0);
-  CHECK(p.total == 7);
+  CHECK(p.total == 8);
   CHECK(p.completed == 1);
   CHECK(p.failed == 1);
-  CHECK(p.cancelled == 1);
+  CHECK(p.cancelled == 2);
+  CHECK(p.pruned == 1);
   CHECK(p.running == 1);
   CHECK(p.queued == 3);
   CHECK(p.dropped == 1);
-  CHECK(p.done() == 3);
-  CHECK(p.percent() == Approx(100.0 * 3 / 7));
+  CHECK(p.done() == 4);
+  CHECK(p.percent() == Approx(100.0 * 4 / 8));
+  // A trial the stopping rules pruned is shown as pruned, not as cancelled (a user reading "6 cancelled" for a
+  // study whose rules pruned six would look for who cancelled them).
   std::string line = RenderProgressLine(p, {});
-  CHECK_THAT(line, Catch::Contains("3/7 done (43%) [1 completed, 1 failed, 1 cancelled]; 1 running, 3 queued; "
-                                   "1 dropped by constraints"));
+  CHECK_THAT(line, Catch::Contains("4/8 done (50%) [1 completed, 1 failed, 1 pruned, 1 cancelled]; 1 running, "
+                                   "3 queued; 1 dropped by constraints"));
+  nlohmann::json j = ProgressJson(p);
+  CHECK(j["cancelled"] == 2);
+  CHECK(j["pruned"] == 1);
+  // Only pruned trials ended: no "cancelled" count at all.
+  Progress only_pruned = ComputeProgress({Trial("a", "pruned"), Trial("b", "pruned")}, {}, 0);
+  std::string pruned_line = RenderProgressLine(only_pruned, {});
+  CHECK_THAT(pruned_line, Catch::Contains("2/2 done (100%) [2 pruned]"));
+  CHECK_THAT(pruned_line, !Catch::Contains("cancelled"));
+  // The change key moves when a cancelled trial turns out to be pruned, so the line is printed again.
+  CHECK(ProgressChangeKey(only_pruned) != ProgressChangeKey(ComputeProgress({Trial("a", "pruned"), Trial("b", "cancelled")}, {}, 0)));
 }
 
 TEST_CASE("the ETA comes from each running trial's rate and remaining iterations, queued trials fill free slots",
