@@ -9,7 +9,8 @@
 // product kernel per observation (truncated Gaussians in the parameter's own or log scale with
 // Scott's bandwidth, a smoothed point mass for a categorical choice) plus a flat prior, so knobs
 // that only work together (tp with pp, lr with the optimizer) are learnt together. Both densities
-// share one bandwidth, set for all observations (Optuna's gives each its own; see tpe.cc); beyond
+// share one bandwidth, set for all observations (Optuna's gives each its own; see tpe.cc), a
+// narrower one than Optuna's for this study's own; beyond
 // the newest 25 observations of a density, older ones weigh less (Optuna's default weights).
 //   Slurm sweeps run trials in parallel, and in what they observe:
 //   - A batch of K (one job array) is proposed one by one; each pick joins the history as a
@@ -22,7 +23,8 @@
 //     lowers the odds of their region.
 //   - Observations of another study (warm start: the hardware or model changed) are ranked
 //     within their own study, so a shift in scale between the two does not matter; their best
-//     join "below" and the rest "above".
+//     join "below" and the rest "above". Their kernels are wider than this study's: they tell
+//     less precisely where the good region is now.
 //   - A proposal is never a configuration the caller's feasibility check refuses (constraints,
 //     parallelism rules, predicted OOM) nor one already in this study.
 //   - Deterministic: the k-th proposal of a study draws from a generator seeded by (seed, k),
