@@ -237,7 +237,7 @@ using Trace = std::vector<double>;
 
 void Record(Trace& trace, double v) { trace.push_back(trace.empty() ? v : std::min(trace.back(), v)); }
 
-sweep::sampler::Options tpe_options;  // --candidates, --startup: for tuning the sampler
+sweep::sampler::Options tpe_options;  // --candidates, --startup, --width, --prior-width: for tuning the sampler
 
 Trace RunTpe(const Problem& p, int budget, int batch, uint64_t seed) {
   std::vector<sweep::sampler::Observation> history;
@@ -336,6 +336,55 @@ double ProposeSeconds(const Problem& p, int n, int repeats) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repeats;
 }
 
+// --warm: what a warm start's first batch takes from the prior study, on the problem of the
+// warm-start test in tests/tpe_runner_test.cc (x, y in [0, 1] with x + y <= 1.2, optimizer sgd or
+// adam; loss (x - 0.3)^2 + (y - 0.6)^2, plus 0.5 with sgd). Per seed: a prior study of 14 trials
+// in batches of 4, then a warm study's first batch of 4 from it. Then both a warm and a cold
+// study run 14 trials on the same problem moved by 0.1 in x and -0.1 in y (the hardware changed).
+void WarmBench(int seeds) {
+  std::vector<Dimension> space = {Float("x", 0, 1), Float("y", 0, 1), Cat("opt", 2)};
+  auto feasible = [](const Point& p) { return p[0] + p[1] <= 1.2; };
+  auto loss = [](const Point& p, double shift) {
+    return std::pow(p[0] - 0.3 - shift, 2) + std::pow(p[1] - 0.6 + shift, 2) + (p[2] == 1 ? 0 : 0.5);
+  };
+  using sweep::sampler::Observation;
+  using sweep::sampler::Outcome;
+  auto run = [&](std::vector<Observation> history, uint64_t seed, double shift, int n, std::vector<Point>* first) {
+    sweep::sampler::Options options = tpe_options;
+    options.seed = seed;
+    double best = INFINITY;
+    for (int done = 0; done < n;) {
+      auto xs = sweep::sampler::Propose(space, history, std::min(4, n - done), options, feasible);
+      if (first && first->empty()) *first = xs;
+      for (const auto& x : xs) {
+        double v = loss(x, shift);
+        history.push_back({x, Outcome::kComplete, v, 0});
+        best = std::min(best, v);
+        ++done;
+      }
+    }
+    return std::make_pair(history, best);
+  };
+  double best_choice = 0, first_distance = 0;
+  std::vector<double> warm_best, cold_best;
+  for (int s = 1; s <= seeds; ++s) {
+    auto prior = run({}, s, 0, 14, nullptr).first;
+    Point best = std::min_element(prior.begin(), prior.end(), [](auto& a, auto& b) { return a.value < b.value; })->x;
+    for (auto& o : prior) o.source = 1;
+    std::vector<Point> first;
+    warm_best.push_back(run(prior, 1000 + s, 0.1, 14, &first).second);
+    cold_best.push_back(run({}, 1000 + s, 0.1, 14, nullptr).second);
+    for (const auto& x : first) best_choice += x[2] == best[2] ? 1.0 / static_cast<double>(first.size()) : 0;
+    first_distance += std::hypot(first[0][0] - best[0], first[0][1] - best[1]) + (first[0][2] == best[2] ? 0 : 1);
+  }
+  fmt::print(
+      "warm start, {} seeds (width {:g}, prior width {:g}): first batch's picks with the prior's best optimizer "
+      "{:.0f}%, first pick's mean distance to the prior's best {:.3f}; moved problem, median best after 14 trials: "
+      "warm {:.2g}, cold {:.2g}\n",
+      seeds, tpe_options.width, tpe_options.prior_width, 100 * best_choice / seeds, first_distance / seeds,
+      Median(warm_best), Median(cold_best));
+}
+
 struct Cell {
   double median_regret = 0, median_regret_early = 0;
   double median_hit = 0;  // trials until the optimum was found (budget + 1: not found)
@@ -347,7 +396,7 @@ int Main(int argc, char** argv) {
   std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
   // 5 seeds by default (a couple of minutes, most of it Optuna); --full: the 20 of README's table.
   int seeds = 5, budget = 50, early = 15;
-  bool optuna = true;
+  bool optuna = true, warm = false;
   std::vector<int> batches = {1, 8};
   std::string only;
   for (int i = 1; i < argc; ++i) {
@@ -365,11 +414,18 @@ int Main(int argc, char** argv) {
     else if (a == "--batch") batches = {std::stoi(next())};
     else if (a == "--candidates") tpe_options.candidates = std::stoi(next());
     else if (a == "--startup") tpe_options.startup = std::stoi(next());
+    else if (a == "--width") tpe_options.width = std::stod(next());
+    else if (a == "--prior-width") tpe_options.prior_width = std::stod(next());
+    else if (a == "--warm") warm = true;
     else {
       std::cerr << "usage: search_bench [--full | --seeds N] [--budget N] [--problem NAME] [--batch K] [--no-optuna] "
-                   "[--python PATH]\n";
+                   "[--python PATH] [--width X] [--prior-width X] [--warm]\n";
       return a == "--help" ? 0 : 2;
     }
+  }
+  if (warm) {
+    WarmBench(seeds);
+    return 0;
   }
   std::vector<Problem> problems = {Branin(), Hartmann6(), Mixed(), Workload(data), Megatron(data)};
   if (!only.empty()) {

@@ -93,8 +93,9 @@ std::vector<double> RecencyWeights(size_t n) {
 // dimensions) lowers the odds at p itself without pushing the whole batch out to the prior.
 constexpr double kLiarWidth = 0.5, kLiarHeight = 2;
 
-// Kernel widths, as the factor of Scott's rule (Optuna's multivariate TPE takes 0.2 for both
-// densities, each with its own number of points). This study's observations: 0.15, better than
+// Kernel widths (Options::width, prior_width), as the factor of Scott's rule (Optuna's
+// multivariate TPE takes 0.2 for both densities, each with its own number of points). This
+// study's observations: 0.15, better than
 // 0.2 on every problem of bench/search_bench (1000 seeds; Hartmann-6 in batches of 8: 0.512
 // against 0.594). Not narrower, though 0.13 is better still there: those objectives have no
 // noise, a training run's loss has, and narrower kernels trust a lucky result more.
@@ -102,26 +103,27 @@ constexpr double kLiarWidth = 0.5, kLiarHeight = 2;
 // model, so each says less precisely where the good region is now. The wider kernels also carry
 // what a categorical choice taught across the float ranges: at 0.15, narrow kernels of the
 // prior's bad trials leave its worse optimizer unpunished away from them, and a warm start's
-// first batch takes the prior's best optimizer less often (tests/tpe_runner_test.cc).
-constexpr double kOwnWidth = 0.15, kPriorWidth = 0.2;
+// first batch takes the prior's best optimizer less often (tests/tpe_runner_test.cc;
+// search_bench --warm).
 
 // A mixture of product kernels: one per observation, plus the prior (flat over the space).
 class Parzen {
  public:
   // `points` oldest first (RecencyWeights); `bandwidth_n`: the number of observations the
   // kernels' width is set for (pending ones get kLiarWidth of it).
-  Parzen(const std::vector<Dimension>& space, const std::vector<const Observation*>& points, double prior_weight,
+  Parzen(const std::vector<Dimension>& space, const std::vector<const Observation*>& points, const Options& options,
          size_t bandwidth_n)
       : space_(space), n_(points.size()) {
     size_t dims = space.size();
     int numeric = static_cast<int>(std::count_if(space.begin(), space.end(), Numeric));
     // Scott's rule for a product kernel, as a fraction of each range (Optuna's multivariate
-    // TPE), times kOwnWidth or kPriorWidth by the observation's study.
+    // TPE), times options.width or options.prior_width by the observation's study.
     double scott = std::pow(static_cast<double>(std::max<size_t>(bandwidth_n, 1)), -1.0 / (numeric + 4));
     std::vector<double> w = RecencyWeights(n_);
     for (size_t i = 0; i < n_; ++i) {
       if (points[i]->outcome == Outcome::kPending) w[i] *= kLiarHeight * std::pow(kLiarWidth, numeric);
     }
+    double prior_weight = options.prior_weight;
     double total = prior_weight;
     for (double x : w) total += x;
     log_w_.assign(n_ + 1, 0);
@@ -150,7 +152,7 @@ class Parzen {
       auto [lo, hi] = Bounds(d);
       double range = hi - lo;
       for (size_t i = 0; i < n_; ++i) {
-        double frac = (points[i]->source == 0 ? kOwnWidth : kPriorWidth) * scott;
+        double frac = (points[i]->source == 0 ? options.width : options.prior_width) * scott;
         double sigma = std::max(frac * range, range * 1e-3);
         double mu = std::clamp(ToInternal(d, points[i]->x[j]), lo, hi);
         double s = points[i]->outcome == Outcome::kPending ? sigma * kLiarWidth : sigma;
@@ -334,12 +336,12 @@ class Proposer {
 
     if (!model) return RandomFeasible(rng, ok);
     // Each observation's kernel has one width in both densities, Scott's rule on every observation (by its
-    // study; see kOwnWidth): with a width of
+    // study; see Options::width): with a width of
     // its own, g (about nine times the points of l) would get narrower, taller kernels, and the
     // ratio would push candidates away from any point "above" by the width alone, even one next
     // to the best. With one width, l / g reads as the local share of good observations.
     size_t bandwidth_n = below.size() + above.size();
-    Parzen l(space_, below, options_.prior_weight, bandwidth_n), g(space_, above, options_.prior_weight, bandwidth_n);
+    Parzen l(space_, below, options_, bandwidth_n), g(space_, above, options_, bandwidth_n);
     auto score = [&](const Point& x) {
       auto u = Internal(space_, x);
       return l.LogPdf(u) - g.LogPdf(u);

@@ -75,6 +75,10 @@ struct Options {
   int startup = 10;     // this study's first trials are drawn at random (uniform, feasible)
   int candidates = 24;  // draws from l(x) scored per proposal (Optuna's n_ei_candidates)
   double prior_weight = 1.0;
+  // Kernel widths as the factor of Scott's rule (see tpe.cc): this study's observations, and
+  // another study's (a warm start), wider as they tell less precisely where the good region is now.
+  double width = 0.15;
+  double prior_width = 0.2;
 };
 
 // True when a configuration may be proposed (constraints, planner verdicts, OOM dominance).
