@@ -60,9 +60,16 @@ struct PatienceRuleConfig {
 struct EvidenceConfig {
   int min_points = 10;        // finite loss points of a trial (its own and a rival's) before it is compared
   double min_fraction = 0.1;  // and axis time run, as a fraction of budget_s (no effect without a budget)
+  // Loss compared at equal time only (the throughput rule's (6)), no rate involved, needs fewer: a
+  // trial's loss at a time is as good as its noise says, and the margins below widen for few points.
+  int min_loss_points = 5;
   // Margins are at least noise_z standard errors of the difference compared: each curve's noise
   // is measured from its own raw points (robustly, from second differences) and scaled by what
-  // the smoothing leaves of it; an iteration rate's by the spread of its per-interval rates.
+  // the smoothing leaves of it; an iteration rate's by the spread of its per-interval rates. A
+  // noise measured on few points is itself uncertain, so each curve's standard error is taken
+  // not noise_z times but the Student-t quantile of the same one-sided probability (noise_z = 2:
+  // 97.7%) with df = its points - 1 (a rate's: intervals - 1): 2.87 at 5 points, 2.32 at 10,
+  // 2.09 at 30, noise_z itself as points grow.
   double noise_z = 2;
 };
 

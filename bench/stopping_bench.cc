@@ -456,6 +456,7 @@ std::vector<Policy> Policies(bool time_to_target) {
   // The rules as they decided before issue 15: on two points, any time, no noise margin.
   auto no_evidence = [](StoppingConfig& c) {
     c.evidence.min_points = 2;
+    c.evidence.min_loss_points = 2;
     c.evidence.min_fraction = 0;
     c.evidence.noise_z = 0;
   };
@@ -584,6 +585,7 @@ struct Options {
   int ticks = 100, n_orders = 10;
   bool optuna = true, verbose = false, ttt = false;
   std::string headline = "default";
+  std::vector<std::string> only;  // --only: these policies (and the oracle, Optuna) alone
 };
 
 // The optuna pruner the one-after-another target is measured against (issue 15).
@@ -622,6 +624,7 @@ FolderResult RunFolder(const fs::path& data, const Options& o) {
 
   std::vector<Summary> together, sequential;
   for (const Policy& p : Policies(o.ttt)) {
+    if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), p.name) == o.only.end()) continue;
     std::vector<std::vector<Score>> all(studies.size()), seq(studies.size());
     for (size_t si = 0; si < studies.size(); ++si) {
       const BenchStudy& s = studies[si];
@@ -750,12 +753,13 @@ int Main(int argc, char** argv) {
     else if (a == "--ticks") o.ticks = std::stoi(next());
     else if (a == "--orders") o.n_orders = std::stoi(next());
     else if (a == "--headline") o.headline = next();
+    else if (a == "--only") o.only.push_back(next());
     else if (a == "--no-optuna") o.optuna = false;
     else if (a == "--verbose") o.verbose = true;
     else if (a == "--time-to-target") o.ttt = true;
     else {
       std::cerr << "usage: stopping_bench [--data DIR]... [--python PATH] [--no-optuna] [--ticks N] [--orders N]\n"
-                   "                      [--headline RULE] [--verbose] [--time-to-target]\n"
+                   "                      [--headline RULE] [--only RULE]... [--verbose] [--time-to-target]\n"
                    "Without --data: bench/data and each folder of bench/data/megatron-more.\n";
       return a == "--help" ? 0 : 2;
     }

@@ -1,6 +1,7 @@
 // Early-stopping rules on loss versus training time; see early_stop.h for the design.
 #include "stopping/early_stop.h"
 
+#include <boost/math/distributions/students_t.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -232,13 +233,43 @@ double SmoothedFraction(const Smoothing& smoothing, size_t n) {
   switch (smoothing.kind) {
     case SmoothingKind::kNone:
       return 1;
-    case SmoothingKind::kEma:
-      return std::sqrt(smoothing.ema_alpha / (2 - smoothing.ema_alpha));
+    case SmoothingKind::kEma: {
+      // The debiased EMA of n points weighs them alpha (1-alpha)^k / (1 - (1-alpha)^n): the sum of
+      // the squared weights is alpha / (2 - alpha) x (1 + b^n) / (1 - b^n), b = 1 - alpha, which is
+      // 1 at one point and falls to its limit as points come (1.40x the limit at 5 points, 1.06x at 10).
+      double a = smoothing.ema_alpha, bn = std::pow(1 - a, static_cast<double>(std::max<size_t>(1, n)));
+      return bn < 1 ? std::sqrt(a / (2 - a) * (1 + bn) / (1 - bn)) : 1;
+    }
     case SmoothingKind::kRunningMean:
       return 1 / std::sqrt(static_cast<double>(std::max<size_t>(1, std::min<size_t>(n, smoothing.window))));
   }
   return 1;
 }
+
+// noise_z read as a Student-t quantile with `df` degrees of freedom: the quantile whose one-sided
+// probability is the normal's at noise_z (EvidenceConfig). Memoised per evaluation: boost's inverse
+// takes microseconds, and the rules ask it for every pair of trials. Past 1000 degrees of freedom
+// it is within 0.1% of noise_z.
+class StudentT {
+ public:
+  explicit StudentT(double z) : z_(z) {}
+  double operator()(size_t points_minus_one) {
+    if (!(z_ > 0) || !std::isfinite(z_)) return z_;
+    size_t df = std::clamp<size_t>(points_minus_one, 1, 1000);
+    auto [it, fresh] = memo_.try_emplace(df, 0.0);
+    if (fresh) {
+      double tail = 0.5 * std::erfc(z_ / std::sqrt(2.0));  // one-sided probability beyond noise_z
+      it->second = tail > 1e-300 ? boost::math::quantile(boost::math::complement(
+                                       boost::math::students_t_distribution<double>(static_cast<double>(df)), tail))
+                                 : kInf;
+    }
+    return it->second;
+  }
+
+ private:
+  double z_;
+  std::map<size_t, double> memo_;
+};
 
 // Seconds per iteration of each interval whose step advances.
 std::vector<double> PerInterval(const std::vector<double>& t, const std::vector<int64_t>& step) {
@@ -445,6 +476,13 @@ struct Context {
   std::vector<bool> decided;  // stopped during this evaluation
   std::vector<StopDecision> decisions;
   int64_t stall_period = 0;  // the longest any trial has shown
+  // Per trial: noise_z as a Student-t quantile for its loss noise (df = points - 1) and for its
+  // rate's spread (df = intervals - 1), so a curve of few points gets a wider margin.
+  std::vector<double> z_loss = {}, z_rate = {};
+  // A curve's standard error, and its rate's relative one, times that quantile.
+  double Se(size_t i) const { return z_loss[i] * series[i].se; }
+  double Noise(size_t i) const { return z_loss[i] * series[i].noise; }
+  double RateSe(size_t i) const { return z_rate[i] * series[i].rate_rse; }
 
   bool Candidate(size_t i) const {
     return trials[i].phase == TrialPhase::kRunning && !decided[i] && !series[i].empty();
@@ -455,26 +493,25 @@ struct Context {
   // EvidentNow of each trial, at the start of the evaluation (it does not change during one).
   std::vector<bool> evident = {};
   bool EvidentNow(size_t i) const {
-    return LossEvidentNow(i) && (trials[i].phase == TrialPhase::kCompleted ||
-                                 series[i].step.back() - series[i].step.front() >= 2 * stall_period);
+    return Shown(i, config.evidence.min_points) && (trials[i].phase == TrialPhase::kCompleted ||
+                                                    series[i].step.back() - series[i].step.front() >= 2 * stall_period);
   }
-  // Enough to compare its loss at equal time with another's: min_points and min_fraction, but not
-  // the stall window, which is for rates (a stall is already paid for in a curve's loss at a time).
-  bool LossEvident(size_t i) const { return loss_evident[i]; }
-  std::vector<bool> loss_evident = {};
-  bool LossEvidentNow(size_t i) const {
+  // Trial i has `points` finite points and min_fraction of the budget, or has completed.
+  bool Shown(size_t i, int points) const {
     const Series& s = series[i];
-    const EvidenceConfig& e = config.evidence;
     if (s.empty()) return false;
     if (trials[i].phase == TrialPhase::kCompleted) return true;
-    if (static_cast<int>(s.points) < e.min_points) return false;
-    return config.budget_s <= 0 || s.last_t() >= e.min_fraction * config.budget_s;
+    if (static_cast<int>(s.points) < points) return false;
+    return config.budget_s <= 0 || s.last_t() >= config.evidence.min_fraction * config.budget_s;
   }
+  // Enough to compare its loss at equal time with another's: min_loss_points and min_fraction, but
+  // not the stall window, which is for rates (a stall is already paid for in a curve's loss at a time).
+  bool LossEvident(size_t i) const { return loss_evident[i]; }
+  std::vector<bool> loss_evident = {};
+  bool LossEvidentNow(size_t i) const { return Shown(i, config.evidence.min_loss_points); }
   // What a difference between smoothed values of trials i and j must exceed: `floor`, and
-  // noise_z standard errors of that difference.
-  double Margin(size_t i, size_t j, double floor = 0) const {
-    return std::max(floor, config.evidence.noise_z * std::hypot(series[i].se, series[j].se));
-  }
+  // noise_z standard errors of that difference (each curve's read as a Student-t quantile).
+  double Margin(size_t i, size_t j, double floor = 0) const { return std::max(floor, std::hypot(Se(i), Se(j))); }
   // A value the rules judged, in the metric's own units (the rules see its negation when maximised).
   double User(double v) const { return config.maximize ? -v : v; }
   void Stop(size_t i, std::string rule, std::string reason, double value, double threshold, int refs) {
@@ -657,18 +694,18 @@ void Median(Context& c) {
     double at = std::min(me.last_t(), *reach);
     if (at < cfg.grace_s || at <= me.first_t()) continue;
     std::vector<double> others;
-    double se = 0;  // the others' typical standard error
+    double se = 0;  // the others' typical standard error (times its quantile)
     for (size_t j = 0; j < c.series.size(); ++j) {
       if (j != i && c.Evident(j) && c.series[j].Reached(at)) {
         others.push_back(c.series[j].RunningAverage(at));
-        se += c.series[j].se;
+        se += c.Se(j);
       }
     }
     if (static_cast<int>(others.size()) < cfg.min_trials) continue;
     se /= static_cast<double>(others.size());
     double mine = me.RunningAverage(at);
     double median = Quantile(others, cfg.quantile);
-    double margin = c.config.evidence.noise_z * std::hypot(me.se, se);
+    double margin = std::hypot(c.Se(i), se);
     if (mine > median + margin) {
       c.Stop(i, "median",
              fmt::format("at t={}: running average of smoothed value {} worse than the {} {} of {} trials by more "
@@ -849,7 +886,7 @@ struct Lead {
 };
 std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i) {
   const Series& me = c.series[i];
-  const double z = c.config.evidence.noise_z, budget = c.config.budget_s;
+  const double budget = c.config.budget_s;
   if (budget <= 0 || !c.LossEvident(i)) return std::nullopt;
   std::optional<Lead> best;
   for (size_t j = 0; j < c.trials.size(); ++j) {
@@ -859,13 +896,20 @@ std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i) {
     double from = std::max(me.first_t(), them.first_t());
     if (!(at > from)) continue;
     double a = from + (at - from) / 3, b = from + 2 * (at - from) / 3;
+    // Both at the budget: the objective itself is measured, and the gap there decides; nothing is
+    // left to project, so neither the bend nor the closing pace matters.
+    bool at_budget = at >= budget;
     // Bent: its recent slope in time no steeper than the one before.
-    if ((me.At(at) - me.At(b)) / (at - b) < (me.At(b) - me.At(a)) / (b - a)) continue;
+    if (!at_budget && (me.At(at) - me.At(b)) / (at - b) < (me.At(b) - me.At(a)) / (b - a)) continue;
     double gap = me.At(at) - them.At(at);
     double m = c.Margin(i, j, c.config.throughput.margin);
     if (gap <= m) continue;
+    if (at_budget) {
+      if (!best || gap > best->projected) best = Lead{j, at, gap, m, 0, gap};
+      continue;
+    }
     double closing =
-        std::max(0.0, (me.At(b) - them.At(b)) - gap + z * std::sqrt(2.0) * std::hypot(me.se, them.se)) / (at - b);
+        std::max(0.0, (me.At(b) - them.At(b)) - gap + std::sqrt(2.0) * std::hypot(c.Se(i), c.Se(j))) / (at - b);
     double projected = gap - closing * (budget - at);
     if (projected > m && (!best || projected > best->projected)) best = Lead{j, at, gap, m, closing, projected};
   }
@@ -875,18 +919,21 @@ std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i) {
 void StopForLead(Context& c, size_t i) {
   if (!c.config.throughput.lead) return;
   if (auto lead = LeadAtEqualTime(c, i)) {
-    c.Stop(i, "throughput",
-           fmt::format("at t={}: trial {} is lower by {} at equal time (margin {}) and the gap, closing at most "
-                       "{} per second, is still {} at the budget",
-                       Secs(lead->at), Name(c.trials[lead->rival]), Num(lead->gap), Num(lead->margin),
-                       Num(lead->closing), Num(lead->projected)),
-           lead->gap, lead->margin, 1);
+    std::string reason =
+        lead->at >= c.config.budget_s
+            ? fmt::format("at the budget t={}: trial {} is lower by {} (margin {})", Secs(lead->at),
+                          Name(c.trials[lead->rival]), Num(lead->gap), Num(lead->margin))
+            : fmt::format(
+                  "at t={}: trial {} is lower by {} at equal time (margin {}) and the gap, closing at most "
+                  "{} per second, is still {} at the budget",
+                  Secs(lead->at), Name(c.trials[lead->rival]), Num(lead->gap), Num(lead->margin), Num(lead->closing),
+                  Num(lead->projected));
+    c.Stop(i, "throughput", std::move(reason), lead->gap, lead->margin, 1);
   }
 }
 
 void Throughput(Context& c) {
   const ThroughputRuleConfig& cfg = c.config.throughput;
-  const double z = c.config.evidence.noise_z;
   ThroughputModel model(c);
   // Slowest first, so that a chain of siblings collapses onto the fastest one.
   std::vector<size_t> order;
@@ -909,7 +956,7 @@ void Throughput(Context& c) {
     double needed = 0;
     for (size_t j = 0; j < c.trials.size(); ++j) {
       if (j == i || !c.live[j] || model.group(j) != model.group(i) || !model.rate(j)) continue;
-      double need = 1 + cfg.rate_margin + z * std::hypot(me.rate_rse, c.series[j].rate_rse);
+      double need = 1 + cfg.rate_margin + std::hypot(c.RateSe(i), c.RateSe(j));
       if (*model.rate(j) >= mine * need && (!rival || *model.rate(j) > *model.rate(*rival))) rival = j, needed = need;
     }
     if (rival) {
@@ -954,9 +1001,8 @@ void Throughput(Context& c) {
       // Progress is a difference of differences: its first values are single raw points (the
       // smoothing has nothing to average yet), so its noise is the raw noise of both curves at
       // the start plus the smoothed noise at the end.
-      const Series& them = c.series[j];
-      double progress_margin = std::max(
-          cfg.margin, z * std::sqrt(me.noise * me.noise + them.noise * them.noise + me.se * me.se + them.se * them.se));
+      double progress_margin = std::max(cfg.margin, std::sqrt(c.Noise(i) * c.Noise(i) + c.Noise(j) * c.Noise(j) +
+                                                              c.Se(i) * c.Se(i) + c.Se(j) * c.Se(j)));
       bool much_faster = cfg.rival_speedup > 0 && speedup >= cfg.rival_speedup && g->first >= -progress_margin;
       bool better = g->first > progress_margin;
       if ((much_faster || better) && (!rival_group || *model.rate(j) > *model.rate(*rival_group))) {
@@ -1088,6 +1134,12 @@ std::vector<StopDecision> Decide(const StoppingConfig& config, const std::vector
   for (size_t i = 0; i < trials.size(); ++i) {
     c.live.push_back(trials[i].phase != TrialPhase::kStopped);
     c.stall_period = std::max(c.stall_period, c.series[i].stall_period);
+  }
+  StudentT t(config.evidence.noise_z);
+  for (size_t i = 0; i < trials.size(); ++i) {
+    size_t points = c.series[i].points;
+    c.z_loss.push_back(t(points > 0 ? points - 1 : 0));
+    c.z_rate.push_back(t(points > 1 ? points - 2 : 0));
   }
   for (size_t i = 0; i < trials.size(); ++i) {
     c.evident.push_back(c.EvidentNow(i));

@@ -42,21 +42,27 @@
 //               lower at equal time by the margin, this trial's curve has bent (its recent slope in
 //               time no steeper than the one before), and the gap, closing at most at its pace over
 //               the last third of the time both have run (plus noise_z standard errors of that
-//               pace), would still exceed the margin at the budget. Decided on loss at equal time
-//               only, so it needs no rate and ignores the stall window (a stall is already paid for
-//               in the loss at a time); the projection only holds it back. One after another it
-//               compares the running trial with the completed ones, as a median pruner would.
+//               pace), would still exceed the margin at the budget; once both have reached the
+//               budget, the gap measured there decides alone (nothing is left to project).
+//               Decided on loss at equal time only, so it needs no rate and ignores the stall
+//               window (a stall is already paid for in the loss at a time); the projection only
+//               holds it back. One after another it compares the running trial with the completed
+//               ones, as a median pruner would.
 //               Progress per iteration (loss fallen since the first common iteration) rather than
 //               level, because first losses differ by initialisation and data order alone.
 // Evidence (issue 15). Replayed on Megatron-LM curves of other model families and platforms, the
 // rules above lost the best trial in 30% of studies, all for decisions made before the evidence
 // existed. So every comparison rule now waits for EvidenceConfig: min_points logged points and
 // min_fraction of the budget, for the trial judged and for the rival or reference it is judged
-// against; its margins are at least noise_z standard errors of the difference, each curve's
-// noise measured from its own raw points; a sibling must be faster by rate_margin plus noise_z
-// standard errors of both rates (a stall, once seen, spreads a rate's intervals); and another
-// configuration is a reason to stop a trial only while it is lower *at equal time* by that
-// margin, whatever the projections to the budget say (they decide only how far ahead it stays).
+// against (min_loss_points instead of min_points for (6), which compares loss at equal time and
+// no rate); its margins are at least noise_z standard errors of the difference, each curve's
+// noise measured from its own raw points and its standard error taken as the Student-t quantile
+// of noise_z's one-sided probability with df = its points - 1 (a rate's: intervals - 1), so a
+// noise measured on few points, itself uncertain, widens the margin; a sibling must be faster
+// by rate_margin plus noise_z standard errors of both rates (a stall, once seen, spreads a
+// rate's intervals); and another configuration is a reason to stop a trial only while it is
+// lower *at equal time* by that margin, whatever the projections to the budget say (they
+// decide only how far ahead it stays).
 // A curve's noise is the larger of its whole curve's and its recent points' (the last third):
 // losses grow noisier as they fall, and the flat early points would hide it (gpt-100it-pile's
 // best trial was stopped at 56% of the budget on a 0.2 gap at equal time that its recent swings

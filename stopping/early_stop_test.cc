@@ -548,7 +548,7 @@ TEST_CASE("throughput (6): a rival lower at equal time that it is not catching u
     c.throughput.lead = false;
     CHECK(run(constant).empty());
   }
-  SECTION("not before min_points, nor on two points with min_points = 3") {
+  SECTION("not before min_loss_points (not min_points: no rate is compared), nor on two points") {
     auto cut = [&](size_t n) {
       std::vector<CurvePoint> a = Curve(1.0, 30), b = Curve(1.0, 30, constant);
       a.resize(n), b.resize(n);
@@ -556,11 +556,55 @@ TEST_CASE("throughput (6): a rival lower at equal time that it is not catching u
           c, {Trial(1, a, TrialPhase::kRunning, {{"lr", "0.1"}}), Trial(2, b, TrialPhase::kRunning, {{"lr", "0.3"}})});
     };
     c.budget_s = 20;  // min_fraction: 2 s, reached at the third point
-    CHECK(cut(9).empty());
-    CHECK(StoppedIds(cut(10)) == std::vector<int64_t>{2});
-    c.evidence.min_points = 3;
+    REQUIRE(c.evidence.min_loss_points == 5);
+    CHECK(cut(2).empty());
+    CHECK(cut(4).empty());
+    CHECK(StoppedIds(cut(5)) == std::vector<int64_t>{2});
+    c.evidence.min_loss_points = 8;
+    CHECK(cut(7).empty());
+    CHECK(StoppedIds(cut(8)) == std::vector<int64_t>{2});
+    c.evidence.min_loss_points = 3;
     CHECK(cut(2).empty());
     CHECK(StoppedIds(cut(3)) == std::vector<int64_t>{2});
+  }
+  SECTION("at the budget the measured gap decides, even on a curve still steepening") {
+    // The warm-up curve above, not stopped with 70 s to go, is 0.7 higher when both reach the budget.
+    // (Rates not trusted yet, so only (6), which compares loss alone, may decide.)
+    c.budget_s = 30;
+    c.evidence.min_points = 40;
+    std::vector<StopDecision> at_budget = run([](int64_t s) { return 6.0 - 0.002 * static_cast<double>(s * s); });
+    REQUIRE(StoppedIds(at_budget) == std::vector<int64_t>{2});
+    CHECK_THAT(at_budget[0].reason, Catch::Contains("at the budget t=30s: trial 1 is lower by"));
+    // The lower one at the budget is never the one stopped.
+    std::vector<int64_t> ids = StoppedIds(EvaluateStopping(
+        c, {Trial(1, Curve(1.0, 30), TrialPhase::kRunning, {{"lr", "0.1"}}),
+            Trial(2, Curve(1.0, 30, [](int64_t s) { return Loss(s) - 0.1; }), TrialPhase::kRunning, {{"lr", "0.3"}})}));
+    CHECK(ids == std::vector<int64_t>{1});
+  }
+  SECTION("few points widen the margin: a gap clear on 40 points is not on 5") {
+    // Both curves swing by +-0.05 about the same shape (no smoothing: the raw noise is the
+    // standard error), trial 2 higher by `gap`, both at the budget (so the gap alone decides).
+    c.smoothing.kind = SmoothingKind::kNone;
+    auto swinging = [](double offset) {
+      return [offset](int64_t s) { return Loss(s) + offset + (s % 2 == 0 ? 0.05 : -0.05); };
+    };
+    auto se_of = [&](double seconds) {
+      StoppingState state(c);
+      state.Append(1, 1, Curve(1.0, seconds, swinging(0)), {});
+      return state.Inspect(1)->se;
+    };
+    double se = std::max(se_of(4), se_of(39));
+    REQUIRE(se > 0.1);
+    // 3.4 standard errors of one curve: 2.4 of the difference, more than noise_z = 2 of it, but
+    // less than the Student-t quantile with 4 degrees of freedom (2.87); more than with 39 (2.06).
+    double gap = 3.4 * se;
+    auto at = [&](double seconds) {
+      c.budget_s = seconds;
+      return EvaluateStopping(c, {Trial(1, Curve(1.0, seconds, swinging(0)), TrialPhase::kRunning, {{"lr", "0.1"}}),
+                                  Trial(2, Curve(1.0, seconds, swinging(gap)), TrialPhase::kRunning, {{"lr", "0.3"}})});
+    };
+    CHECK(at(4).empty());
+    CHECK(StoppedIds(at(39)) == std::vector<int64_t>{2});
   }
 }
 

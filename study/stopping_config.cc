@@ -104,9 +104,9 @@ Result<StoppingConfig> ParseStoppingConfig(const toml::table& table, const std::
                                            const std::vector<std::string>& parameters) {
   StoppingConfig c;
   TableReader top(table, "stopping", path);
-  SWEEP_RETURN_IF_ERROR(
-      top.CheckKeys({"axis", "smoothing", "ema_alpha", "window", "budget_s", "target_loss", "min_points",
-                     "min_fraction", "noise_z", "divergence", "race", "halving", "median", "patience", "throughput"}));
+  SWEEP_RETURN_IF_ERROR(top.CheckKeys({"axis", "smoothing", "ema_alpha", "window", "budget_s", "target_loss",
+                                       "min_points", "min_loss_points", "min_fraction", "noise_z", "divergence", "race",
+                                       "halving", "median", "patience", "throughput"}));
   std::string axis = "train_time", smoothing = "ema";
   SWEEP_RETURN_IF_ERROR(top.Choice("axis", {"train_time", "gpu_time"}, &axis));
   c.axis = axis == "gpu_time" ? TimeAxis::kGpuTime : TimeAxis::kTrainTime;
@@ -123,6 +123,7 @@ Result<StoppingConfig> ParseStoppingConfig(const toml::table& table, const std::
   SWEEP_RETURN_IF_ERROR(top.Number("target_loss", -kInf, kInf, &c.target_loss));
   // Fewer than three points cannot show a curve's noise, nor two intervals its rate's.
   SWEEP_RETURN_IF_ERROR(top.Int("min_points", 3, 1000000, &c.evidence.min_points));
+  SWEEP_RETURN_IF_ERROR(top.Int("min_loss_points", 3, 1000000, &c.evidence.min_loss_points));
   SWEEP_RETURN_IF_ERROR(top.Number("min_fraction", 0, 1, &c.evidence.min_fraction));
   SWEEP_RETURN_IF_ERROR(top.Number("noise_z", 0, kInf, &c.evidence.noise_z));
 

@@ -26,7 +26,8 @@ namespace sweep {
 //                          budget_s = training time at which trials are compared
 //                          target_loss = loss for the time-to-target objective
 //                          min_points = 10, min_fraction = 0.1 (of budget_s), noise_z = 2: the
-//                          evidence every comparison waits for (stopping/early_stop.h)
+//                          evidence every comparison waits for (stopping/early_stop.h);
+//                          min_loss_points = 5: for loss at equal time alone (throughput (6))
 //   [stopping.divergence]  nan = true, max_loss, spike_factor (e.g. 10), max_nan_iters, grace_s
 //   [stopping.race]        slack = 0, grace_s = 0 (needs target_loss)
 //   [stopping.halving]     eta = 3, min_time_s (required), max_time_s (default budget_s),

@@ -24,6 +24,7 @@ window = 7
 budget_s = 3600
 target_loss = 2.5
 min_points = 20
+min_loss_points = 7
 min_fraction = 0.05
 noise_z = 3
 [stopping.divergence]
@@ -61,6 +62,7 @@ lead = false
   CHECK(c->smoothing.window == 7);
   CHECK(c->budget_s == 3600);
   CHECK(c->evidence.min_points == 20);
+  CHECK(c->evidence.min_loss_points == 7);
   CHECK(c->evidence.min_fraction == 0.05);
   CHECK(c->evidence.noise_z == 3);
   CHECK(*c->target_loss == 2.5);
@@ -99,6 +101,7 @@ TEST_CASE("[stopping] alone: the benchmarked default rule set, with evidence thr
   CHECK_FALSE(c->patience.enabled);
   CHECK_FALSE(c->race.enabled);
   CHECK(c->evidence.min_points == 10);
+  CHECK(c->evidence.min_loss_points == 5);
   CHECK(c->evidence.min_fraction == 0.1);
   CHECK(c->evidence.noise_z == 2);
   CHECK(c->axis == TimeAxis::kTrainTime);
@@ -152,6 +155,8 @@ TEST_CASE("[stopping] errors name file, line and key, and suggest the closest ke
         "study.toml:4: key 'stopping.race.slack': must be at least 0");
   CHECK(status("[stopping]\nmin_points = 2\n") ==
         "study.toml:2: key 'stopping.min_points': must be between 3 and 1000000");
+  CHECK(status("[stopping]\nmin_loss_points = 2\n") ==
+        "study.toml:2: key 'stopping.min_loss_points': must be between 3 and 1000000");
   CHECK(status("[stopping]\nmin_fraction = 1.5\n") ==
         "study.toml:2: key 'stopping.min_fraction': must be between 0 and 1");
   CHECK(status("[stopping.throughput]\ngrace_s = 1\n") ==
