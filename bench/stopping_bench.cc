@@ -661,6 +661,33 @@ FolderResult RunFolder(const fs::path& data, const Options& o) {
     }
     together.insert(together.begin() + 1, Summarize("(oracle: only the best runs)", studies, oracle));
     sequential.insert(sequential.begin() + 1, Summarize("(oracle: only the best runs)", studies, oracle));
+
+    // The floor for any rule that waits for the default evidence before it stops a trial: the best
+    // runs, every other trial runs until it has logged min_loss_points finite losses (the fewest any
+    // rule compares on) and min_fraction of the budget, or to its end if it ends sooner. No rule that
+    // keeps the best and waits for evidence can cost less, whatever it compares.
+    const EvidenceConfig evidence;
+    std::vector<std::vector<Score>> floors(studies.size());
+    for (size_t si = 0; si < studies.size(); ++si) {
+      const BenchStudy& s = studies[si];
+      size_t best = std::min_element(s.smooth_loss.begin(), s.smooth_loss.end()) - s.smooth_loss.begin();
+      std::vector<double> stop(s.trials.size());
+      for (size_t i = 0; i < s.trials.size(); ++i) {
+        double shown = s.end_s[i];
+        int finite = 0;
+        for (const CurvePoint& p : s.trials[i].curve) {
+          if (std::isfinite(p.value) && ++finite == evidence.min_loss_points) {
+            shown = p.time_s;
+            break;
+          }
+        }
+        stop[i] = i == best ? s.end_s[i] : std::min(s.end_s[i], std::max(shown, evidence.min_fraction * s.budget_s));
+      }
+      floors[si].push_back(ScoreRun(s, stop));
+    }
+    const char* floor_name = "(floor: others to the evidence)";
+    together.insert(together.begin() + 2, Summarize(floor_name, studies, floors));
+    sequential.insert(sequential.begin() + 2, Summarize(floor_name, studies, floors));
   }
 
   if (o.optuna) {
