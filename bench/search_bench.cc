@@ -237,7 +237,7 @@ using Trace = std::vector<double>;
 
 void Record(Trace& trace, double v) { trace.push_back(trace.empty() ? v : std::min(trace.back(), v)); }
 
-sweep::sampler::Options tpe_options;  // --candidates, --startup, --width, --prior-width: for tuning the sampler
+sweep::sampler::Options tpe_options;  // --candidates, --startup, --width, --prior-width, --independent: tuning
 
 Trace RunTpe(const Problem& p, int budget, int batch, uint64_t seed) {
   std::vector<sweep::sampler::Observation> history;
@@ -416,10 +416,11 @@ int Main(int argc, char** argv) {
     else if (a == "--startup") tpe_options.startup = std::stoi(next());
     else if (a == "--width") tpe_options.width = std::stod(next());
     else if (a == "--prior-width") tpe_options.prior_width = std::stod(next());
+    else if (a == "--independent") tpe_options.independent = std::stod(next());
     else if (a == "--warm") warm = true;
     else {
       std::cerr << "usage: search_bench [--full | --seeds N] [--budget N] [--problem NAME] [--batch K] [--no-optuna] "
-                   "[--python PATH] [--width X] [--prior-width X] [--warm]\n";
+                   "[--python PATH] [--width X] [--prior-width X] [--independent X] [--warm]\n";
       return a == "--help" ? 0 : 2;
     }
   }

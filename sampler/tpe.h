@@ -10,7 +10,9 @@
 // Scott's bandwidth, a smoothed point mass for a categorical choice) plus a flat prior, so knobs
 // that only work together (tp with pp, lr with the optimizer) are learnt together. Both densities
 // share one bandwidth, set for all observations (Optuna's gives each its own; see tpe.cc), a
-// narrower one than Optuna's for this study's own; beyond
+// narrower one than Optuna's for this study's own. Each density is mostly that joint density,
+// mixed with the product of its marginals (Optuna's independent TPE), which carries what one knob
+// taught across the others' ranges, where narrow product kernels say nothing; beyond
 // the newest 25 observations of a density, older ones weigh less (Optuna's default weights).
 //   Slurm sweeps run trials in parallel, and in what they observe:
 //   - A batch of K (one job array) is proposed one by one; each pick joins the history as a
@@ -79,6 +81,9 @@ struct Options {
   // another study's (a warm start), wider as they tell less precisely where the good region is now.
   double width = 0.15;
   double prior_width = 0.2;
+  // Each density is this share the product of its marginals (independent TPE), the rest the joint
+  // density (see tpe.cc); from 0 (the joint alone) to 1.
+  double independent = 0.3;
 };
 
 // True when a configuration may be proposed (constraints, planner verdicts, OOM dominance).
