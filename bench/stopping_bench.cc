@@ -166,7 +166,10 @@ std::vector<BenchStudy> LoadStudies(const fs::path& dir) {
   for (const auto& row : ReadCsv(dir / "studies.csv")) {
     const std::string& name = row.at("study");
     auto it = std::find_if(studies.begin(), studies.end(), [&](const BenchStudy& s) { return s.name == name; });
-    if (it == studies.end()) it = studies.insert(studies.end(), BenchStudy{name, {}});
+    if (it == studies.end()) {
+      it = studies.insert(studies.end(), BenchStudy{});
+      it->name = name;
+    }
     auto curve = rows_by_case.find(row.at("case"));
     if (curve == rows_by_case.end()) {
       std::cerr << "stopping_bench: no curve for " << row.at("case") << " in " << dir << "\n";
