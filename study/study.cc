@@ -16,6 +16,7 @@
 #include "base/text.h"
 #include "base/trial_state.h"
 #include "study/expr.h"
+#include "study/space.h"
 #include "study/stopping_config.h"
 #include "study/template_vars.h"
 #include "study/toml_table.h"
@@ -177,6 +178,11 @@ class Loader {
     if (*obj) {
       SWEEP_RETURN_IF_ERROR(CheckKeys(**obj, "objective", {"metric", "mode", "rank_by", "logged_within"}));
       SWEEP_RETURN_IF_ERROR(String(**obj, "objective", "metric", &s.objective.metric, false));
+      // An empty name matches no logged metric: run would submit trials and stop only once one ended.
+      if (s.objective.metric.empty()) {
+        return Error((*obj)->get("metric"), "objective.metric",
+                     "is empty; name a metric the trainer logs (default lm_loss)");
+      }
       std::string mode = "min";
       SWEEP_RETURN_IF_ERROR(String(**obj, "objective", "mode", &mode, false));
       if (mode != "min" && mode != "max")
@@ -362,6 +368,15 @@ class Loader {
           auto kind = [](const toml::node& n) { return n.is_number() ? 0 : n.is_string() ? 1 : 2; };
           if (kind(e) != kind(*arr->begin())) {
             return Error(&e, full, "mixes numbers, strings and booleans in one list; write every value alike");
+          }
+          // A value twice ([8, 8], [0.01, 1e-2]) is one trial key: a grid would count it twice in `run`
+          // and list it twice in `plan`, while the store keeps one trial.
+          for (size_t i = 0; i + 1 < p.choices.size(); ++i) {
+            if (TrialKey({{p.name, p.choices[i]}}) == TrialKey({{p.name, p.choices.back()}})) {
+              return Error(&e, full,
+                           fmt::format("the value {} is already in the list; give each value once",
+                                       ParamToString(p.choices.back())));
+            }
           }
         }
       } else if (const toml::table* range = node.as_table()) {

@@ -102,6 +102,17 @@ TEST_CASE("likely mistakes that used to load silently are errors", "[study]") {
   CHECK_THAT(
       message(MinimalStudy("[space]\nlr = [0.1]\nopt = [\"a\"]\n", "[search]\nsampler = \"grid\"\ntrials = 5\n")),
       Catch::Contains("study.toml:13: key 'search.trials'") && Catch::Contains("random sampler"));
+  // A value given twice is one trial: the grid counted 16 trials for a study of 4 in `run` and listed each twice.
+  CHECK_THAT(message(MinimalStudy("[space]\nlr = [0.01, 0.1, 1e-2]\nopt = [\"a\"]\n")),
+             Catch::Contains("study.toml:12: key 'space.lr'") && Catch::Contains("0.01 is already in the list"));
+  CHECK_THAT(message(MinimalStudy("[space]\nlr = [0.1]\nopt = [8, 8.0]\n")),
+             Catch::Contains("space.opt") && Catch::Contains("8 is already"));
+  CHECK_THAT(message(MinimalStudy("[space]\nlr = [0.1]\nopt = [\"a\", \"b\", \"a\"]\n")),
+             Catch::Contains("space.opt") && Catch::Contains("a is already"));
+  CHECK(d.Parse(MinimalStudy("[space]\nlr = [0.1]\nopt = [\"1\", \"01\"]\n")).ok());  // two strings
+  // An empty objective matches no metric: run submitted trials and stopped only when the first one ended.
+  CHECK_THAT(message(MinimalStudy() + "[objective]\nmetric = \"\"\n"),
+             Catch::Contains("study.toml:15: key 'objective.metric'") && Catch::Contains("empty"));
   // An empty path would quietly mean the default under ~/.ssh.
   std::string empty_key = MinimalStudy();
   empty_key.replace(empty_key.find("workdir"), 0, "identity_file = \"\"\n");
