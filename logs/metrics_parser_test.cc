@@ -297,7 +297,9 @@ TEST_CASE("the time axis accumulates across chunks and log intervals", "[metrics
   REQUIRE(c.points[0].time_s == Approx(4.0));
 
   // A restarted orchestrator resumes from the saved state.
-  ParserState resumed{40, 4.0};
+  ParserState resumed;
+  resumed.last_step = 40;
+  resumed.time_s = 4.0;
   auto d =
       ParseMetrics("iteration 50/ 100 | elapsed time per iteration (ms): 100.0 |\n", MetricFormat::kMegatron, resumed);
   REQUIRE(d.points[0].time_s == Approx(5.0));
