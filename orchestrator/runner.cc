@@ -1359,11 +1359,15 @@ Status Runner::CheckObjectiveLogged(const std::vector<store::TrialRecord>& trial
       live == 0 ? "No job of the study is on Slurm"
                 : fmt::format("The {} job(s) already on Slurm go on (`slurmsweep cancel {}` stops them)", live,
                               study_.path);
+  // Named as a load error names a key (file:line: key '...'); the default lm_loss has no line in the file.
+  std::string where = study_.objective.metric_line > 0
+                          ? fmt::format("{}:{}: key 'objective.metric'", study_.path, study_.objective.metric_line)
+                          : fmt::format("{}: [objective] metric (the default, lm_loss)", study_.path);
   return Status::InvalidArgument(fmt::format(
-      "{}: [objective] metric: {}. Submission stopped. {}; every metric the logs have is stored, so nothing is "
+      "{}: {}. Submission stopped. {}; every metric the logs have is stored, so nothing is "
       "lost: fix [objective] metric (or what the trainer logs; `slurmsweep metrics LOG --study {}` checks a log) and "
       "`slurmsweep run {}` goes on. An objective logged only at the end: [objective] logged_within = 0",
-      study_.path, missing, on_slurm, study_.path, study_.path));
+      where, missing, on_slurm, study_.path, study_.path));
 }
 
 bool Runner::StopRequested() {

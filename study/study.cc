@@ -178,6 +178,8 @@ class Loader {
     if (*obj) {
       SWEEP_RETURN_IF_ERROR(CheckKeys(**obj, "objective", {"metric", "mode", "rank_by", "logged_within"}));
       SWEEP_RETURN_IF_ERROR(String(**obj, "objective", "metric", &s.objective.metric, false));
+      if (const toml::node* m = (*obj)->get("metric"))
+        s.objective.metric_line = static_cast<int>(m->source().begin.line);
       // An empty name matches no logged metric: run would submit trials and stop only once one ended.
       if (s.objective.metric.empty()) {
         return Error((*obj)->get("metric"), "objective.metric",

@@ -83,6 +83,7 @@ struct JobSpec {
 
 struct Objective {
   std::string metric = "lm_loss";
+  int metric_line = 0;  // of the `metric` key, for errors found while running (0: the default, not in the file)
   bool minimize = true;
   // Rank by the training time to reach the report's target (the smoothed objective first at or
   // past it) instead of by the final value: the headline of a throughput-and-convergence study.

@@ -716,9 +716,10 @@ TEST_CASE("objective: a name no trial logs stops submission with the names the l
   auto stopped = s.runner().Tick();
   REQUIRE_FALSE(stopped.ok());
   CHECK(stopped.status().code() == Status::Code::kInvalidArgument);
-  CHECK_THAT(stopped.status().message(),
-             Catch::Contains("[objective] metric") && Catch::Contains("never the objective 'lm_los'") &&
-                 Catch::Contains("did you mean 'lm_loss'") && Catch::Contains("Submission stopped"));
+  CHECK_THAT(stopped.status().message(), Catch::Contains("study.toml:15: key 'objective.metric': ") &&
+                                             Catch::Contains("never the objective 'lm_los'") &&
+                                             Catch::Contains("did you mean 'lm_loss'") &&
+                                             Catch::Contains("Submission stopped"));
   CHECK(s.slurm.issued("sbatch").size() == 1);  // the second trial was never submitted
   CHECK(s.Events("objective_missing") == 1);
   // Every name the log had was stored: a run with the name fixed ranks the trial without re-reading.
