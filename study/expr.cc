@@ -300,6 +300,19 @@ void Collect(const Expr::Node& n, std::vector<std::string>& out) {
   if (n.b) Collect(*n.b, out);
 }
 
+void CollectStringEqualities(const Expr::Node& n, std::vector<std::pair<std::string, std::string>>& out) {
+  if (n.kind == Expr::Node::kBinary && (n.name == "==" || n.name == "!=") && n.a && n.b) {
+    for (const auto& [var, lit] : {std::pair(n.a.get(), n.b.get()), std::pair(n.b.get(), n.a.get())}) {
+      if (var->kind == Expr::Node::kVar && lit->kind == Expr::Node::kLiteral &&
+          std::holds_alternative<std::string>(lit->value)) {
+        out.emplace_back(var->name, std::get<std::string>(lit->value));
+      }
+    }
+  }
+  if (n.a) CollectStringEqualities(*n.a, out);
+  if (n.b) CollectStringEqualities(*n.b, out);
+}
+
 }  // namespace
 
 Result<Expr> Expr::Parse(const std::string& text) {
@@ -325,6 +338,12 @@ Result<bool> Expr::EvalBool(const std::map<std::string, ExprValue>& vars) const 
 std::vector<std::string> Expr::Variables() const {
   std::vector<std::string> out;
   Collect(*root_, out);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> Expr::StringEqualities() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  CollectStringEqualities(*root_, out);
   return out;
 }
 

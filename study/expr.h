@@ -33,6 +33,9 @@ class Expr {
 
   // Names the expression refers to.
   std::vector<std::string> Variables() const;
+  // Each `name == "text"` or `name != "text"` (either side): the study checks "text" is one of the
+  // parameter's values, since a misspelt one makes the comparison always false or always true.
+  std::vector<std::pair<std::string, std::string>> StringEqualities() const;
 
  private:
   std::shared_ptr<const Node> root_;

@@ -431,6 +431,22 @@ class Loader {
                          fmt::format("'{}' uses '{}', which is not a parameter", c.expr, v));
         }
       }
+      // opt != "adamw" over ["sgd", "adam"] is always true: a misspelt value drops nothing, silently. A
+      // warning, not an error: a constraint shared by studies may name a value this space leaves out.
+      for (const auto& [name, text] : e->StringEqualities()) {
+        auto p = std::find_if(s.space.begin(), s.space.end(), [&](const ParamSpec& q) { return q.name == name; });
+        if (p == s.space.end() || p->choices.empty() || !std::holds_alternative<std::string>(p->choices.front())) {
+          continue;  // a number or a range: comparing it with a string is a type error at evaluation
+        }
+        std::vector<std::string_view> values;
+        for (const auto& v : p->choices) values.push_back(std::get<std::string>(v));
+        if (std::find(values.begin(), values.end(), text) == values.end()) {
+          s.warnings.push_back(fmt::format(
+              "{}:{}: key 'search.constraints': '{}' compares '{}' with \"{}\", which is not one of its values "
+              "({}){}; the comparison is the same for every trial",
+              path_, c.line, c.expr, name, text, fmt::join(values, ", "), DidYouMean(text, values)));
+        }
+      }
     }
     return Status::OK();
   }

@@ -110,6 +110,22 @@ TEST_CASE("likely mistakes that used to load silently are errors", "[study]") {
   CHECK_THAT(message(MinimalStudy("[space]\nlr = [0.1]\nopt = [\"a\", \"b\", \"a\"]\n")),
              Catch::Contains("space.opt") && Catch::Contains("a is already"));
   CHECK(d.Parse(MinimalStudy("[space]\nlr = [0.1]\nopt = [\"1\", \"01\"]\n")).ok());  // two strings
+  // A constraint comparing a parameter with a value it never takes drops all or nothing: a warning (a
+  // constraint shared by studies may name a value this space leaves out).
+  auto warnings = [&](const std::string& constraint) {
+    auto s = d.Parse(MinimalStudy("[space]\nlr = [0.1]\nopt = [\"sgd\", \"adam\"]\n",
+                                  "[search]\nconstraints = ['" + constraint + "']\n"));
+    REQUIRE(s.ok());
+    return s->warnings;
+  };
+  auto typo = warnings("opt != \"adamw\" || lr < 1");
+  REQUIRE(typo.size() == 1);
+  CHECK_THAT(typo[0],
+             Catch::Contains("study.toml:12: key 'search.constraints'") &&
+                 Catch::Contains("compares 'opt' with \"adamw\", which is not one of its values (sgd, adam)") &&
+                 Catch::Contains("did you mean 'adam'"));
+  CHECK(warnings("\"Adam\" == opt").size() == 1);
+  CHECK(warnings("opt != \"sgd\" || lr < 1").empty());
   // An empty objective matches no metric: run submitted trials and stopped only when the first one ended.
   CHECK_THAT(message(MinimalStudy() + "[objective]\nmetric = \"\"\n"),
              Catch::Contains("study.toml:15: key 'objective.metric'") && Catch::Contains("empty"));
