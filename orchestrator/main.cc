@@ -795,11 +795,13 @@ struct App {
     }
     store::TrialRecord trial = *matches[0];
     auto where = [&] { return study.cluster.transport == "ssh" ? "on " + study.cluster.host : "on this machine"; };
-    if (trial.log_path.empty() && !follow) {
-      return Status::FailedPrecondition(
-          fmt::format("trial {} has no log yet: it is {} (never submitted); --follow "
-                      "waits for it",
-                      trial.trial_key, trial.state));
+    // A trial that ended unsubmitted (dropped, skipped, cancelled before its sbatch) never gets a log: --follow
+    // would wait on nothing and end silently.
+    const bool ended_unsubmitted = trial.log_path.empty() && IsFinalTrialState(trial.state);
+    if (trial.log_path.empty() && (!follow || ended_unsubmitted)) {
+      return Status::FailedPrecondition(fmt::format("trial {} has no log{}: it is {} (never submitted){}",
+                                                    trial.trial_key, ended_unsubmitted ? "" : " yet", trial.state,
+                                                    ended_unsubmitted ? "" : "; --follow waits for it"));
     }
     SWEEP_RETURN_IF_ERROR(Connect());
     std::string path;

@@ -354,11 +354,12 @@ TEST_CASE("status --watch on a pipe: a line per change, and it ends once every t
 
 TEST_CASE("logs prints a trial's log over the local transport; --follow follows it until the trial ends", "[cli]") {
   testing::TempDir dir;
-  std::string study = testing::WriteLocalStudyFile(dir, "lg", "train {{lr}}", "[space]\nlr = [0.1, 0.01]\n");
+  std::string study = testing::WriteLocalStudyFile(dir, "lg", "train {{lr}}", "[space]\nlr = [0.1, 0.01, 0.5]\n");
   auto a = TrialIn("t-0aa", "0.1", "running"), b = TrialIn("t-1bb", "0.01", "new");
+  auto c = TrialIn("t-2cc", "0.5", "dropped");
   a.log_path = dir.file("t-0aa.1.out");
   a.job_id = "42";
-  auto ids = StoreTrials(dir, "lg", study, {a, b});
+  auto ids = StoreTrials(dir, "lg", study, {a, b, c});
   testing::WriteAll(a.log_path, "iteration 1\nred \x1b[31malert\n");
   SECTION("the whole log, control characters escaped") {
     auto [rc, out] = Shell(kBinary + " logs " + study + " t-0");
@@ -373,6 +374,11 @@ TEST_CASE("logs prints a trial's log over the local transport; --follow follows 
     auto [rc2, out2] = Shell(kBinary + " logs " + study + " t-1bb");
     CHECK(rc2 == 4);
     CHECK_THAT(out2, Catch::Contains("trial t-1bb has no log yet: it is new"));
+    // A dropped trial never gets one: --follow says so at once instead of waiting and ending without a word.
+    auto [rc3, out3] = Shell("timeout 20 " + kBinary + " logs --follow " + study + " t-2cc");
+    CHECK(rc3 == 4);
+    CHECK_THAT(out3, Catch::Contains("trial t-2cc has no log: it is dropped (never submitted)"));
+    CHECK_THAT(out3, !Catch::Contains("waits"));
   }
   SECTION("--follow: what is appended, then the end") {
     auto [src, pid] = testing::RunShell(fmt::format("timeout 60 {} logs --follow {} {} > {} 2>&1 & echo $!", kBinary,
