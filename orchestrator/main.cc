@@ -893,7 +893,7 @@ constexpr Command kCommands[] = {
      &App::CmdPlan},
     {"report",
      "Write the HTML report (recommendation, speedup over the baseline, ranking, charts, cost) and/or "
-     "trials.csv and metrics.csv; with neither option, both, to the study's [report] html and csv_dir.",
+     "trials.csv, metrics.csv and importance.csv; with neither option, both, to the study's [report] html and csv_dir.",
      &App::CmdReport},
     {"compare",
      "Studies side by side (the same model on other GPUs, or after a framework upgrade): the best "
@@ -1014,7 +1014,8 @@ int main(int argc, char** argv) {
     if (std::string_view(c.name) == "report") {
       sub->add_option("--html", app.html_path, "Write the self-contained HTML report to FILE")->type_name("FILE");
       sub->add_option("--csv", app.csv_path,
-                      "Write trials.csv and metrics.csv into DIR (a path ending in .csv: trials.csv alone, to it)")
+                      "Write trials.csv, metrics.csv and importance.csv into DIR (a path ending in .csv: trials.csv "
+                      "alone, to it)")
           ->type_name("DIR");
     }
     sub->callback([&chosen, &c] { chosen = &c; });
