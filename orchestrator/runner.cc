@@ -881,6 +881,11 @@ Status Runner::Classify(const store::TrialRecord& t, std::string& state, std::st
     if (row->has_value()) last = ObjectiveAtEnd{study_.objective.metric, (*row)->step, (*row)->value};
   }
   ClassifyFromLog(*tail, last, state, reason);
+  // A rule stopped it, but the job ended on its own before the scancel landed: completed it is,
+  // and its reason keeps the decision the log announced.
+  if (state == "completed" && reason.empty() && t.stop_request.rfind("pruned", 0) == 0) {
+    reason = "completed before the stop took effect (" + t.stop_request + ")";
+  }
   return Status::OK();
 }
 

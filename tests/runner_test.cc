@@ -469,6 +469,26 @@ TEST_CASE("prune: a stopping rule cancels a clearly worse running trial with one
   CHECK(s.Trial("0.2").state == "running");
 }
 
+TEST_CASE("prune: a job that completes before the scancel lands is completed, its reason keeps the decision",
+          "[runner]") {
+  Sweep s("[space]\nlr = [0.1, 0.2, 0.3]\n\n[stopping.median]\ngrace_s = 0\nmin_trials = 2\n", 3);
+  s.Tick();
+  for (int i = 0; i < 3; ++i) s.slurm.Start(fmt::format("100_{}", i));
+  for (int step = 1; step <= 10; ++step) {
+    s.slurm.AppendLog("100_0", MegatronLine(step, 100, 3.0 - 0.15 * step));
+    s.slurm.AppendLog("100_1", MegatronLine(step, 100, 3.0 - 0.12 * step));
+    s.slurm.AppendLog("100_2", MegatronLine(step, 100, 9.0));
+  }
+  s.Tick();
+  REQUIRE(s.slurm.issued("scancel").size() == 1);
+  s.slurm.End("100_2", "COMPLETED");  // it had finished training: Slurm records the job's own end
+  s.Tick();
+  INFO(s.log());
+  auto t = s.Trial("0.3");
+  CHECK(t.state == "completed");
+  CHECK_THAT(t.reason, Catch::StartsWith("completed before the stop took effect (pruned by the median rule"));
+}
+
 TEST_CASE("OOM skip: a CUDA OOM cancels queued configs that need at least as much memory, stored skipped", "[runner]") {
   Sweep s("[space]\nmbs = [4, 8, 2]\ntp = [1, 2]\n", 1, "", "echo {{mbs}} {{tp}}");
   s.Tick();  // one array of 6, one task at a time
