@@ -16,7 +16,6 @@
 #include "base/text.h"
 #include "base/trial_state.h"
 #include "study/expr.h"
-#include "study/space.h"
 #include "study/stopping_config.h"
 #include "study/template_vars.h"
 #include "study/toml_table.h"
@@ -371,10 +370,11 @@ class Loader {
           if (kind(e) != kind(*arr->begin())) {
             return Error(&e, full, "mixes numbers, strings and booleans in one list; write every value alike");
           }
-          // A value twice ([8, 8], [0.01, 1e-2]) is one trial key: a grid would count it twice in `run`
-          // and list it twice in `plan`, while the store keeps one trial.
+          // A value twice ([8, 8], [0.01, 1e-2]) is one trial key (keys hash the value's kind, checked
+          // alike above, and its ParamToString): a grid would count it twice in `run` and list it twice
+          // in `plan`, while the store keeps one trial.
           for (size_t i = 0; i + 1 < p.choices.size(); ++i) {
-            if (TrialKey({{p.name, p.choices[i]}}) == TrialKey({{p.name, p.choices.back()}})) {
+            if (ParamToString(p.choices[i]) == ParamToString(p.choices.back())) {
               return Error(&e, full,
                            fmt::format("the value {} is already in the list; give each value once",
                                        ParamToString(p.choices.back())));
