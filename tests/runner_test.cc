@@ -444,17 +444,28 @@ TEST_CASE("chain: a job stopped at its time limit with a checkpoint continues in
   CHECK(s.Loss(t) == std::vector<double>{3.0, 2.5, 2.0, 1.5});
 }
 
-TEST_CASE("prune: a stopping rule cancels a clearly worse running trial with one scancel", "[runner]") {
-  Sweep s("[space]\nlr = [0.1, 0.2, 0.3]\n\n[stopping.median]\ngrace_s = 0\nmin_trials = 2\n", 3);
+namespace {
+
+// A study of three trials under the median rule, one array; runs them until each has logged ten
+// points (the rules' evidence threshold, [stopping] min_points), the third not learning.
+constexpr const char* kPruneStudy = "[space]\nlr = [0.1, 0.2, 0.3]\n\n[stopping.median]\ngrace_s = 0\nmin_trials = 2\n";
+
+void RunToTenPoints(Sweep& s) {
   s.Tick();
   for (int i = 0; i < 3; ++i) s.slurm.Start(fmt::format("100_{}", i));
-  // Ten points each: the rules' evidence threshold ([stopping] min_points).
   for (int step = 1; step <= 10; ++step) {
     s.slurm.AppendLog("100_0", MegatronLine(step, 100, 3.0 - 0.15 * step));
     s.slurm.AppendLog("100_1", MegatronLine(step, 100, 3.0 - 0.12 * step));
     s.slurm.AppendLog("100_2", MegatronLine(step, 100, 9.0));  // not learning
   }
   s.Tick();
+}
+
+}  // namespace
+
+TEST_CASE("prune: a stopping rule cancels a clearly worse running trial with one scancel", "[runner]") {
+  Sweep s(kPruneStudy, 3);
+  RunToTenPoints(s);
   INFO(s.log());
   auto scancel = s.slurm.issued("scancel");
   REQUIRE(scancel.size() == 1);
@@ -471,15 +482,8 @@ TEST_CASE("prune: a stopping rule cancels a clearly worse running trial with one
 
 TEST_CASE("prune: a job that completes before the scancel lands is completed, its reason keeps the decision",
           "[runner]") {
-  Sweep s("[space]\nlr = [0.1, 0.2, 0.3]\n\n[stopping.median]\ngrace_s = 0\nmin_trials = 2\n", 3);
-  s.Tick();
-  for (int i = 0; i < 3; ++i) s.slurm.Start(fmt::format("100_{}", i));
-  for (int step = 1; step <= 10; ++step) {
-    s.slurm.AppendLog("100_0", MegatronLine(step, 100, 3.0 - 0.15 * step));
-    s.slurm.AppendLog("100_1", MegatronLine(step, 100, 3.0 - 0.12 * step));
-    s.slurm.AppendLog("100_2", MegatronLine(step, 100, 9.0));
-  }
-  s.Tick();
+  Sweep s(kPruneStudy, 3);
+  RunToTenPoints(s);
   REQUIRE(s.slurm.issued("scancel").size() == 1);
   s.slurm.End("100_2", "COMPLETED");  // it had finished training: Slurm records the job's own end
   s.Tick();
