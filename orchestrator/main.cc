@@ -601,7 +601,7 @@ struct App {
       ++counts[verdict];
       nlohmann::json params = nlohmann::json::object();
       for (const auto& [name, value] : t.params) {
-        std::visit([&](const auto& v) { params[name] = v; }, value);
+        std::visit([&, &key = name](const auto& v) { params[key] = v; }, value);
       }
       trials.push_back({{"key", t.key},
                         {"verdict", verdict},

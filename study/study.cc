@@ -434,7 +434,9 @@ class Loader {
       // opt != "adamw" over ["sgd", "adam"] is always true: a misspelt value drops nothing, silently. A
       // warning, not an error: a constraint shared by studies may name a value this space leaves out.
       for (const auto& [name, text] : e->StringEqualities()) {
-        auto p = std::find_if(s.space.begin(), s.space.end(), [&](const ParamSpec& q) { return q.name == name; });
+        // (C++17 lambdas cannot capture a structured binding: clang refuses, as the fuzz build showed.)
+        auto p = std::find_if(s.space.begin(), s.space.end(),
+                              [&, &param = name](const ParamSpec& q) { return q.name == param; });
         if (p == s.space.end() || p->choices.empty() || !std::holds_alternative<std::string>(p->choices.front())) {
           continue;  // a number or a range: comparing it with a string is a type error at evaluation
         }
