@@ -793,16 +793,18 @@ TEST_CASE("Run: a report refresh that does not finish never holds up the ticks; 
           "query_gap_s = 0\npoll_interval_s = 5\nmax_poll_interval_s = 5");
   std::mutex mu;
   std::condition_variable cv;
-  bool released = false, gave_up = false;
-  // The jobs run until 15 ticks (75 s, another refresh's worth) after the held refresh was
-  // released (its thread may start a few ticks late), then end.
+  bool released = false, gave_up = false, first_returned = false;
+  // The jobs run until a second refresh has started after the held one returned (on the fake
+  // clock a refresh is due again within 12 ticks, but the held refresh's thread may be scheduled
+  // late: the ticks are not tied to it), or, should none ever start, 1000 ticks after it returned.
   std::map<std::string, int> lines;
   int after = 0;
+  int refreshes = 0;  // background refreshes started
   s.slurm.on_squeue = [&](FakeSlurm& slurm) {
     bool may_end = false;
     {
       std::lock_guard<std::mutex> lock(mu);
-      if (released || gave_up) may_end = ++after >= 15;
+      if (first_returned || gave_up) may_end = refreshes >= 2 || ++after >= 1000;
     }
     for (const auto& id : slurm.job_ids()) {
       auto& job = slurm.job(id);
@@ -815,7 +817,6 @@ TEST_CASE("Run: a report refresh that does not finish never holds up the ticks; 
       }
     }
   };
-  int refreshes = 0;         // background refreshes started
   int ticks = 0;             // ticks the loop finished
   int ticks_while_held = 0;  // of which while the first refresh was still being written
   int refreshes_when_released = 0;
@@ -826,6 +827,7 @@ TEST_CASE("Run: a report refresh that does not finish never holds up the ticks; 
     // Only a guard against a hang should the loop wait for the refresh: the loop releases it.
     released_by_loop = cv.wait_for(lock, std::chrono::minutes(2), [&] { return released; });
     gave_up = !released_by_loop;
+    first_returned = true;
     return Status::OK();
   });
   s.runner().set_on_tick([&](const TickReport&) {
