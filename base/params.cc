@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <string_view>
 #include <type_traits>
 #include <variant>
 
@@ -18,6 +20,28 @@ std::string ParamToString(const ParamValue& v) {
         else return std::to_string(x);
       },
       v);
+}
+
+namespace {
+
+bool IsSafeValueChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         std::string_view("._+-,:/=@").find(c) != std::string_view::npos;
+}
+
+}  // namespace
+
+bool IsSafeValue(std::string_view v) { return std::all_of(v.begin(), v.end(), IsSafeValueChar); }
+
+std::string FirstUnsafeChar(std::string_view v) {
+  auto it = std::find_if_not(v.begin(), v.end(), IsSafeValueChar);
+  if (it == v.end()) return "";
+  unsigned char c = static_cast<unsigned char>(*it);
+  if (c == ' ') return "' ' (a blank)";
+  if (c == '\t') return "a tab";
+  if (c == '\n' || c == '\r') return fmt::format("byte 0x{:02x} (a line break)", c);
+  if (c < 0x20 || c >= 0x7f) return fmt::format("byte 0x{:02x}", c);
+  return fmt::format("'{}'", static_cast<char>(c));
 }
 
 }  // namespace sweep

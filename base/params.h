@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -17,6 +18,19 @@ using ParamValue = std::variant<int64_t, double, std::string, bool>;
 // As the template and the report show it: integers in full, floats shortest round-trip,
 // booleans "true"/"false".
 std::string ParamToString(const ParamValue& v);
+
+// The safe alphabet of template values (README: Templates): ASCII letters, digits and
+// . _ + - , : / = @. A value drawn from it is data wherever a template puts it: as an argument, in
+// a here-document, a printf format, or a string in a bash, Python or Perl program, because no
+// shell and no common interpreter gives these characters meaning (no quotes, blanks, line
+// breaks, $ ` \ ; & | < > ( ) [ ] { } * ? ~ # % ! or bytes beyond ASCII). This is the invariant
+// by default; a value outside it must be declared by the study (`text = true`) and then stands
+// only where the shell treats it as data (slurm/shell_context.h: a variable's value, a comment).
+bool IsSafeValue(std::string_view v);
+// The first character of `v` outside the safe alphabet, for a message ("' ' (a blank)", "'$'",
+// "byte 0x0a (a line break)"); "" when `v` is safe.
+std::string FirstUnsafeChar(std::string_view v);
+inline constexpr std::string_view kSafeValueAlphabet = "letters, digits and . _ + - , : / = @";
 
 // Name and value, in the study's parameter order.
 using Params = std::vector<std::pair<std::string, ParamValue>>;

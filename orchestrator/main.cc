@@ -540,6 +540,13 @@ struct App {
   Status PlanTpe() {
     auto region = PlanTpeRegion(study);
     if (!region.ok()) return region.status();
+    // Values of its lists that the template cannot carry: `run` would refuse the study (Prepare).
+    auto refused = ValueRefusals(study);
+    auto refusal = [&]() -> Status {
+      if (refused.empty()) return Status::OK();
+      return Status::InvalidArgument(
+          fmt::format("{} value(s) cannot be rendered; `run` would submit nothing", refused.size()));
+    };
     // The trials proposed so far (a study that ran), as `plan --json` lists a grid's.
     nlohmann::json trials = nlohmann::json::array();
     std::map<std::string, int> counts;
@@ -558,20 +565,21 @@ struct App {
       }
     }
     if (json) {
-      auto doc = PlanJson({}, {});
+      auto doc = PlanJson({}, refused);
       if (!doc.ok()) return doc.status();
       (*doc)["sampler"] = "tpe";
       (*doc)["region"] = TpeRegionJson(*region);
       (*doc)["trials"] = trials;
       (*doc)["counts"] = counts;
       std::cout << DumpJson(*doc);
-      return Status::OK();
+      return refusal();
     }
     std::cout << RenderTpeRegion(study, *region);
+    for (const auto& [value, why] : refused) std::cout << fmt::format("refused  {}: {}\n", value, TerminalSafe(why));
     std::string so_far;
     for (const auto& [state, n] : counts) so_far += fmt::format("{}{} {}", so_far.empty() ? "" : ", ", n, state);
     if (!so_far.empty()) std::cout << fmt::format("already proposed ({} in the database): {}\n", trials.size(), so_far);
-    return Status::OK();
+    return refusal();
   }
 
   // What each trial is in the study's database already (a study that ran), by trial key.

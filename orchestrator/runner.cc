@@ -161,6 +161,12 @@ Status Runner::Prepare() {
   for (const auto& [key, spec] : specs_) checked.push_back(spec);
   // Every trial's script renders before anything is stored or submitted: a value its template
   // cannot carry stops the run here, not when that trial comes up after others were submitted.
+  // A tpe study has no trials yet: each value of its lists renders instead, so a value its
+  // template cannot carry stops the run before the first proposal is submitted.
+  if (auto refused = ValueRefusals(study_); study_.sampler == "tpe" && !refused.empty()) {
+    return Status::InvalidArgument(fmt::format("{} value(s) cannot be rendered, nothing was submitted; first, {}: {}",
+                                               refused.size(), refused.begin()->first, refused.begin()->second));
+  }
   if (auto refused = RenderRefusals(study_, checked); !refused.empty()) {
     return Status::InvalidArgument(
         fmt::format("{} trial(s) cannot be rendered, nothing was submitted; first, trial "
@@ -200,7 +206,7 @@ Result<std::string> Runner::RenderBody(const store::TrialRecord& t) {
   auto spec = specs_.find(t.trial_key);
   if (spec == specs_.end()) return Status::Internal("trial " + t.trial_key + " is not in this study file");
   return slurm::RenderTemplate(study_.job.template_text, study_.job.template_path,
-                               TrialTemplateVars(study_, spec->second, t.attempt, t.log_path));
+                               TrialTemplateVars(study_, spec->second, t.attempt, t.log_path), TextNames(study_));
 }
 
 Result<std::optional<std::vector<std::string>>> Runner::NextDirectives(const store::TrialRecord& t) {
@@ -208,10 +214,12 @@ Result<std::optional<std::vector<std::string>>> Runner::NextDirectives(const sto
   if (spec == specs_.end()) return Status::Internal("trial " + t.trial_key + " is not in this study file");
   // Its log path depends on the array the trial joins, which these lines decide: a marker stands
   // in for it, and a directive that carries it keeps the trial out of every array.
-  static constexpr std::string_view kLogMarker = "\x01slurmsweep-log\x01";
+  // (The marker is drawn from the safe alphabet, as every value the renderer takes.)
+  static constexpr std::string_view kLogMarker = "slurmsweep-log-marker@@=";
   std::string_view tmpl = study_.job.template_text;
   auto head = slurm::RenderTemplate(tmpl.substr(0, slurm::DirectivesEnd(tmpl)), study_.job.template_path,
-                                    TrialTemplateVars(study_, spec->second, t.attempt + 1, std::string(kLogMarker)));
+                                    TrialTemplateVars(study_, spec->second, t.attempt + 1, std::string(kLogMarker)),
+                                    TextNames(study_));
   if (!head.ok()) return head.status();
   std::vector<std::string> directives = slurm::SbatchDirectives(*head);
   for (const auto& d : directives) {

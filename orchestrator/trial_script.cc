@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "slurm/sbatch_script.h"
 #include "slurm/telemetry_script.h"
@@ -26,7 +27,9 @@ Status CheckStudyTemplate(Study& study) {
     for (const auto& p : phase1->space) known[p.name] = "";
   }
   // Placeholders where no quoting can be proven safe are refused whatever the values.
-  SWEEP_RETURN_IF_ERROR(slurm::CheckTemplateContexts(job.template_text, job.template_path).WithContext(context));
+  // A value declared text may stand only where no program reads it as code.
+  SWEEP_RETURN_IF_ERROR(
+      slurm::CheckTemplateContexts(job.template_text, job.template_path, TextNames(study)).WithContext(context));
   SWEEP_RETURN_IF_ERROR(slurm::CheckOwnDirectives(job.template_text, job.template_path).WithContext(context));
   if (job.monitor) {
     SWEEP_RETURN_IF_ERROR(slurm::CheckTelemetryShell(
@@ -34,7 +37,7 @@ Status CheckStudyTemplate(Study& study) {
   }
   // Rendered once with every known name, an unknown placeholder is reported with the template's
   // own file and line.
-  auto rendered = slurm::RenderTemplate(job.template_text, job.template_path, known);
+  auto rendered = slurm::RenderTemplate(job.template_text, job.template_path, known, TextNames(study));
   if (!rendered.ok()) return rendered.status().WithContext(context);
   auto used = slurm::TemplatePlaceholders(job.template_text, job.template_path);
   if (!used.ok()) return used.status();
@@ -65,13 +68,43 @@ std::map<std::string, std::string> TrialTemplateVars(const Study& study, const T
   return vars;
 }
 
+std::set<std::string> TextNames(const Study& study) {
+  std::set<std::string> names = study.job.text_vars;
+  for (const ParamSpec& p : study.space) {
+    if (p.text) names.insert(p.name);
+  }
+  return names;
+}
+
+std::map<std::string, std::string> ValueRefusals(const Study& study) {
+  auto first = [](const ParamSpec& p) -> ParamValue {
+    if (!p.choices.empty()) return p.choices.front();
+    if (p.integer) return static_cast<int64_t>(std::ceil(*p.min));
+    return *p.min;
+  };
+  std::map<std::string, std::string> out;
+  for (const ParamSpec& varied : study.space) {
+    for (const ParamValue& value : varied.choices) {
+      TrialSpec spec;
+      spec.key = "t-000000000000";
+      for (const ParamSpec& p : study.space) spec.params.emplace_back(p.name, &p == &varied ? value : first(p));
+      auto refused = RenderRefusals(study, {spec});
+      if (!refused.empty()) {
+        out[fmt::format("space.{} = {}", varied.name, ParamToString(value))] = refused.begin()->second;
+      }
+    }
+  }
+  return out;
+}
+
 std::map<std::string, std::string> RenderRefusals(const Study& study, const std::vector<TrialSpec>& specs) {
   std::map<std::string, std::string> out;
   for (const TrialSpec& spec : specs) {
     if (!spec.dropped_reason.empty()) continue;
     std::string log = fmt::format("{}/logs/{}.1.out", study.cluster.workdir, spec.key);
     auto r =
-        slurm::RenderTemplate(study.job.template_text, study.job.template_path, TrialTemplateVars(study, spec, 1, log));
+        slurm::RenderTemplate(study.job.template_text, study.job.template_path, TrialTemplateVars(study, spec, 1, log),
+                              TextNames(study));
     if (!r.ok()) out[spec.key] = r.status().message();
   }
   return out;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,16 @@ Status CheckStudyTemplate(Study& study);
 // (template_vars.h) for `attempt` with its log at `log_path`.
 std::map<std::string, std::string> TrialTemplateVars(const Study& study, const TrialSpec& spec, int attempt,
                                                      const std::string& log_path);
+
+// The template variables a study declares text (`text = true` in [space] or [job.vars]): the only
+// ones whose values may lie outside the safe alphabet (base/params.h).
+std::set<std::string> TextNames(const Study& study);
+
+// Renders the template once for each value of each [space] list (the other parameters at their
+// first value or their range's low end): what a tpe study would refuse on a proposal, found at
+// load. "space.NAME = VALUE" -> the renderer's refusal. Grid and random studies have their trials
+// at load: RenderRefusals.
+std::map<std::string, std::string> ValueRefusals(const Study& study);
 
 // Renders the template for every trial not dropped, as its first attempt: trial key -> the
 // renderer's refusal (file:line: placeholder, place, why), for the trials that cannot be.

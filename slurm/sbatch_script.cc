@@ -1,6 +1,8 @@
 // Template rendering and the #SBATCH header; see sbatch_script.h for the syntax.
 #include "slurm/sbatch_script.h"
 
+#include "base/params.h"
+#include "base/text.h"
 #include "slurm/shell_context.h"
 
 #include <fmt/format.h>
@@ -164,23 +166,40 @@ std::string RefusalMessage(std::string_view tmpl, std::string_view template_name
       template_name, LineOf(tmpl, p.begin), p.name, why, var, p.name, var);
 }
 
+std::string TextPlaceMessage(std::string_view tmpl, std::string_view template_name, const Placeholder& p,
+                             const PlaceholderSite& site) {
+  std::string var;
+  for (char c : p.name) var.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  return fmt::format(
+      "{}:{}: placeholder '{{{{{}}}}}' is declared text (its values may hold characters outside the safe alphabet) "
+      "and stands in {} that a program reads, which may run it as code; a text value may stand only as a "
+      "variable's value or in a comment. Assign it once at the top, {}={{{{{}}}}}, and hand \"${}\" to the program",
+      template_name, LineOf(tmpl, p.begin), p.name, ShellContextName(site.context), var, p.name, var);
+}
+
 }  // namespace
 
-Status CheckTemplateContexts(std::string_view tmpl, std::string_view template_name) {
+Status CheckTemplateContexts(std::string_view tmpl, std::string_view template_name,
+                             const std::set<std::string>& text_names) {
   auto scanned = Scan(tmpl, template_name);
   if (!scanned.ok()) return scanned.status();
   std::vector<PlaceholderSite> sites = Sites(tmpl, *scanned);
   for (size_t k = 0; k < scanned->size(); ++k) {
     const Placeholder& p = (*scanned)[k];
-    if (!p.raw && sites[k].context == ShellContext::kRefused) {
+    if (p.raw) continue;
+    if (sites[k].context == ShellContext::kRefused) {
       return Status::InvalidArgument(RefusalMessage(tmpl, template_name, p, sites[k].refusal));
+    }
+    if (text_names.count(p.name) && !sites[k].data_only) {
+      return Status::InvalidArgument(TextPlaceMessage(tmpl, template_name, p, sites[k]));
     }
   }
   return Status::OK();
 }
 
 Result<std::string> RenderTemplate(std::string_view tmpl, std::string_view template_name,
-                                   const std::map<std::string, std::string>& vars) {
+                                   const std::map<std::string, std::string>& vars,
+                                   const std::set<std::string>& text_names) {
   auto scanned = Scan(tmpl, template_name);
   if (!scanned.ok()) return scanned.status();
   std::vector<PlaceholderSite> sites = Sites(tmpl, *scanned);
@@ -196,9 +215,14 @@ Result<std::string> RenderTemplate(std::string_view tmpl, std::string_view templ
     auto it = vars.find(p.name);
     if (it == vars.end()) {
       std::string known;
-      for (const auto& [k, v] : vars) known += (known.empty() ? "" : ", ") + k;
-      return Status::InvalidArgument(fmt::format("{}:{}: unknown placeholder '{}' (known: {})", template_name,
-                                                 LineOf(tmpl, p.begin), tmpl.substr(p.begin, p.end - p.begin), known));
+      std::vector<std::string_view> names;
+      for (const auto& [k, v] : vars) {
+        known += (known.empty() ? "" : ", ") + k;
+        names.push_back(k);
+      }
+      return Status::InvalidArgument(fmt::format("{}:{}: unknown placeholder '{}'{} (known: {})", template_name,
+                                                 LineOf(tmpl, p.begin), tmpl.substr(p.begin, p.end - p.begin),
+                                                 DidYouMean(p.name, names), known));
     }
     if (it->second.find('\0') != std::string::npos) {
       return Status::InvalidArgument(fmt::format("{}:{}: value of '{}' contains a NUL byte, which no shell can carry",
@@ -212,6 +236,15 @@ Result<std::string> RenderTemplate(std::string_view tmpl, std::string_view templ
       const PlaceholderSite& site = sites[k];
       if (site.context == ShellContext::kRefused) {
         return Status::InvalidArgument(RefusalMessage(tmpl, template_name, p, site.refusal));
+      }
+      if (!IsSafeValue(it->second)) {
+        if (!text_names.count(p.name)) {
+          return Status::InvalidArgument(fmt::format(
+              "{}:{}: placeholder '{{{{{}}}}}': its value has {}, outside the safe alphabet of template values ({}), "
+              "and '{}' is not declared text",
+              template_name, LineOf(tmpl, p.begin), p.name, FirstUnsafeChar(it->second), kSafeValueAlphabet, p.name));
+        }
+        if (!site.data_only) return Status::InvalidArgument(TextPlaceMessage(tmpl, template_name, p, site));
       }
       bool doc_line_start = out.find_first_not_of('\t', line_out) == std::string::npos;
       if (site.strip_tabs && doc_line_start && !it->second.empty() && it->second.front() == '\t') {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,10 +31,17 @@ Result<std::vector<std::string>> TemplatePlaceholders(std::string_view tmpl, std
 
 // Refuses a template with a placeholder in a place RenderTemplate cannot quote for, whatever the
 // values (see shell_context.h): the error names the file, line, the place and the safe rewrite.
-Status CheckTemplateContexts(std::string_view tmpl, std::string_view template_name);
+// `text_names`: the variables whose values may lie outside the safe alphabet (base/params.h); each
+// of their placeholders must stand where no program reads it as code (PlaceholderSite::data_only).
+Status CheckTemplateContexts(std::string_view tmpl, std::string_view template_name,
+                             const std::set<std::string>& text_names = {});
 
+// Every value is checked before it is quoted: one outside the safe alphabet is refused unless its
+// name is in `text_names` and its place is data_only (as CheckTemplateContexts). This holds
+// whatever program the script hands the text to, which the reader cannot know.
 Result<std::string> RenderTemplate(std::string_view tmpl, std::string_view template_name,
-                                   const std::map<std::string, std::string>& vars);
+                                   const std::map<std::string, std::string>& vars,
+                                   const std::set<std::string>& text_names = {});
 
 // The #SBATCH lines slurmsweep itself sets. Values are checked to hold only characters that
 // sbatch reads literally in a directive (no spaces, quotes or shell syntax), because #SBATCH

@@ -180,17 +180,34 @@ class Reader {
       code.word_begin = pos;
     }
     if (std::string why = CommandRefusal(code, pos); !why.empty()) return Refuse(pos, why);
-    if (top.mode == Mode::kSingle) return Accept(ShellContext::kSingle);
+    bool data = PlainAssignment(code, pos);
+    if (top.mode == Mode::kSingle) return Accept(ShellContext::kSingle, data);
     if (pos > 0 && t_[pos - 1] == '$') return Refuse(pos, "right after '$', which would expand the value");
-    if (top.mode == Mode::kDouble) return Accept(ShellContext::kDouble);
+    if (top.mode == Mode::kDouble) return Accept(ShellContext::kDouble, data);
     // An unquoted word, or part of one.
     if (code.word_bracket) return Refuse(pos, "inside [ ] in a word (an array subscript is evaluated as arithmetic)");
-    return Accept(ShellContext::kWord);
+    return Accept(ShellContext::kWord, data);
   }
 
-  void Accept(ShellContext c) {
+  // Whether the placeholder at `pos` is in the value of a plain assignment: the command's words
+  // so far are assignments (or just `export`), and its own word starts with NAME=.
+  bool PlainAssignment(const Frame& code, size_t pos) const {
+    if (code.mode != Mode::kCode || code.case_pattern || code.redirect_target || code.dbracket != kNone) return false;
+    if (code.word_bracket) return false;
+    std::string_view prefix = t_.substr(code.word_begin, pos - code.word_begin);
+    static const std::regex name_eq(R"(^[A-Za-z_][A-Za-z0-9_]*=)");
+    if (!std::regex_search(prefix.begin(), prefix.end(), name_eq)) return false;
+    for (size_t k = 0; k < code.words.size(); ++k) {
+      if (k == 0 && code.words[k] == "export") continue;
+      if (!std::regex_search(code.words[k].begin(), code.words[k].end(), name_eq)) return false;
+    }
+    return true;
+  }
+
+  void Accept(ShellContext c, bool data_only = false) {
     PlaceholderSite s;
     s.context = c;
+    s.data_only = data_only || c == ShellContext::kComment;
     sites_.push_back(s);
   }
   void Refuse(size_t pos, std::string why) { sites_.push_back(Refused(pos, std::move(why))); }

@@ -33,6 +33,11 @@ struct PlaceholderSite {
   // kHeredoc / kQuotedHeredoc: the body's delimiter word and whether <<- strips leading tabs.
   std::string delimiter;
   bool strip_tabs = false;
+  // Where no program reads the value as code: the value of a plain assignment (`X={{v}}`,
+  // `X="a {{v}}"`, `export X={{v}}`; not declare's other forms, whose -n reads it as a name) or a
+  // comment. The only places a value declared as text (outside the safe alphabet, base/params.h)
+  // may stand: an argument or a here-document line is read by a program that may run it.
+  bool data_only = false;
 };
 
 // One site per placeholder; `holders` are the byte ranges [begin, end) of the placeholders in

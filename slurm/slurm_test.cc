@@ -138,10 +138,20 @@ TEST_CASE("shell quoting keeps hostile values literal", "[slurm]") {
 }
 
 TEST_CASE("templates render quoted values and reject unknown or unbalanced placeholders", "[slurm]") {
-  std::map<std::string, std::string> vars = {{"lr", "0.01"}, {"opt", "$(reboot)"}, {"flags", "--a --b"}};
+  std::map<std::string, std::string> vars = {{"lr", "0.01"}, {"opt", "adam"}, {"flags", "--a --b"}};
   auto r = RenderTemplate("#!/bin/bash\ntrain --lr {{lr}} --opt {{ opt }} {{raw:flags}}\n", "t.sbatch", vars);
   REQUIRE(r.ok());
-  CHECK(*r == "#!/bin/bash\ntrain --lr '0.01' --opt '$(reboot)' --a --b\n");
+  CHECK(*r == "#!/bin/bash\ntrain --lr '0.01' --opt 'adam' --a --b\n");
+  // A value outside the safe alphabet is refused unless declared text, and then only a variable's
+  // value or a comment may hold it (raw: stays the author's).
+  vars["opt"] = "$(reboot)";
+  auto hostile = RenderTemplate("#!/bin/bash\ntrain --opt {{opt}}\n", "t.sbatch", vars);
+  REQUIRE_FALSE(hostile.ok());
+  CHECK_THAT(hostile.status().message(), Catch::Contains("t.sbatch:2") && Catch::Contains("'$'"));
+  CHECK_FALSE(RenderTemplate("#!/bin/bash\ntrain --opt {{opt}}\n", "t.sbatch", vars, {"opt"}).ok());
+  auto assigned = RenderTemplate("#!/bin/bash\nOPT={{opt}}\ntrain --opt \"$OPT\"\n", "t.sbatch", vars, {"opt"});
+  REQUIRE(assigned.ok());
+  CHECK(*assigned == "#!/bin/bash\nOPT='$(reboot)'\ntrain --opt \"$OPT\"\n");
 
   auto unknown = RenderTemplate("a\nb {{nope}}\n", "t.sbatch", vars);
   REQUIRE_FALSE(unknown.ok());
@@ -168,44 +178,38 @@ TEST_CASE("a placeholder inside quotes or a here-document stays literal there", 
   std::string marker = dir.file("pwned");
   std::string hostile = "a b $(touch " + marker + ") `touch " + marker + "` it's \"q\" \\ $HOME !x *";
   std::map<std::string, std::string> vars = {{"v", hostile}, {"dir", dir.path()}};
+  // A value declared text (outside the safe alphabet) stands only as a variable's value or in a
+  // comment; every quoting of those places reads back the value exactly.
   std::string tmpl =
       "#!/bin/bash\n"
       "# a comment: don't let this apostrophe confuse {{v}}\n"
       "set -eu\n"
       "out={{dir}}/out\n"
-      "printf '%s\\n' {{v}} > \"$out\"\n"
-      "printf '%s\\n' \"{{v}}\" >> \"$out\"\n"
-      "printf '%s\\n' 'x{{v}}y' >> \"$out\"\n"
-      "printf '%s\\n' \"$(printf '%s' \"in {{v}}\")\" >> \"$out\"\n"
-      "cat >> \"$out\" <<EOF\n"
-      "doc {{v}}\n"
-      "EOF\n"
-      "cat >> \"$out\" <<-'END'\n"
-      "\tquoted {{v}}\n"
-      "\tEND\n"
-      "printf '%s\\n' \"after {{v}}\" >> \"$out\"\n";
-  auto r = RenderTemplate(tmpl, "t.sbatch", vars);
+      "A={{v}}\n"
+      "B=\"{{v}}\"\n"
+      "C='x{{v}}y'\n"
+      "export D=\"in {{v}}\"\n"
+      "E=1 F=pre{{v}} G=2\n"
+      "printf '%s\\n' \"$A\" \"$B\" \"$C\" \"$D\" \"$F\" > \"$out\"\n";
+  auto r = RenderTemplate(tmpl, "t.sbatch", vars, {"v"});
   REQUIRE(r.ok());
   testing::WriteAll(dir.file("job.sh"), *r);
   INFO(*r);
   REQUIRE(std::system(("bash " + ShellQuote(dir.file("job.sh"))).c_str()) == 0);
-  // Unquoted, the value is one word; in a quoted here-document nothing is expanded, so the
-  // value went in as it is.
-  CHECK(testing::ReadAll(dir.file("out")) == hostile + "\n" + hostile + "\n" + "x" + hostile + "y\n" + "in " + hostile +
-                                                 "\n" + "doc " + hostile + "\n" + "quoted " + hostile + "\n" +
-                                                 "after " + hostile + "\n");
+  CHECK(testing::ReadAll(dir.file("out")) ==
+        hostile + "\n" + hostile + "\n" + "x" + hostile + "y\n" + "in " + hostile + "\n" + "pre" + hostile + "\n");
   CHECK_FALSE(std::filesystem::exists(marker));
 
   // What cannot be made literal is refused, naming the line.
-  auto ansi = RenderTemplate("echo $'{{v}}'\n", "t.sbatch", vars);
+  auto ansi = RenderTemplate("echo $'{{v}}'\n", "t.sbatch", vars, {"v"});
   REQUIRE_FALSE(ansi.ok());
   CHECK_THAT(ansi.status().message(), Catch::Contains("t.sbatch:1: placeholder '{{v}}'") && Catch::Contains("$'"));
   std::map<std::string, std::string> multiline = {{"v", "a\nEOF\nrm -rf x"}};
-  auto doc = RenderTemplate("cat <<EOF\n{{v}}\nEOF\n", "t.sbatch", multiline);
+  auto doc = RenderTemplate("cat <<EOF\n{{v}}\nEOF\n", "t.sbatch", multiline, {"v"});
   REQUIRE_FALSE(doc.ok());
   CHECK_THAT(doc.status().message(), Catch::Contains("t.sbatch:2") && Catch::Contains("here-document"));
-  // Outside a here-document a line break is just part of the quoted value.
-  CHECK(RenderTemplate("echo \"{{v}}\"\n", "t", multiline).ok());
+  // As a variable's value a line break is just part of the quoted value.
+  CHECK(RenderTemplate("V=\"{{v}}\"\n", "t", multiline, {"v"}).ok());
   // raw: is the author's: inserted as it is, and named as written when unknown.
   CHECK(*RenderTemplate("echo \"{{raw:v}}\"", "t", {{"v", "$x"}}) == "echo \"$x\"");
   CHECK_THAT(RenderTemplate("{{raw:nope}}", "t", vars).status().message(), Catch::Contains("'{{raw:nope}}'"));

@@ -60,6 +60,25 @@ std::string Fnv1a64Hex(std::string_view data) {
   return fmt::format("{:016x}", h);
 }
 
+// Why a value outside the safe alphabet is refused, and how the study declares it text.
+std::string UnsafeValueMessage(std::string_view value, std::string_view name, std::string_view form) {
+  std::string shown(value.substr(0, 60));
+  for (char& c : shown) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return fmt::format(
+      "the value '{}{}' has {}, outside the safe alphabet of template values ({}); a value outside it could "
+      "become code where a template puts it. If '{}' must carry such text, declare it: {} (the template may then "
+      "use it only as a variable's value, {}={{{{{}}}}}, or in a comment)",
+      shown, value.size() > 60 ? "..." : "", FirstUnsafeChar(value), kSafeValueAlphabet, name, form,
+      [&] {
+        std::string up;
+        for (char c : name) up.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+        return up;
+      }(),
+      name);
+}
+
 // More trials than this is a typo, not a study: it would exhaust memory before reaching the queue.
 constexpr int64_t kMaxTrials = 1'000'000;
 
@@ -344,6 +363,42 @@ class Loader {
     return Status::OK();
   }
 
+  // The values of a [space] list. A string outside the safe alphabet (base/params.h) is refused
+  // unless the parameter is declared `text = true`: such a value could become code wherever a
+  // template put it, so the study must say it is text, and the template check then keeps it out of
+  // every place but a variable's value or a comment.
+  Status LoadChoices(const toml::array& arr, const toml::node& node, const std::string& full, ParamSpec& p) {
+    if (arr.empty()) return Error(&node, full, "the list of values is empty");
+    for (const toml::node& e : arr) {
+      if (auto i = e.as_integer()) p.choices.emplace_back(i->get());
+      else if (auto d = e.as_floating_point()) p.choices.emplace_back(d->get());
+      else if (auto str = e.as_string()) p.choices.emplace_back(str->get());
+      else if (auto b = e.as_boolean()) p.choices.emplace_back(b->get());
+      else return Error(&e, full, "values must be integers, floats, strings or booleans");
+      // A list that mixes kinds is a typo ([16, "32"]): the two would never compare equal.
+      auto kind = [](const toml::node& n) { return n.is_number() ? 0 : n.is_string() ? 1 : 2; };
+      if (kind(e) != kind(*arr.begin())) {
+        return Error(&e, full, "mixes numbers, strings and booleans in one list; write every value alike");
+      }
+      // A value twice ([8, 8], [0.01, 1e-2]) is one trial key (keys hash the value's kind, checked
+      // alike above, and its ParamToString): a grid would count it twice in `run` and list it twice
+      // in `plan`, while the store keeps one trial.
+      std::string text = ParamToString(p.choices.back());
+      for (size_t i = 0; i + 1 < p.choices.size(); ++i) {
+        if (ParamToString(p.choices[i]) == text) {
+          return Error(&e, full, fmt::format("the value {} is already in the list; give each value once", text));
+        }
+      }
+      if (!p.text && !IsSafeValue(text)) {
+        return Error(&e, full, UnsafeValueMessage(text, p.name, "{ values = [...], text = true }"));
+      }
+    }
+    if (p.text && !std::holds_alternative<std::string>(p.choices.front())) {
+      return Error(&node, full + ".text", "is for string values; numbers and booleans are always carried safely");
+    }
+    return Status::OK();
+  }
+
   Status LoadSpace(const toml::table& root, Study& s) {
     auto sp = Table(root, "space", true);
     if (!sp.ok()) return sp.status();
@@ -357,30 +412,21 @@ class Loader {
       if (IsBuiltinTemplateVar(p.name)) {
         return ErrorAt(p.line, full, "this name is reserved for a built-in template variable");
       }
-      if (const toml::array* arr = node.as_array()) {
-        if (arr->empty()) return Error(&node, full, "the list of values is empty");
-        for (const toml::node& e : *arr) {
-          if (auto i = e.as_integer()) p.choices.emplace_back(i->get());
-          else if (auto d = e.as_floating_point()) p.choices.emplace_back(d->get());
-          else if (auto str = e.as_string()) p.choices.emplace_back(str->get());
-          else if (auto b = e.as_boolean()) p.choices.emplace_back(b->get());
-          else return Error(&e, full, "values must be integers, floats, strings or booleans");
-          // A list that mixes kinds is a typo ([16, "32"]): the two would never compare equal.
-          auto kind = [](const toml::node& n) { return n.is_number() ? 0 : n.is_string() ? 1 : 2; };
-          if (kind(e) != kind(*arr->begin())) {
-            return Error(&e, full, "mixes numbers, strings and booleans in one list; write every value alike");
-          }
-          // A value twice ([8, 8], [0.01, 1e-2]) is one trial key (keys hash the value's kind, checked
-          // alike above, and its ParamToString): a grid would count it twice in `run` and list it twice
-          // in `plan`, while the store keeps one trial.
-          for (size_t i = 0; i + 1 < p.choices.size(); ++i) {
-            if (ParamToString(p.choices[i]) == ParamToString(p.choices.back())) {
-              return Error(&e, full,
-                           fmt::format("the value {} is already in the list; give each value once",
-                                       ParamToString(p.choices.back())));
-            }
-          }
+      // A list, or `{ values = [...], text = true }` for strings outside the safe alphabet.
+      const toml::array* arr = node.as_array();
+      const toml::node* list_node = &node;
+      if (const toml::table* form = node.as_table(); form && form->get("values")) {
+        SWEEP_RETURN_IF_ERROR(CheckKeys(*form, full, {"values", "text"}));
+        list_node = form->get("values");
+        arr = list_node->as_array();
+        if (!arr) return Error(list_node, full + ".values", "must be a list of values");
+        if (const toml::node* t = form->get("text")) {
+          if (!t->is_boolean()) return Error(t, full + ".text", "must be true or false");
+          p.text = t->value<bool>().value_or(false);
         }
+      }
+      if (arr) {
+        SWEEP_RETURN_IF_ERROR(LoadChoices(*arr, *list_node, full, p));
       } else if (const toml::table* range = node.as_table()) {
         SWEEP_RETURN_IF_ERROR(CheckKeys(*range, full, {"min", "max", "log", "int"}));
         double lo = 0, hi = 0;
@@ -404,7 +450,8 @@ class Loader {
               "a range needs the random sampler or tpe ([search] sampler = \"random\" or \"tpe\"); grid takes lists");
         }
       } else {
-        return Error(&node, full, "must be a list of values, or a range { min = .., max = .. }");
+        return Error(&node, full,
+                     "must be a list of values, a range { min = .., max = .. }, or { values = [...], text = true }");
       }
       s.space.push_back(std::move(p));
     }
@@ -603,10 +650,25 @@ class Loader {
         if (!IsIdentifier(k.str())) return Error(&v, full, "variable names must be identifiers");
         if (IsBuiltinTemplateVar(k.str()))
           return Error(&v, full, "this name is reserved for a built-in template variable");
-        if (auto str = v.value<std::string>(); v.is_string() && str) job.vars[std::string(k.str())] = *str;
-        else if (auto i = v.as_integer()) job.vars[std::string(k.str())] = std::to_string(i->get());
-        else if (auto d = v.as_floating_point()) job.vars[std::string(k.str())] = fmt::format("{}", d->get());
-        else if (auto b = v.as_boolean()) job.vars[std::string(k.str())] = b->get() ? "true" : "false";
+        std::string name(k.str());
+        const toml::node* value = &v;
+        // `{ value = "...", text = true }`: a string outside the safe alphabet (as [space] lists).
+        if (const toml::table* form = v.as_table()) {
+          SWEEP_RETURN_IF_ERROR(CheckKeys(*form, full, {"value", "text"}));
+          value = form->get("value");
+          if (!value || !value->is_string()) return Error(&v, full + ".value", "must be a string");
+          const toml::node* t = form->get("text");
+          if (!t || !t->is_boolean()) return Error(t ? t : &v, full + ".text", "must be true or false");
+          if (t->value<bool>().value_or(false)) job.text_vars.insert(name);
+        }
+        if (auto str = value->value<std::string>(); value->is_string() && str) {
+          if (!job.text_vars.count(name) && !IsSafeValue(*str)) {
+            return Error(value, full, UnsafeValueMessage(*str, name, "{ value = \"...\", text = true }"));
+          }
+          job.vars[name] = *str;
+        } else if (auto i = v.as_integer()) job.vars[name] = std::to_string(i->get());
+        else if (auto d = v.as_floating_point()) job.vars[name] = fmt::format("{}", d->get());
+        else if (auto b = v.as_boolean()) job.vars[name] = b->get() ? "true" : "false";
         else return Error(&v, full, "must be a string, number or boolean");
       }
     }

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -26,6 +27,10 @@ struct ParamSpec {
   std::optional<double> min, max;
   bool log = false;
   bool integer = false;
+  // `{ values = [...], text = true }`: its string values may hold characters outside the safe
+  // alphabet (base/params.h), and the template may then name it only where the shell treats it
+  // as data (a variable's value, a comment; orchestrator/trial_script.h checks).
+  bool text = false;
   int line = 0;
 };
 
@@ -69,6 +74,8 @@ struct JobSpec {
   std::string time_limit;
   std::vector<std::string> stage;           // local files copied into workdir before submission
   std::map<std::string, std::string> vars;  // extra template variables
+  // [job.vars] given as `{ value = "...", text = true }`: outside the safe alphabet, as ParamSpec::text.
+  std::set<std::string> text_vars;
   // Time-limit chaining: a job that ends (completed or timeout) with `resume_marker` in its log
   // stopped early and left a checkpoint; the trial goes on in a new job, up to `max_chain` jobs,
   // and its metrics stay one curve. 0 = off.

@@ -24,8 +24,9 @@ const std::string kBinary = std::string(SLURMSWEEP_BINARY_DIR) + "/bin/slurmswee
 std::string Study(const testing::TempDir& dir, const std::string& name, double iter_ms,
                   const std::string& objective = "mode = \"min\"") {
   std::string path = testing::WriteLocalStudyFile(
-      dir, name, "train --mbs {{micro_batch_size}} --opt {{optimizer}}",
-      fmt::format("[objective]\n{}\n\n[space]\nmicro_batch_size = [1, 2]\noptimizer = [\"<b>adam\"]\n", objective));
+      dir, name, "OPT={{optimizer}}\ntrain --mbs {{micro_batch_size}} --opt \"$OPT\"",
+      fmt::format("[objective]\n{}\n\n[space]\nmicro_batch_size = [1, 2]\noptimizer = {{ values = [\"<b>adam\"], text = true }}\n",
+                  objective));
   auto db = store::Store::Open(dir.file(name + ".db"));
   REQUIRE(db.ok());
   auto id = (*db)->UpsertStudy(name, path, "h", 1.0);

@@ -23,9 +23,10 @@ std::pair<int, std::string> Shell(const std::string& cmd) { return testing::RunS
 
 TEST_CASE("a value its template cannot carry stops run before anything is stored or submitted", "[cli]") {
   testing::TempDir dir;
-  // The second trial's value has a line break; in a comment, its second line would run.
-  std::string study = testing::WriteLocalStudyFile(dir, "carry", "# tag: {{tag}}\nprintf '%s\\n' {{tag}}",
-                                                   "[space]\ntag = [\"fine\", \"x\\ntouch PWNED\"]\n");
+  // The second trial's value has a line break (declared text); in a comment, its second line would run.
+  std::string study =
+      testing::WriteLocalStudyFile(dir, "carry", "# tag: {{tag}}\nTAG={{tag}}\nprintf '%s\\n' \"$TAG\"",
+                                   "[space]\ntag = { values = [\"fine\", \"x\\ntouch PWNED\"], text = true }\n");
   auto [plan_rc, plan_out] = Shell(kBinary + " plan " + study);
   INFO(plan_out);
   CHECK(plan_rc == 2);
@@ -42,6 +43,20 @@ TEST_CASE("a value its template cannot carry stops run before anything is stored
   CHECK_THAT(status_out, !Catch::Contains("submitting") && !Catch::Contains("pending"));
 }
 
+TEST_CASE("a value outside the safe alphabet stops plan and run at load, naming the study's line", "[cli]") {
+  testing::TempDir dir;
+  std::string study = testing::WriteLocalStudyFile(dir, "alpha", "printf '%s\\n' {{tag}}",
+                                                   "[space]\ntag = [\"fine\", \"a;touch PWNED\"]\n");
+  for (const char* cmd : {" plan ", " plan --json ", " run "}) {
+    auto [rc, out] = Shell(kBinary + cmd + study);
+    INFO(cmd << out);
+    CHECK(rc == 2);
+    CHECK_THAT(out, Catch::Contains("key 'space.tag'") && Catch::Contains("';'") && Catch::Contains("text = true"));
+  }
+  CHECK_FALSE(std::filesystem::exists(dir.file("work/scripts")));
+  CHECK_FALSE(std::filesystem::exists(dir.file("PWNED")));
+}
+
 TEST_CASE("a placeholder in a place no quoting makes safe is refused when the study loads", "[cli]") {
   testing::TempDir dir;
   std::string study =
@@ -55,8 +70,9 @@ TEST_CASE("a placeholder in a place no quoting makes safe is refused when the st
 
 TEST_CASE("values reach the terminal with their control characters written visibly", "[cli]") {
   testing::TempDir dir;
-  std::string study = testing::WriteLocalStudyFile(dir, "esc", "printf '%s\\n' {{tag}}",
-                                                   "[space]\ntag = [\"\\u001b[31mred\", \"two\\nlines\"]\n");
+  std::string study =
+      testing::WriteLocalStudyFile(dir, "esc", "TAG={{tag}}\nprintf '%s\\n' \"$TAG\"",
+                                   "[space]\ntag = { values = [\"\\u001b[31mred\", \"two\\nlines\"], text = true }\n");
   auto [rc, out] = Shell(kBinary + " plan " + study);
   INFO(out);
   CHECK(rc == 0);

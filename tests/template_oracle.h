@@ -16,6 +16,7 @@
 #include <iterator>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -142,7 +143,61 @@ inline std::vector<Construct> OracleConstructs() {
       bad("backquotes in a here-document", "cat <<EOF\n`printf '%s' {{v}}`\nEOF"),
       bad("$ before in a here-document", "cat <<EOF\n${{v}}\nEOF"),
       bad("unterminated quote", "printf '%s' \"{{v}}"),
+      bad("env bash -c", "env bash -c \"printf '%s' {{v}}\""),
+      bad("timeout sh -c", "timeout 5 sh -c 'echo {{v}}'"),
   };
+}
+
+// The interpreter class: places where the shell hands the text to a program that runs code (bash,
+// sh, python3 and perl reading a here-document or here-string, the tests and declarations that
+// evaluate array subscripts, a sourced process substitution, printf's format). The shell reads
+// back the value exactly; what keeps it data is the safe alphabet (base/params.h), and a value
+// declared text must be refused in each of them.
+inline std::vector<Construct> InterpreterConstructs() {
+  auto ok = [](std::string name, std::string code) {
+    return Construct{std::move(name), std::move(code), true, "<<", ">>", false, false};
+  };
+  auto fixed = [](std::string name, std::string code) {
+    return Construct{std::move(name), std::move(code), true, "<<ok>>", "", true, false};
+  };
+  auto runs = [](std::string name, std::string code) {  // a program of the value's: only nothing may run
+    return Construct{std::move(name), std::move(code), false, "", "", false, false};
+  };
+  return {
+      ok("python3 here-document", "python3 <<EOF\nprint('<<{{v}}>>')\nEOF"),
+      ok("python3 here-document, double quotes", "python3 - <<'EOF'\nprint(\"<<{{v}}>>\")\nEOF"),
+      ok("python3 here-string", "python3 <<< \"print('<<{{v}}>>')\""),
+      runs("python3 here-document, bare value", "python3 <<EOF 2>/dev/null\nx = {{v}}\nEOF"),
+      ok("perl here-document", "perl <<'EOF'\nprint '<<{{v}}>>', \"\\n\";\nEOF"),
+      ok("perl here-string", "perl <<< \"print '<<{{v}}>>', qq(\\n);\""),
+      ok("bash here-document", "bash <<EOF\nprintf '<<%s>>\\n' {{v}}\nEOF"),
+      ok("sh here-document", "sh <<EOF\necho '<<{{v}}>>'\nEOF"),
+      ok("sh here-string", "sh <<< \"echo '<<{{v}}>>'\""),
+      ok("bash here-string, bare word", "bash <<< \"printf '<<%s>>\\n' {{v}}\""),
+      fixed("[[ -v ]]", "[[ -v {{v}} ]] 2>/dev/null\nprintf '<<ok>>\\n'"),
+      fixed("test -v", "test -v {{v}} 2>/dev/null\nprintf '<<ok>>\\n'"),
+      fixed("[ -v ]", "[ -v {{v}} ] 2>/dev/null\nprintf '<<ok>>\\n'"),
+      fixed("declare -n", "declare -n r={{v}} 2>/dev/null\nx=${r-} 2>/dev/null\nprintf '<<ok>>\\n'"),
+      ok("sourced process substitution", "source <(printf 'X=%s\\n' {{v}})\nprintf '<<%s>>\\n' \"$X\""),
+      fixed("printf format", "printf {{v}} >/dev/null 2>&1\nprintf '<<ok>>\\n'"),
+      ok("printf format, in quotes", "printf '<<'\nprintf -- \"{{v}}\" 2>/dev/null\nprintf '>>\\n'"),
+      ok("job wrapper", "timeout 5 printf '<<%s>>\\n' {{v}}"),
+  };
+}
+
+// Random values drawn from the safe alphabet (base/params.h), the kind a study may give without
+// declaring text.
+inline std::vector<std::string> AlphabetValues(size_t n, uint32_t seed) {
+  static const std::string kChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-,:/=@";
+  std::mt19937 rng(seed);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < n; ++i) {
+    std::string v;
+    size_t len = std::uniform_int_distribution<size_t>(1, 24)(rng);
+    for (size_t k = 0; k < len; ++k) v.push_back(kChars[std::uniform_int_distribution<size_t>(0, kChars.size() - 1)(rng)]);
+    out.push_back(v);
+  }
+  return out;
 }
 
 // Values hostile in every way a study can make them (no NUL: refused before any rendering).
@@ -261,10 +316,13 @@ struct OracleOutcome {
 
 // Renders `tmpl` with v = `value`; if accepted, runs it in a fresh scratch dir under `work`.
 // `expect`: what the output must contain (empty: nothing checked).
+// `text`: the study declared v text (its values may lie outside the safe alphabet).
 inline OracleOutcome CheckRendered(const std::string& tmpl, const std::string& value,
-                                   const std::vector<std::string>& expect, const std::filesystem::path& work) {
+                                   const std::vector<std::string>& expect, const std::filesystem::path& work,
+                                   bool text = false) {
   OracleOutcome o;
-  auto r = slurm::RenderTemplate(tmpl, "oracle.sbatch", {{"v", value}});
+  auto r = slurm::RenderTemplate(tmpl, "oracle.sbatch", {{"v", value}},
+                                 text ? std::set<std::string>{"v"} : std::set<std::string>{});
   if (!r.ok()) {
     o.refused = true;
     return o;

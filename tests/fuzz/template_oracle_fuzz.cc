@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 
+#include "base/params.h"
 #include "tests/template_oracle.h"
 
 namespace {
@@ -125,6 +126,7 @@ int main(int argc, char** argv) {
   }
   std::mt19937 rng(seed);
   auto constructs = sweep::testing::OracleConstructs();
+  for (auto& c : sweep::testing::InterpreterConstructs()) constructs.push_back(c);
   auto corpus = sweep::testing::OracleValues();
   char tmpl_dir[] = "/tmp/oracle-fuzz-XXXXXX";
   std::filesystem::path work = mkdtemp(tmpl_dir);
@@ -158,14 +160,25 @@ int main(int argc, char** argv) {
       std::cerr << "FAIL: a template with a known unsafe construct was accepted\n" << tmpl << "\n";
       return 1;
     }
-    std::string value = Mutate(rng, corpus);
+    // A hostile value (declared text or not), or one of the safe alphabet, which every place must
+    // carry as data: the two layers of README's template invariant.
+    bool text = rng() % 2;
+    std::string value = rng() % 3 ? Mutate(rng, corpus) : sweep::testing::AlphabetValues(1, rng())[0];
     std::vector<std::string> expect;
     for (const Construct* c : used) {
       for (auto& e : sweep::testing::Expected(*c, value)) expect.push_back(e);
     }
-    auto o = sweep::testing::CheckRendered(tmpl, value, expect, work);
+    auto o = sweep::testing::CheckRendered(tmpl, value, expect, work, text);
     ++runs;
     refused_values += o.refused;
+    bool data_place = sweep::slurm::CheckTemplateContexts(tmpl, "fuzz.sbatch", {"v"}).ok();
+    if (!used.empty() && !o.refused && !sweep::IsSafeValue(value) && !(text && data_place)) {
+      std::cerr << "FAIL (seed " << seed << ", run " << runs << "): value '" << sweep::testing::Printable(value)
+                << "' outside the safe alphabet was rendered" << (text ? " (declared text) in a place a program reads" : "")
+                << "\n"
+                << tmpl << "\n";
+      return 1;
+    }
     if (!o.failure.empty()) {
       std::cerr << "FAIL (seed " << seed << ", run " << runs << "): value '" << sweep::testing::Printable(value)
                 << "': " << o.failure << "\n";
