@@ -12,7 +12,7 @@ NET_PREFIX=${SLURMSWEEP_NET_PREFIX:-$(recorded_prefix)}
 NET_PREFIX=${NET_PREFIX:-sslab}
 BRIDGE=${NET_PREFIX}br0
 MARKER=.slurmsweep-lab                      # start.sh puts this in $LAB; we only ever delete a marked dir
-OUR_COMMANDS=" munged slurmctld slurmd slurmstepd sshd slurmdbd mariadbd "
+OUR_COMMANDS=" munged slurmctld slurmd slurmstepd sshd sshd-session slurmdbd mariadbd "  # sshd-session: OpenSSH 10 (chroot labs)
 
 OUR_NETNS=()      # netns named like ours that run a process of this lab, or nothing at all (leftovers)
 FOREIGN_NETNS=()  # netns named like ours that run processes of some other lab: never touched
