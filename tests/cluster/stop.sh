@@ -53,7 +53,8 @@ refers_to_lab() {
   local -a args=()
   mapfile -d '' -t args 2>/dev/null <"/proc/$1/cmdline" || return 1
   for arg in "${args[@]}"; do
-    [[ $arg == "$LAB/"* || $arg == *"=$LAB/"* ]] && return 0
+    # OpenSSH 10's listener shows one argument "sshd: /usr/sbin/sshd -f $LAB/ssh/sshd_config ... [listener]".
+    [[ $arg == "$LAB/"* || $arg == *"=$LAB/"* || $arg == *" $LAB/"* ]] && return 0
   done
   find "/proc/$1/cwd" "/proc/$1/fd" -maxdepth 1 \( -lname "$LAB" -o -lname "$LAB/*" \) -print -quit 2>/dev/null |
     grep -q .
