@@ -177,6 +177,19 @@ TEST_CASE("scontrol -o show job of every tested Slurm", "[slurm]") {
   }
 }
 
+TEST_CASE("sacct of Slurm 24.11 with slurmdbd: exit codes, states and comments", "[slurm]") {
+  size_t malformed = 99;
+  auto jobs = ParseSacct(testing::TestData("sacct_24.11_accounting.txt"), &malformed);
+  CHECK(malformed == 0);
+  REQUIRE(jobs.size() == 5);
+  CHECK(FindName(jobs, "ok")->comment == "slurmsweep:study=rec:trial=t-ok:attempt=1");
+  CHECK(FindName(jobs, "fail42")->exit_code == "42:0");
+  CHECK(FindName(jobs, "fail42")->state == JobState::kFailed);
+  CHECK(FindName(jobs, "segv")->exit_code == "0:11");
+  CHECK(FindName(jobs, "cancelme")->state == JobState::kCancelled);  // "CANCELLED by 0"
+  CHECK(FindName(jobs, "cancelme")->comment == "with|pipe and spaces");
+}
+
 TEST_CASE("sbatch refusals, a controller that is down and sacct without accounting, as every tested Slurm says them",
           "[slurm]") {
   for (std::string v : kVersions) {
