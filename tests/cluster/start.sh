@@ -5,7 +5,7 @@
 # SLURMSWEEP_PROFILE=lab (default) is friendly to tests; =production keeps the defaults real clusters keep:
 # jobs requeued on node failure, finished jobs purged after a few seconds, preemption by a high-priority partition.
 # SLURMSWEEP_SLURM=22.05 (default) runs this machine's Slurm; 24.11 and 26.05 run Debian's builds in a root file
-# system (tests/cluster/slurm-root.sh, built once and cached) with this machine's directories shared into it.
+# system (tests/cluster/slurm-root.sh, built once and cached) whose /usr and /etc stand in for this machine's.
 set -Eeuo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
