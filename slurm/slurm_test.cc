@@ -177,17 +177,24 @@ TEST_CASE("scontrol -o show job of every tested Slurm", "[slurm]") {
   }
 }
 
-TEST_CASE("sacct of Slurm 24.11 with slurmdbd: exit codes, states and comments", "[slurm]") {
-  size_t malformed = 99;
-  auto jobs = ParseSacct(testing::TestData("sacct_24.11_accounting.txt"), &malformed);
-  CHECK(malformed == 0);
-  REQUIRE(jobs.size() == 5);
-  CHECK(FindName(jobs, "ok")->comment == "slurmsweep:study=rec:trial=t-ok:attempt=1");
-  CHECK(FindName(jobs, "fail42")->exit_code == "42:0");
-  CHECK(FindName(jobs, "fail42")->state == JobState::kFailed);
-  CHECK(FindName(jobs, "segv")->exit_code == "0:11");
-  CHECK(FindName(jobs, "cancelme")->state == JobState::kCancelled);  // "CANCELLED by 0"
-  CHECK(FindName(jobs, "cancelme")->comment == "with|pipe and spaces");
+TEST_CASE("sacct of Slurm 24.11 and 26.05 with slurmdbd: exit codes, states and comments", "[slurm]") {
+  for (std::string v : {"24.11", "26.05"}) {  // 22.05: sacct_c_22.05.txt above
+    INFO("Slurm " << v);
+    size_t malformed = 99;
+    auto jobs = ParseSacct(testing::TestData("sacct_" + v + "_accounting.txt"), &malformed);
+    CHECK(malformed == 0);
+    REQUIRE(jobs.size() == 5);
+    REQUIRE(FindName(jobs, "ok"));
+    CHECK(FindName(jobs, "ok")->comment == "slurmsweep:study=rec:trial=t-ok:attempt=1");
+    REQUIRE(FindName(jobs, "fail42"));
+    CHECK(FindName(jobs, "fail42")->exit_code == "42:0");
+    CHECK(FindName(jobs, "fail42")->state == JobState::kFailed);
+    REQUIRE(FindName(jobs, "segv"));
+    CHECK(FindName(jobs, "segv")->exit_code == "0:11");
+    REQUIRE(FindName(jobs, "cancelme"));
+    CHECK(FindName(jobs, "cancelme")->state == JobState::kCancelled);  // "CANCELLED by 0"
+    CHECK(FindName(jobs, "cancelme")->comment == "with|pipe and spaces");
+  }
 }
 
 TEST_CASE("sbatch refusals, a controller that is down and sacct without accounting, as every tested Slurm says them",
