@@ -2,7 +2,7 @@
 # Runs every integration test ([cluster], [fault], [outage]; not only CI's [versions] subset) against one Slurm
 # version, as root:
 #   scripts/test-slurm.sh 24.11                 # or 22.05 (this machine's), 26.05
-#   scripts/test-slurm.sh 26.05 --accounting    # the [fault] lab with slurmdbd and MariaDB (a root of ~870 MB)
+#   scripts/test-slurm.sh 26.05 --accounting    # the [fault] lab with slurmdbd and MariaDB (a root of ~590 MB)
 # Builds first (scripts/build.sh), then starts two labs of that version (lab profile for the SSH tests, production
 # profile for the [fault] tests), runs the tests, stops the labs. Extra arguments go to the test binary.
 # Its labs (/tmp/slurmsweep-try-*, net prefixes sstry*, subnets 10.213.105-106, ports 16941-16948, 22105-22106)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds once, then prints, the root file system of a newer Slurm for tests/cluster/start.sh's chroot labs:
 # `slurm-root.sh 24.11` (Debian trixie) or `slurm-root.sh 26.05` (Debian sid); `slurm-root.sh VERSION accounting`
-# adds slurmdbd and MariaDB (~870 MB instead of ~200 MB). Run as root; needs mmdebstrap (scripts/setup.sh).
+# adds slurmdbd and MariaDB (~590 MB instead of ~200 MB). Run as root; needs mmdebstrap (scripts/setup.sh).
 # Roots live in $SLURMSWEEP_ROOT_CACHE (default /var/cache/slurmsweep/roots), outside any clone, so a rerun
 # takes no time; a root whose recipe changed, or that a crash left half-built, is built again.
 set -Eeuo pipefail
