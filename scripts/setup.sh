@@ -26,6 +26,7 @@ TEST_PACKAGES=(
   python3-optuna  # bench/optuna_pruners.py: the pruners stopping_bench compares ours with
   time  # /usr/bin/time: peak RSS in bench/scale_bench.sh
   python3-torch  # PyTorch 1.13 (CPU, torchrun, gloo): examples/workload/torch_gpt.py, tests/torch_cluster_test.cc
+  mmdebstrap  # tests/cluster/slurm-root.sh: the Debian roots of the Slurm 24.11 and 26.05 labs
 )
 
 step() { echo "setup: $*"; }

@@ -1,9 +1,11 @@
-// Tests of the Slurm layer that need no cluster: parsers on recorded real output (Slurm 22.05
-// on our test cluster), state mapping, template rendering and quoting.
+// Tests of the Slurm layer that need no cluster: parsers on recorded real output (Slurm 22.05, 24.11
+// and 26.05 on our test labs; tests/cluster/record-outputs.sh), state mapping, template rendering and quoting.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <utility>
 
 #include "slurm/job_state.h"
 #include "slurm/sbatch_script.h"
@@ -18,6 +20,21 @@ const JobInfo* Find(const std::vector<JobInfo>& jobs, const std::string& id) {
   for (const auto& j : jobs)
     if (j.job_id == id) return &j;
   return nullptr;
+}
+const JobInfo* FindName(const std::vector<JobInfo>& jobs, const std::string& name) {
+  for (const auto& j : jobs)
+    if (j.name == name) return &j;
+  return nullptr;
+}
+// The Slurm versions the labs run; each has its recordings in tests/data/<command>_<version>_<case>.txt.
+const char* const kVersions[] = {"22.05", "24.11", "26.05"};
+
+// A recorded refusal: the command's stderr, then "exit=N".
+std::pair<std::string, int> Refusal(const std::string& file) {
+  std::string text = testing::TestData(file);
+  size_t at = text.rfind("exit=");
+  REQUIRE(at != std::string::npos);
+  return {text.substr(0, at), std::stoi(text.substr(at + 5))};
 }
 }  // namespace
 
@@ -93,6 +110,115 @@ TEST_CASE("scontrol -o show job parses state, exit code and comment", "[slurm]")
   CHECK(Find(jobs, "5")->state == JobState::kFailed);
   CHECK(Find(jobs, "6")->comment == "with|pipe and spaces");
   CHECK(Find(jobs, "4")->comment == "slurmsweep:study=rec:trial=t-ok:attempt=1");
+}
+
+// squeue -O exit_code prints the wait status on 22.05 ("10752") and exit:signal from 24.11 on ("42:0"):
+// both must come out as sacct prints them, or a failed trial's exit code is wrong on one of them.
+TEST_CASE("squeue of every tested Slurm: exit codes, states, comments and restart counts", "[slurm]") {
+  for (std::string v : kVersions) {
+    INFO("Slurm " << v);
+    size_t malformed = 99;
+    auto jobs = ParseSqueue(testing::TestData("squeue_" + v + "_mixed.txt"), &malformed);
+    CHECK(malformed == 0);
+    const JobInfo* ok = FindName(jobs, "ok");
+    REQUIRE(ok);
+    CHECK(ok->state == JobState::kCompleted);
+    CHECK(ok->exit_code == "0:0");
+    CHECK(ok->comment == "slurmsweep:study=rec:trial=t-ok:attempt=1");
+    const JobInfo* fail = FindName(jobs, "fail42");
+    REQUIRE(fail);
+    CHECK(fail->state == JobState::kFailed);
+    CHECK(fail->exit_code == "42:0");
+    CHECK(fail->reason == "NonZeroExitCode");
+    const JobInfo* segv = FindName(jobs, "segv");
+    REQUIRE(segv);
+    CHECK(segv->state == JobState::kFailed);
+    CHECK(segv->exit_code == "0:11");
+    const JobInfo* cancelled = FindName(jobs, "cancelme");
+    REQUIRE(cancelled);
+    CHECK(cancelled->state == JobState::kCancelled);
+    CHECK(cancelled->exit_code == "0:15");
+    CHECK(cancelled->comment == "with|pipe and spaces");
+    CHECK(std::any_of(jobs.begin(), jobs.end(), [](const JobInfo& j) {
+      return j.state == JobState::kPending && j.comment.empty() && !j.reason.empty();
+    }));
+
+    auto array = ParseSqueue(testing::TestData("squeue_" + v + "_array.txt"), &malformed);
+    CHECK(malformed == 0);
+    REQUIRE(array.size() == 4);
+    int running = 0, throttled = 0;
+    for (const auto& j : array) {
+      CHECK(ArrayBaseId(j.job_id) == ArrayBaseId(array[0].job_id));
+      CHECK(j.name == "arr");
+      running += j.state == JobState::kRunning;
+      throttled += j.state == JobState::kPending && j.reason == "JobArrayTaskLimit";
+    }
+    CHECK(running == 1);  // --array=0-3%1
+    CHECK(throttled == 3);
+
+    auto requeued = ParseSqueue(testing::TestData("squeue_" + v + "_restarts.txt"));
+    const JobInfo* rq = FindName(requeued, "wrap");
+    REQUIRE(rq);
+    CHECK(rq->restarts == 1);  // after `scontrol requeue`
+    CHECK(rq->state == JobState::kPending);
+    CHECK(rq->comment == "slurmsweep:study=rec:trial=t-rq:attempt=1");
+  }
+}
+
+TEST_CASE("scontrol -o show job of every tested Slurm", "[slurm]") {
+  for (std::string v : kVersions) {
+    INFO("Slurm " << v);
+    auto jobs = ParseScontrolShowJob(testing::TestData("scontrol_" + v + "_show_job.txt"));
+    const JobInfo* fail = FindName(jobs, "fail42");
+    REQUIRE(fail);
+    CHECK(fail->exit_code == "42:0");
+    CHECK(fail->state == JobState::kFailed);
+    CHECK(fail->comment == "slurmsweep:study=rec:trial=t-fail:attempt=1");
+  }
+}
+
+TEST_CASE("sacct of Slurm 24.11 and 26.05 with slurmdbd: exit codes, states and comments", "[slurm]") {
+  for (std::string v : {"24.11", "26.05"}) {  // 22.05: sacct_c_22.05.txt above
+    INFO("Slurm " << v);
+    size_t malformed = 99;
+    auto jobs = ParseSacct(testing::TestData("sacct_" + v + "_accounting.txt"), &malformed);
+    CHECK(malformed == 0);
+    REQUIRE(jobs.size() == 5);
+    REQUIRE(FindName(jobs, "ok"));
+    CHECK(FindName(jobs, "ok")->comment == "slurmsweep:study=rec:trial=t-ok:attempt=1");
+    REQUIRE(FindName(jobs, "fail42"));
+    CHECK(FindName(jobs, "fail42")->exit_code == "42:0");
+    CHECK(FindName(jobs, "fail42")->state == JobState::kFailed);
+    REQUIRE(FindName(jobs, "segv"));
+    CHECK(FindName(jobs, "segv")->exit_code == "0:11");
+    REQUIRE(FindName(jobs, "cancelme"));
+    CHECK(FindName(jobs, "cancelme")->state == JobState::kCancelled);  // "CANCELLED by 0"
+    CHECK(FindName(jobs, "cancelme")->comment == "with|pipe and spaces");
+  }
+}
+
+TEST_CASE("sbatch refusals, a controller that is down and sacct without accounting, as every tested Slurm says them",
+          "[slurm]") {
+  for (std::string v : kVersions) {
+    INFO("Slurm " << v);
+    auto [partition, partition_rc] = Refusal("sbatch_" + v + "_invalid_partition.txt");
+    CHECK(partition_rc != 0);
+    CHECK(IsStudyWideRefusal(partition));
+    CHECK_FALSE(IsSubmitLimit(partition));
+    CHECK_FALSE(IsSchedulerUnavailable(partition));
+    auto [config, config_rc] = Refusal("sbatch_" + v + "_node_config.txt");
+    CHECK(config_rc != 0);
+    CHECK_FALSE(IsStudyWideRefusal(config));
+    CHECK_FALSE(IsSubmitLimit(config));
+    CHECK_FALSE(IsSchedulerUnavailable(config));
+    for (std::string command : {"squeue", "sbatch", "scancel"}) {
+      auto [down, down_rc] = Refusal(command + "_" + v + "_controller_down.txt");
+      INFO(command << ": " << down);
+      CHECK(down_rc != 0);
+      CHECK(IsSchedulerUnavailable(down));  // the run loop waits, marks nothing
+      CHECK_FALSE(IsStudyWideRefusal(down));
+    }
+  }
 }
 
 TEST_CASE("sbatch --parsable output", "[slurm]") {
@@ -338,10 +464,15 @@ TEST_CASE("FindByName asks accounting for the names squeue has purged, and stops
   REQUIRE(t.commands.size() == 2);
   CHECK_THAT(t.commands[1], Catch::Contains("--name='ss-s-t-b'"));  // only the name squeue did not list
 
-  ScriptedTransport none;
-  none.rules = {{"squeue", {0, "", ""}}, {"sacct", {1, "", "sacct: error: Slurm accounting storage is disabled\n"}}};
-  SlurmClient no_accounting(none);
-  REQUIRE(no_accounting.FindByName({"ss-s-t-a"}).ok());
-  REQUIRE(no_accounting.FindByName({"ss-s-t-a"}).ok());
-  CHECK(no_accounting.stats().sacct == 1);  // learned once
+  for (std::string v : kVersions) {  // what sacct says on a cluster without accounting, as recorded
+    INFO("Slurm " << v);
+    auto [err, rc] = Refusal("sacct_" + v + "_disabled.txt");
+    REQUIRE(rc != 0);
+    ScriptedTransport none;
+    none.rules = {{"squeue", {0, "", ""}}, {"sacct", {rc, "", err}}};
+    SlurmClient no_accounting(none);
+    REQUIRE(no_accounting.FindByName({"ss-s-t-a"}).ok());
+    REQUIRE(no_accounting.FindByName({"ss-s-t-a"}).ok());
+    CHECK(no_accounting.stats().sacct == 1);  // learned once
+  }
 }

@@ -85,7 +85,7 @@ stage = ["{bin}/bin/mlp_train"]
 
 }  // namespace
 
-TEST_CASE("a study runs to completion over SSH and a second run submits nothing", "[cluster]") {
+TEST_CASE("a study runs to completion over SSH and a second run submits nothing", "[cluster][versions]") {
   testing::TempDir dir;
   std::string path =
       WriteStudy(dir, "happy", "[space]\noptimizer = [\"sgd\", \"adam\"]\nlr = [0.01, 0.05]\nmbs = [4]\n",
@@ -132,7 +132,8 @@ TEST_CASE("a study runs to completion over SSH and a second run submits nothing"
   for (const auto& t : again.Trials()) CHECK(t.state == "completed");
 }
 
-TEST_CASE("a trial that exits non-zero is FAILED with its exit code; metrics before it are kept", "[cluster]") {
+TEST_CASE("a trial that exits non-zero is FAILED with its exit code; metrics before it are kept",
+          "[cluster][versions]") {
   testing::TempDir dir;
   std::string path = WriteStudy(dir, "failing", "[space]\noptimizer = [\"adam\"]\nlr = [0.01]\nfail_at = [0, 12]\n",
                                 "iters = 30\nsleep_ms = 0\nmbs = 4\n");
@@ -151,7 +152,7 @@ TEST_CASE("a trial that exits non-zero is FAILED with its exit code; metrics bef
 }
 
 TEST_CASE("a partition sbatch refuses stops the run with the reason; no trial is marked, the fixed study runs",
-          "[cluster]") {
+          "[cluster][versions]") {
   testing::TempDir dir;
   std::string path = WriteStudy(dir, "badpart", "[space]\nlr = [0.01, 0.02]\n",
                                 "iters = 10\nsleep_ms = 0\nmbs = 4\noptimizer = \"sgd\"\nfail_at = 0\n");
@@ -212,7 +213,8 @@ TEST_CASE("run stops submitting when the first trial never logs the objective; t
   }
 }
 
-TEST_CASE("cancel stops running jobs and unsubmitted trials; the run loop sees them cancelled", "[cluster]") {
+TEST_CASE("cancel stops running jobs and unsubmitted trials; the run loop sees them cancelled",
+          "[cluster][versions]") {
   testing::TempDir dir;
   std::string path = WriteStudy(dir, "cancelme", "[space]\nlr = [0.01, 0.02, 0.03]\n",
                                 "iters = 100000\nsleep_ms = 20\nmbs = 4\noptimizer = \"sgd\"\nfail_at = 0\n",

@@ -179,7 +179,7 @@ FinishedRun RunToEnd(const testing::TempDir& dir, const std::string& path) {
 }  // namespace
 
 TEST_CASE("kill -9 at random moments: every attempt has exactly one job and no metric is lost or doubled",
-          "[cluster][fault]") {
+          "[cluster][versions][fault]") {
   testing::TempDir dir;
   const std::string name = "killed" + std::to_string(getpid());  // jobs of earlier runs stay in squeue a while
   std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01, 0.02, 0.03, 0.04, 0.05]\nmbs = [2, 4, 6, 8]\n",
@@ -777,7 +777,7 @@ echo "[Rank 0] (after 10 iterations) memory (MB) | allocated: 1000.0 | max alloc
 // marks (written beside the logs when a job starts) show them. Either way they are adopted, not
 // submitted a second time.
 TEST_CASE("an interrupted submission whose jobs Slurm has purged is adopted from sacct or the start marks",
-          "[cluster][fault]") {
+          "[cluster][versions][fault]") {
   // As one job array (both trials in the lost sbatch), or as plain jobs (the first trial's).
   const bool arrays = GENERATE(true, false);
   // With the lab's accounting, and with sacct hidden as on a cluster without one.
@@ -856,7 +856,7 @@ TEST_CASE("an interrupted submission whose jobs Slurm has purged is adopted from
 // log. The first run is an attempt of its own: its points are dropped, never spliced onto the
 // second run's, its time counts, and an event says what happened.
 TEST_CASE("a job Slurm runs again under the same id is a new attempt: the curve is the new run's alone",
-          "[cluster][fault]") {
+          "[cluster][versions][fault]") {
   testing::TempDir dir;
   const std::string name = "requeue" + std::to_string(getpid());
   std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01]\nmbs = [4]\n",
@@ -904,7 +904,7 @@ TEST_CASE("a job Slurm runs again under the same id is a new attempt: the curve 
 // node, Slurm requeues the trial's job (PreemptMode=REQUEUE). With [retry] preempted = 0 the
 // attempt ends preempted, and the run Slurm queued again is cancelled.
 TEST_CASE("a preempted job is of the preempted class; with no retry left the trial ends and its rerun is cancelled",
-          "[cluster][fault]") {
+          "[cluster][versions][fault]") {
   testing::TempDir dir;
   const std::string name = "preempt" + std::to_string(getpid());
   std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01]\nmbs = [4]\n",

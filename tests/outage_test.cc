@@ -69,7 +69,7 @@ void SshdOutage(double seconds) {
   int master = std::stoi(pid);
   testing::Capture(fmt::format("pkill -KILL -P {}; kill -KILL {}", master, master));
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-  int rc = std::system(fmt::format("/usr/sbin/sshd -f {}/ssh/sshd_config -E {}/log/sshd.log", lab, lab).c_str());
+  int rc = std::system((lab + "/bin/start-sshd").c_str());  // as tests/cluster/start.sh started it
   REQUIRE(rc == 0);
 }
 
@@ -164,20 +164,15 @@ TEST_CASE("slurmctld restarts mid-run: nothing is marked while it is away and th
     return testing::AnyTrialIn(trials, "running");
   }));
   // Stop the controller (state is saved in StateSaveLocation), keep it away, start it again as
-  // tests/cluster/start.sh does: its own UTS namespace named after SlurmctldHost.
+  // tests/cluster/start.sh did (its own UTS namespace named after SlurmctldHost, the lab's Slurm version).
   std::string lab = testing::ClusterVar("SLURMSWEEP_LAB");
-  std::string conf = testing::ClusterVar("SLURM_CONF");
   int pid = std::stoi(testing::ReadAll(lab + "/run/slurmctld.pid"));
   kill(pid, SIGTERM);
   for (int i = 0; i < 100 && kill(pid, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   // Longer than a Slurm client keeps retrying a refused connection (a few MessageTimeouts): a
   // tick must see the controller gone, not just a slow squeue.
   std::this_thread::sleep_for(std::chrono::seconds(20));
-  std::string host = testing::Capture(fmt::format("sed -n 's/^SlurmctldHost=\\([^(]*\\).*/\\1/p' {}", conf));
-  while (!host.empty() && host.back() == '\n') host.pop_back();
-  REQUIRE(std::system(
-              fmt::format("SLURM_CONF={} unshare --uts sh -c 'hostname {} && exec slurmctld -f {}'", conf, host, conf)
-                  .c_str()) == 0);
+  REQUIRE(std::system((lab + "/bin/start-slurmctld").c_str()) == 0);
   loop.join();
   INFO(h.log.str());
   REQUIRE(result.ok());

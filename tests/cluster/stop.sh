@@ -12,7 +12,7 @@ NET_PREFIX=${SLURMSWEEP_NET_PREFIX:-$(recorded_prefix)}
 NET_PREFIX=${NET_PREFIX:-sslab}
 BRIDGE=${NET_PREFIX}br0
 MARKER=.slurmsweep-lab                      # start.sh puts this in $LAB; we only ever delete a marked dir
-OUR_COMMANDS=" munged slurmctld slurmd slurmstepd sshd slurmdbd mariadbd "
+OUR_COMMANDS=" munged slurmctld slurmd slurmstepd sshd sshd-session slurmdbd mariadbd "  # sshd-session: OpenSSH 10 (chroot labs)
 
 OUR_NETNS=()      # netns named like ours that run a process of this lab, or nothing at all (leftovers)
 FOREIGN_NETNS=()  # netns named like ours that run processes of some other lab: never touched
@@ -53,7 +53,8 @@ refers_to_lab() {
   local -a args=()
   mapfile -d '' -t args 2>/dev/null <"/proc/$1/cmdline" || return 1
   for arg in "${args[@]}"; do
-    [[ $arg == "$LAB/"* || $arg == *"=$LAB/"* ]] && return 0
+    # OpenSSH 10's listener shows one argument "sshd: /usr/sbin/sshd -f $LAB/ssh/sshd_config ... [listener]".
+    [[ $arg == "$LAB/"* || $arg == *"=$LAB/"* || $arg == *" $LAB/"* ]] && return 0
   done
   find "/proc/$1/cwd" "/proc/$1/fd" -maxdepth 1 \( -lname "$LAB" -o -lname "$LAB/*" \) -print -quit 2>/dev/null |
     grep -q .
