@@ -177,15 +177,16 @@ Status Runner::Prepare() {
   if (study_.sampler == "tpe") SWEEP_RETURN_IF_ERROR(PrepareTpe());
 
   const std::string& w = study_.cluster.workdir;
-  auto mk = transport_.Run(fmt::format("mkdir -p {} {} {}", slurm::ShellQuote(w), slurm::ShellQuote(w + "/scripts"),
-                                       slurm::ShellQuote(w + "/logs")));
-  if (!mk.ok()) return mk.status().WithContext("creating the work directory on the cluster");
-  if (mk->exit_code != 0) {
-    return Status::InvalidArgument(
-        fmt::format("{}: cannot create [cluster] workdir {} on the cluster (check workdir "
-                    "and user): {}",
-                    study_.path, w, mk->err));
-  }
+  auto stored = store_.ListTrials(study_id_);
+  if (!stored.ok()) return stored.status();
+  files_ = FilesOf(w, study_.name, *stored);
+  auto record = store_.GetStudy(study_.name);
+  if (!record.ok()) return record.status();
+  std::string host = LocalHostName();
+  std::string claim_note;
+  SWEEP_RETURN_IF_ERROR(ClaimStudyFiles(transport_, files_, ClaimToken(*record, host, study_.database), host,
+                                        study_.path, &claim_note));
+  if (!claim_note.empty()) Event(std::nullopt, "claim", claim_note);
   for (const auto& local : study_.job.stage) {
     Status st;
     std::string content = ReadLocalFile(local, &st);
@@ -206,7 +207,9 @@ Result<std::string> Runner::RenderBody(const store::TrialRecord& t) {
   auto spec = specs_.find(t.trial_key);
   if (spec == specs_.end()) return Status::Internal("trial " + t.trial_key + " is not in this study file");
   return slurm::RenderTemplate(study_.job.template_text, study_.job.template_path,
-                               TrialTemplateVars(study_, spec->second, t.attempt, t.log_path), TextNames(study_));
+                               TrialTemplateVars(study_, spec->second, t.attempt, t.log_path,
+                                                 files_.TrialDir(t.trial_key)),
+                               TextNames(study_));
 }
 
 Result<std::optional<std::vector<std::string>>> Runner::NextDirectives(const store::TrialRecord& t) {
@@ -218,7 +221,8 @@ Result<std::optional<std::vector<std::string>>> Runner::NextDirectives(const sto
   static constexpr std::string_view kLogMarker = "slurmsweep-log-marker@@=";
   std::string_view tmpl = study_.job.template_text;
   auto head = slurm::RenderTemplate(tmpl.substr(0, slurm::DirectivesEnd(tmpl)), study_.job.template_path,
-                                    TrialTemplateVars(study_, spec->second, t.attempt + 1, std::string(kLogMarker)),
+                                    TrialTemplateVars(study_, spec->second, t.attempt + 1, std::string(kLogMarker),
+                                                      files_.TrialDir(t.trial_key)),
                                     TextNames(study_));
   if (!head.ok()) return head.status();
   std::vector<std::string> directives = slurm::SbatchDirectives(*head);
@@ -254,7 +258,7 @@ Result<std::string> Runner::RenderScript(const store::TrialRecord& t, std::strin
     *script = slurm::WithTelemetrySampler(*script, TelemetryPath(t), study_.job.monitor_interval_s);
   // Each run of the job leaves a start mark beside its log: it finds a job Slurm has purged
   // (Reconcile) and tells one run from the next when Slurm requeues it (HandleRestarts).
-  return WithStartMark(*script, MarksPath(t.log_path));
+  return WithStartMark(*script, MarksPath(t.log_path), {study_.name, t.trial_key, t.attempt});
 }
 
 // A crash between recording the intent and storing the job id leaves trials "submitting".
@@ -453,6 +457,12 @@ Status Runner::FindRestarts(std::vector<store::TrialRecord>& trials, const std::
     t.job_restarts = seen;
     if (t.attempt > allowed) {
       // No retry left for this class: the attempt ends as any other would, and the new run goes.
+      // Its log is read to its end first: until the rerun starts (its start mark), the log is
+      // still the ended run's, with whatever it wrote since the last tick.
+      if (next_start == 0 && !rewritten.count(t.id)) {
+        auto tail = Ingest(t);
+        if (!tail.ok()) return tail.status();
+      }
       if (run_start > 0) t.started_at = run_start;
       t.ended_at = end;
       t.state = cls;
@@ -481,6 +491,41 @@ Status Runner::FindRestarts(std::vector<store::TrialRecord>& trials, const std::
     stopping_.Forget(t.id);
   }
   return client_.Cancel(cancel);
+}
+
+Status Runner::HoldForeignLogs(const std::vector<store::TrialRecord>& trials,
+                               std::map<int64_t, Result<std::string>>& prefetched, std::set<int64_t>& hold) {
+  // Only a log about to be read from its start, with something in it: once a run's first bytes
+  // are its own, the rest are (a run that starts later truncates the log and is a restart).
+  std::vector<const store::TrialRecord*> first_reads;
+  for (const auto& t : trials) {
+    if (t.log_offset != 0 || hold.count(t.id) || t.job_id.empty() || IsFinalTrialState(t.state)) continue;
+    auto chunk = prefetched.find(t.id);
+    if (chunk == prefetched.end() || !chunk->second.ok() || chunk->second->empty()) continue;
+    first_reads.push_back(&t);
+  }
+  if (first_reads.empty()) return Status::OK();
+  MarksRead marks;
+  ReadStartMarks(first_reads, marks);
+  for (const store::TrialRecord* t : first_reads) {
+    const Result<std::string>& text = marks.at(t->id);
+    if (!text.ok()) {
+      if (text.status().IsNotFound()) continue;  // a job from before start marks, or one that could not write them
+      return text.status();
+    }
+    std::string owner = ForeignLogOwner(ParseStartMarks(*text), t->job_id, {study_.name, t->trial_key, t->attempt},
+                                        t->job_restarts);
+    if (owner.empty()) continue;
+    hold.insert(t->id);
+    prefetched.erase(t->id);
+    if (foreign_reported_.insert(t->id).second) {
+      Event(t->id, "foreign_log",
+            fmt::format("{} was last written by {}, not by this trial's job {}: it is not read (another study "
+                        "writes to this study's file names; give each study its own [study] name)",
+                        t->log_path, owner, t->job_id));
+    }
+  }
+  return Status::OK();
 }
 
 Result<int64_t> Runner::Ingest(store::TrialRecord& t, const Result<std::string>* first) {
@@ -645,6 +690,7 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
   }
   std::set<int64_t> hold;  // restarted, the new run not started yet: its log is the old run's
   SWEEP_RETURN_IF_ERROR(HandleRestarts(trials, *jobs, rewritten, prefetched, hold));
+  SWEEP_RETURN_IF_ERROR(HoldForeignLogs(trials, prefetched, hold));
 
   // What squeue says of each tracked trial, decided before anything is written.
   struct Observed {
@@ -1150,7 +1196,6 @@ void Runner::UndoSubmission(store::TrialRecord& t) {
 }
 
 Status Runner::SubmitBatch(std::vector<store::TrialRecord*>& batch, int throttle, TickReport& report) {
-  const std::string& w = study_.cluster.workdir;
   bool array = batch.size() > 1;
   std::string array_name =
       array ? fmt::format("ss-{}-arr{}-{}", study_.name, batch.front()->id, batch.front()->attempt + 1) : "";
@@ -1161,14 +1206,14 @@ Status Runner::SubmitBatch(std::vector<store::TrialRecord*>& batch, int throttle
     t.attempt += 1;
     t.array_name = array_name;
     t.array_index = array ? static_cast<int>(i) : -1;
-    std::string own_log = fmt::format("{}/logs/{}.{}.out", w, t.trial_key, t.attempt);
-    t.log_path = array ? fmt::format("{}/logs/{}_{}.out", w, array_name, i) : own_log;
+    std::string own_log = files_.TrialLog(t.trial_key, t.attempt);
+    t.log_path = array ? files_.ArrayLog(array_name, std::to_string(i)) : own_log;
     // Rendered once for this attempt: the script and the array's shared directives come from it.
     auto body = RenderBody(t);
     if (!body.ok()) return body.status();
     auto script = RenderScript(t, *body);
     if (!script.ok()) return script.status();
-    std::string script_path = fmt::format("{}/scripts/{}.{}.sbatch", w, t.trial_key, t.attempt);
+    std::string script_path = files_.TrialScript(t.trial_key, t.attempt);
     SWEEP_RETURN_IF_ERROR(transport_.WriteFile(script_path, *script, 0755));
     if (!array) continue;
     // The array shares its first task's directives; every task must carry the same ones (a
@@ -1183,14 +1228,13 @@ Status Runner::SubmitBatch(std::vector<store::TrialRecord*>& batch, int throttle
     }
     tasks.push_back({t.log_path, own_log, script_path});
   }
-  std::string submit_path =
-      array ? fmt::format("{}/scripts/{}.sbatch", w, array_name)
-            : fmt::format("{}/scripts/{}.{}.sbatch", w, batch.front()->trial_key, batch.front()->attempt);
+  std::string submit_path = array ? files_.ArrayScript(array_name)
+                                  : files_.TrialScript(batch.front()->trial_key, batch.front()->attempt);
   if (array) {
     std::string body = slurm::ArrayDispatchBody(study_.name, directives, tasks);
     slurm::SbatchHeader h = Header();
     h.job_name = array_name;
-    h.output = fmt::format("{}/logs/{}_%a.out", w, array_name);
+    h.output = files_.ArrayLog(array_name, "%a");
     h.comment = ArrayTag(array_name);
     h.array = fmt::format("0-{}%{}", batch.size() - 1, throttle);
     auto script = slurm::AddSbatchHeader(body, h);

@@ -26,6 +26,7 @@
 #include "stopping/early_stop.h"
 #include "logs/metrics_parser.h"
 #include "orchestrator/objective_watch.h"
+#include "orchestrator/study_files.h"
 #include "planner/planner.h"
 #include "sampler/tpe.h"
 #include "study/space.h"
@@ -132,6 +133,11 @@ class Runner {
   // Reads the start marks of those of `trials` not in `marks` yet, with one ReadMany.
   void ReadStartMarks(const std::vector<const store::TrialRecord*>& trials, MarksRead& marks);
   Status QueryAndIngest(std::vector<store::TrialRecord>& trials, TickReport& report);
+  // A study never reads a log it did not write: trials about to read a log from its start whose
+  // start marks say another run wrote it (another study's job on the same path) go to `hold`,
+  // with an event. One ReadMany for every such trial.
+  Status HoldForeignLogs(const std::vector<store::TrialRecord>& trials, std::map<int64_t, Result<std::string>>& prefetched,
+                         std::set<int64_t>& hold);
   // Stores the log's new lines; `first`: the first chunk, already read (QueryAndIngest reads every
   // trial's first chunk in one ReadMany), else read here.
   Result<int64_t> Ingest(store::TrialRecord& trial, const Result<std::string>* first = nullptr);
@@ -211,6 +217,8 @@ class Runner {
   Clock& clock_;
   std::ostream& log_;
   int64_t study_id_ = 0;
+  StudyFiles files_;                    // where this study's files are on the cluster (Prepare)
+  std::set<int64_t> foreign_reported_;  // trials whose log another run wrote, already reported
   bool prepared_ = false;
   bool submit_predicted_oom_ = false;
   std::function<bool()> interrupted_;

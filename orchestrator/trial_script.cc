@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "orchestrator/study_files.h"
 #include "slurm/sbatch_script.h"
 #include "slurm/telemetry_script.h"
 #include "study/template_vars.h"
@@ -51,7 +52,7 @@ Status CheckStudyTemplate(Study& study) {
 }
 
 std::map<std::string, std::string> TrialTemplateVars(const Study& study, const TrialSpec& spec, int attempt,
-                                                     const std::string& log_path) {
+                                                     const std::string& log_path, const std::string& trial_dir) {
   const std::string& w = study.cluster.workdir;
   std::map<std::string, std::string> vars = study.job.vars;
   for (const auto& [name, v] : spec.params) vars[name] = ParamToString(v);
@@ -59,7 +60,7 @@ std::map<std::string, std::string> TrialTemplateVars(const Study& study, const T
   vars["trial"] = spec.key;
   vars["attempt"] = std::to_string(attempt);
   vars["workdir"] = w;
-  vars["trial_dir"] = w + "/trials/" + spec.key;
+  vars["trial_dir"] = trial_dir.empty() ? StudyFiles{w, study.name}.TrialDir(spec.key) : trial_dir;
   vars["log"] = log_path;
   vars["nodes"] = std::to_string(study.job.nodes);
   vars["gpus_per_node"] = std::to_string(study.job.gpus_per_node);
@@ -101,7 +102,7 @@ std::map<std::string, std::string> RenderRefusals(const Study& study, const std:
   std::map<std::string, std::string> out;
   for (const TrialSpec& spec : specs) {
     if (!spec.dropped_reason.empty()) continue;
-    std::string log = fmt::format("{}/logs/{}.1.out", study.cluster.workdir, spec.key);
+    std::string log = StudyFiles{study.cluster.workdir, study.name}.TrialLog(spec.key, 1);
     auto r =
         slurm::RenderTemplate(study.job.template_text, study.job.template_path, TrialTemplateVars(study, spec, 1, log),
                               TextNames(study));

@@ -22,9 +22,10 @@ namespace sweep {
 Status CheckStudyTemplate(Study& study);
 
 // The variables a trial's template sees: [job.vars], the trial's parameters and the built-ins
-// (template_vars.h) for `attempt` with its log at `log_path`.
+// (template_vars.h) for `attempt` with its log at `log_path` and its `trial_dir` (StudyFiles::TrialDir;
+// empty: WORKDIR/trials/STUDY/TRIAL).
 std::map<std::string, std::string> TrialTemplateVars(const Study& study, const TrialSpec& spec, int attempt,
-                                                     const std::string& log_path);
+                                                     const std::string& log_path, const std::string& trial_dir = "");
 
 // The template variables a study declares text (`text = true` in [space] or [job.vars]): the only
 // ones whose values may lie outside the safe alphabet (base/params.h).

@@ -107,12 +107,12 @@ TEST_CASE("a study runs to completion over SSH and a second run submits nothing"
       CHECK((*last)->step == 40);
       // One job array for the four: the trial is a task of it, its own log name points at the task's log.
       CHECK(t.job_id.rfind(trials[0].job_id.substr(0, trials[0].job_id.find('_')) + "_", 0) == 0);
-      CHECK(testing::ReadAll(fmt::format("{}/logs/{}.1.out", dir.file("work"), t.trial_key)) ==
+      CHECK(testing::ReadAll(fmt::format("{}/logs/happy/{}.1.out", dir.file("work"), t.trial_key)) ==
             testing::ReadAll(t.log_path));
     }
     CHECK(h.runner->slurm_stats().sbatch == 1);
     // The array script on the cluster side carries the comment tag it is found by after a crash.
-    std::string script = testing::ReadAll(fmt::format("{}/scripts/{}.sbatch", dir.file("work"), trials[0].array_name));
+    std::string script = testing::ReadAll(fmt::format("{}/scripts/happy/{}.sbatch", dir.file("work"), trials[0].array_name));
     CHECK_THAT(script,
                Catch::Contains(fmt::format("#SBATCH --comment=slurmsweep:study=happy:array={}", trials[0].array_name)));
     CHECK_THAT(script, Catch::Contains("#SBATCH --array=0-3%4"));
@@ -387,7 +387,7 @@ exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --seed {{seed}} --lr 0.05 
   CHECK(states["completed"] == 58);
   // Slurm's own record: one array of 60 tasks throttled to 12 running at once; the task cancelled
   // while queued never ran, so Slurm keeps no record of it.
-  CHECK_THAT(testing::ReadAll(fmt::format("{}/scripts/{}.sbatch", dir.file("work"), trials[0].array_name)),
+  CHECK_THAT(testing::ReadAll(fmt::format("{}/scripts/arrays/{}.sbatch", dir.file("work"), trials[0].array_name)),
              Catch::Contains("#SBATCH --array=0-59%12"));
   std::string listed = testing::Capture(
       fmt::format("SLURM_CONF={} squeue -h -r -t all -j {} -o %i", testing::ClusterVar("SLURM_CONF"), array_id));
@@ -643,7 +643,7 @@ TEST_CASE("a tpe study runs end to end as job arrays and proposes more as trials
       if (!t.array_name.empty()) arrays.insert(t.array_name);
     }
     // The first three (the free slots) went as one array; the rest followed as trials ended.
-    std::string first = testing::ReadAll(fmt::format("{}/scripts/{}.sbatch", dir.file("work"), trials[0].array_name));
+    std::string first = testing::ReadAll(fmt::format("{}/scripts/tpe/{}.sbatch", dir.file("work"), trials[0].array_name));
     CHECK_THAT(first, Catch::Contains("#SBATCH --array=0-2%3"));
     CHECK(h.runner->slurm_stats().sbatch >= 3);
     CHECK(!arrays.empty());

@@ -144,7 +144,7 @@ class FakeSlurm final : public slurm::Transport {
   Result<slurm::CommandOutput> Run(const std::string& command) override {
     commands_.push_back(command);
     std::string_view tool = Tool(command);
-    if (tool == "mkdir") return slurm::CommandOutput{};
+    if (tool == "mkdir") return MkdirAndClaim(command);
     bool slurm_tool =
         tool == "sbatch" || tool == "squeue" || tool == "sacct" || tool == "scontrol" || tool == "scancel";
     if (slurm_tool && time_out_calls > 0) {
@@ -211,6 +211,21 @@ class FakeSlurm final : public slurm::Transport {
     char buf[32];
     std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
     return buf;
+  }
+
+  // The run loop's "mkdir -p DIRS && { ln -s 'TOKEN' 'CLAIM'; readlink 'CLAIM'; }": the claim is
+  // made if absent ("ln -sfn": replaced), kept among the files, and printed as it stands.
+  Result<slurm::CommandOutput> MkdirAndClaim(const std::string& command) {
+    size_t ln = command.find("ln -s");
+    if (ln == std::string::npos) return slurm::CommandOutput{};
+    bool replace = command.compare(ln, 7, "ln -sfn") == 0;
+    size_t token_at = command.find('\'', ln) + 1, token_end = command.find('\'', token_at);
+    size_t path_at = command.find('\'', token_end + 1) + 1, path_end = command.find('\'', path_at);
+    std::string path = command.substr(path_at, path_end - path_at);
+    std::string token = command.substr(token_at, token_end - token_at);
+    if (replace) files_[path] = token;
+    else files_.emplace(path, token);
+    return slurm::CommandOutput{0, files_[path] + "\n", ""};
   }
 
   Result<slurm::CommandOutput> Sbatch(const std::string& command) {

@@ -937,6 +937,116 @@ TEST_CASE("a preempted job is of the preempted class; with no retry left the tri
   CHECK((state.empty() || state.rfind("CANCELLED", 0) == 0));
 }
 
+// The lm_loss points of a log, by step: what a trial that read it to its end stores.
+std::vector<std::pair<int64_t, double>> LogLoss(const std::string& text) {
+  ParserState fresh;
+  ParseOutput parsed = ParseMetrics(text, MetricFormat::kMegatron, fresh);
+  std::vector<std::pair<int64_t, double>> out;
+  for (const auto& p : parsed.points)
+    if (p.name == "lm_loss") out.emplace_back(p.step, p.value);
+  return out;
+}
+
+std::vector<std::pair<int64_t, double>> StoredLoss(store::Store& db, int64_t trial_id) {
+  auto stored = db.MetricSeries(trial_id, "lm_loss");
+  REQUIRE(stored.ok());
+  std::vector<std::pair<int64_t, double>> out;
+  for (const auto& m : *stored) out.emplace_back(m.step, m.value);
+  return out;
+}
+
+// Issue 27 §5: nothing of a preempted trial's last run is lost. The run goes on logging after the
+// last tick read its log; then a job of the urgent partition takes both nodes, so Slurm requeues
+// the trial's job and cannot run it again (which would rewrite the log) before the trial is marked.
+// With [retry] preempted = 0 the trial ends preempted: every point of its log is stored.
+TEST_CASE("a trial that ends preempted with no retry left keeps every point its last run logged",
+          "[cluster][fault]") {
+  testing::TempDir dir;
+  const std::string name = "preempttail" + std::to_string(getpid());
+  std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01]\nmbs = [4]\n",
+                                     "iters = 2000\nsleep_ms = 40\noptimizer = \"sgd\"\n", kTrainTemplate, 1,
+                                     "[retry]\npreempted = 0\n");
+  std::string conf = testing::ClusterVar("SLURM_CONF");
+  setenv("SLURM_CONF", conf.c_str(), 1);
+  testing::Harness h(path);
+  REQUIRE(h.TickUntil(200, [&](const std::vector<store::TrialRecord>& trials) {
+    return trials[0].state == "running" && testing::CountPoints(*h.store, trials[0].id, "lm_loss") >= 2;
+  }));
+  store::TrialRecord first = h.Trials()[0];
+  size_t stored = testing::CountPoints(*h.store, first.id, "lm_loss");
+  // No tick from here on until Slurm has requeued the job: the run logs more than was read.
+  for (int i = 0; i < 600 && LogLoss(testing::ReadAll(first.log_path)).size() < stored + 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(LogLoss(testing::ReadAll(first.log_path)).size() >= stored + 3);
+  std::string urgent = testing::Capture(
+      fmt::format("SLURM_CONF={} sbatch --parsable -p {} -N 2 --exclusive -o /dev/null --wrap 'sleep 600'", conf,
+                  testing::ClusterVar("SLURMSWEEP_URGENT_PARTITION")));
+  while (!urgent.empty() && (urgent.back() == '\n' || urgent.back() == ' ')) urgent.pop_back();
+  REQUIRE_FALSE(urgent.empty());
+  struct CancelUrgent {
+    std::string conf, id;
+    ~CancelUrgent() { testing::RunShell(fmt::format("SLURM_CONF={} scancel {}", conf, id)); }
+  } cancel_urgent{conf, urgent};
+  std::string requeued;
+  for (int i = 0; i < 600; ++i) {
+    requeued = testing::Capture(fmt::format("SLURM_CONF={} squeue -h -j {} -o %T 2>/dev/null", conf, first.job_id));
+    if (requeued.rfind("PENDING", 0) == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(requeued.rfind("PENDING", 0) == 0);
+  REQUIRE(h.TickUntil(
+      200, [](const std::vector<store::TrialRecord>& trials) { return IsFinalTrialState(trials[0].state); }));
+  INFO(h.log.str());
+  store::TrialRecord t = h.Trials()[0];
+  CHECK(t.state == "preempted");
+  CHECK(t.attempt == 1);
+  // The log is still the preempted run's (its rerun was cancelled before it started): all of it is stored.
+  auto want = LogLoss(testing::ReadAll(t.log_path));
+  CHECK(want.size() >= stored + 3);
+  CHECK(StoredLoss(*h.store, t.id) == want);
+}
+
+// Issue 27 §2: every file of a study belongs to that study. Two studies with the same [space] and the
+// same [cluster] workdir, run at the same time by two slurmsweep processes: each stores exactly its
+// own trials' curves (their iteration counts differ, so a mix shows), and each job's start mark names
+// its own study. One runs its trials as a job array, the other as plain jobs.
+TEST_CASE("two studies of one space in one workdir, run at the same time, each store only their own points",
+          "[cluster][fault]") {
+  testing::TempDir dir;
+  const std::string a = "mixa" + std::to_string(getpid()), b = "mixb" + std::to_string(getpid());
+  const std::string space = "[space]\nlr = [0.01, 0.02]\nmbs = [4]\n";
+  WriteLocalStudy(dir, a, space, "iters = 30\nsleep_ms = 20\noptimizer = \"sgd\"\n", kTrainTemplate, 2);
+  std::filesystem::rename(dir.file("study.toml"), dir.file("a.toml"));
+  WriteLocalStudy(dir, b, space, "iters = 50\nsleep_ms = 20\noptimizer = \"sgd\"\n", kTrainTemplate, 2, "",
+                  "arrays = false");
+  std::filesystem::rename(dir.file("study.toml"), dir.file("b.toml"));
+  pid_t pa = Spawn({"run", dir.file("a.toml")}, dir.file("a.log"));
+  pid_t pb = Spawn({"run", dir.file("b.toml")}, dir.file("b.log"));
+  int code_a = WaitExit(pa), code_b = WaitExit(pb);
+  INFO(testing::ReadAll(dir.file("a.log")) << "\n----\n" << testing::ReadAll(dir.file("b.log")));
+  CHECK(code_a == 0);
+  CHECK(code_b == 0);
+  for (const auto& [study, iters] : {std::pair{a, 30}, std::pair{b, 50}}) {
+    auto db = OpenDb(dir, study);
+    auto trials = Trials(*db, study);
+    REQUIRE(trials.size() == 2);
+    for (const auto& t : trials) {
+      INFO(study << " " << t.trial_key << " " << t.log_path);
+      CHECK(t.state == "completed");
+      CHECK(t.log_path.rfind(dir.file("work") + "/logs/" + study + "/", 0) == 0);
+      auto got = StoredLoss(*db, t.id);
+      CHECK(got == LogLoss(testing::ReadAll(t.log_path)));
+      REQUIRE_FALSE(got.empty());
+      CHECK(got.back().first == iters);
+      auto starts = ParseStartMarks(testing::ReadAll(MarksPath(t.log_path)));
+      REQUIRE(starts.size() == 1);
+      CHECK(starts[0].study == study);
+      CHECK(starts[0].trial == t.trial_key);
+    }
+  }
+}
+
 // Issue 13, item 3 for a node failure: the node's link is cut, Slurm declares it down and requeues
 // the job (JobRequeue=1). The class is node_fail (the node the run was on is down), and with
 // [retry] node_fail = 0 the trial ends there and the rerun is cancelled.

@@ -245,7 +245,7 @@ TEST_CASE("submit: trials that share #SBATCH lines go as one job array, throttle
   TickReport first = s.Tick();
   CHECK(first.submitted == 3);
   REQUIRE(s.slurm.issued("sbatch").size() == 1);
-  auto script = s.slurm.file("/fake/work/scripts/ss-fk-arr1-1.sbatch");
+  auto script = s.slurm.file("/fake/work/scripts/fk/ss-fk-arr1-1.sbatch");
   REQUIRE(script);
   CHECK_THAT(*script, Catch::Contains("#SBATCH --array=0-2%2"));
   for (const auto& t : s.Trials()) {
@@ -284,10 +284,10 @@ TEST_CASE("submit: trials whose #SBATCH lines differ go in separate arrays; a di
   for (const auto& t : by_mem.Trials()) {
     CHECK(t.array_index >= 0);
     std::string mem = t.params_json.find("\"1G\"") != std::string::npos ? "1G" : "2G";
-    auto array = by_mem.slurm.file(fmt::format("/fake/work/scripts/{}.sbatch", t.array_name));
+    auto array = by_mem.slurm.file(fmt::format("/fake/work/scripts/fk/{}.sbatch", t.array_name));
     REQUIRE(array);
     CHECK_THAT(*array, Catch::Contains("#SBATCH --mem='" + mem + "'") && Catch::Contains("--array=0-1%"));
-    auto own = by_mem.slurm.file(fmt::format("/fake/work/scripts/{}.1.sbatch", t.trial_key));
+    auto own = by_mem.slurm.file(fmt::format("/fake/work/scripts/fk/{}.1.sbatch", t.trial_key));
     REQUIRE(own);
     CHECK_THAT(*own, Catch::Contains("#SBATCH --mem='" + mem + "'"));
   }
@@ -298,7 +298,7 @@ TEST_CASE("submit: trials whose #SBATCH lines differ go in separate arrays; a di
   CHECK(by_log.slurm.issued("sbatch").size() == 3);
   for (const auto& t : by_log.Trials()) {
     CHECK(t.array_index == -1);
-    auto own = by_log.slurm.file(fmt::format("/fake/work/scripts/{}.1.sbatch", t.trial_key));
+    auto own = by_log.slurm.file(fmt::format("/fake/work/scripts/fk/{}.1.sbatch", t.trial_key));
     REQUIRE(own);
     CHECK_THAT(*own, Catch::Contains("#SBATCH --error='" + t.log_path + "'.err"));
   }

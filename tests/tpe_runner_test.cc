@@ -88,7 +88,7 @@ TEST_CASE("tpe: a batch of K = free slots goes as one job array; more are propos
   TickReport first = s.Tick();
   CHECK(first.submitted == 4);
   REQUIRE(s.slurm.issued("sbatch").size() == 1);
-  auto script = s.slurm.file("/fake/work/scripts/ss-tp-arr1-1.sbatch");
+  auto script = s.slurm.file("/fake/work/scripts/tp/ss-tp-arr1-1.sbatch");
   REQUIRE(script);
   CHECK_THAT(*script, Catch::Contains("#SBATCH --array=0-3%4"));
 
