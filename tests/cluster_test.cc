@@ -399,9 +399,11 @@ TEST_CASE("hostile parameter values reach the job literally and run nothing", "[
   testing::TempDir dir;
   std::string marker = dir.file("pwned");
   std::string hostile = "$(touch " + marker + "); `touch " + marker + "` '\\\" x";
-  std::string tmpl = "#!/bin/bash\nprintf 'value=[%s]\\n' {{val}}\n";
+  // Outside the safe alphabet, so declared text and assigned once, as README's template section says.
+  std::string tmpl = "#!/bin/bash\nVAL={{val}}\nprintf 'value=[%s]\\n' \"$VAL\"\n";
   // TOML literal string: no escapes, so the value is exactly what a user typed.
-  std::string path = WriteStudy(dir, "quoting", "[space]\nval = ['''" + hostile + "''']\n", "x = 1\n", 8, tmpl);
+  std::string path = WriteStudy(dir, "quoting", "[space]\nval = { values = ['''" + hostile + "'''], text = true }\n",
+                                "x = 1\n", 8, tmpl);
   Harness h(path);
   REQUIRE(h.runner->Run(120).ok());
   auto trials = h.Trials();
