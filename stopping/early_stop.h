@@ -40,7 +40,8 @@
 //               that limit the bench lost the best trial of gpt-100it in sequential sweeps.
 //               (6) with budget_s and lead, when a live rival (any group, a completed one too) is
 //               lower at equal time by the margin, this trial's curve has bent (its recent slope in
-//               time no steeper than the one before), and the gap, closing at most at its pace over
+//               time no steeper than the one before, beyond noise_z standard errors of the slopes'
+//               difference: issue 30), and the gap, closing at most at its pace over
 //               the last third of the time both have run (plus noise_z standard errors of that
 //               pace), would still exceed the margin at the budget; once both have reached the
 //               budget, the gap measured there decides alone (nothing is left to project).
