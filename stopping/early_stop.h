@@ -73,7 +73,10 @@
 // (power law) to each trial's few noisy early points and extrapolating to the budget: early
 // loss is flat and noisy, and a fitted curve's extrapolation is a guess, whereas siblings'
 // curves are measured and iteration rates are precise after two log lines. (5) extrapolates
-// only a bound, and only once the curve has bent.
+// only a bound, and only once the curve has bent. For (6), replayed on the bench (issue 30): the gap's
+// closing carried linearly in log time (a power law's gap closes ever slower there) cost less but
+// underestimates a gap that closes at a steady pace; a straight line of the trial's own recent descent
+// against a rival's measured loss at the budget lost the best trial one after another.
 //
 // Lower is better everywhere (a loss), unless StoppingConfig::maximize. Not thread-safe; no shared state, so one per
 // thread is fine. Module stopping/: early-stopping rules; uses base/ only.
