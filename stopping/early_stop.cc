@@ -884,6 +884,16 @@ struct Lead {
   size_t rival = 0;
   double at = 0, gap = 0, margin = 0, closing = 0, projected = 0;
 };
+// Whether curve `s`'s secant slope over [b, at] is steeper (more negative) than over [a, b] by more
+// than `se` (one smoothed value's standard error, already times its quantile) explains: the slopes'
+// difference weighs s(b) by 1/(b-a) + 1/(at-b), s(a) by 1/(b-a) and s(at) by 1/(at-b).
+bool SteeperBeyondNoise(const Series& s, double se, double a, double b, double at) {
+  double early = 1 / (b - a), late = 1 / (at - b);
+  double steepening = (s.At(b) - s.At(a)) * early - (s.At(at) - s.At(b)) * late;
+  double noise = se * std::sqrt((early + late) * (early + late) + early * early + late * late);
+  return steepening > noise;
+}
+
 std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i) {
   const Series& me = c.series[i];
   const double budget = c.config.budget_s;
@@ -899,8 +909,12 @@ std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i) {
     // Both at the budget: the objective itself is measured, and the gap there decides; nothing is
     // left to project, so neither the bend nor the closing pace matters.
     bool at_budget = at >= budget;
-    // Bent: its recent slope in time no steeper than the one before.
-    if (!at_budget && (me.At(at) - me.At(b)) / (at - b) < (me.At(b) - me.At(a)) / (b - a)) continue;
+    // Bent: its recent slope in time no steeper than the one before, beyond what its noise explains.
+    // The difference of the two secant slopes, (s(b) - s(a)) / (b - a) - (s(at) - s(b)) / (at - b),
+    // carries the noise of three smoothed values; compared without it, a flat noisy curve looks
+    // steepening half the time, and the rule waited on it (issue 30). A real steepening (a warm-up,
+    // a cosine decay's late descent) is larger than that and still holds the rule back.
+    if (!at_budget && SteeperBeyondNoise(me, c.Se(i), a, b, at)) continue;
     double gap = me.At(at) - them.At(at);
     double m = c.Margin(i, j, c.config.throughput.margin);
     if (gap <= m) continue;

@@ -40,7 +40,8 @@
 //               that limit the bench lost the best trial of gpt-100it in sequential sweeps.
 //               (6) with budget_s and lead, when a live rival (any group, a completed one too) is
 //               lower at equal time by the margin, this trial's curve has bent (its recent slope in
-//               time no steeper than the one before), and the gap, closing at most at its pace over
+//               time no steeper than the one before, beyond noise_z standard errors of the slopes'
+//               difference: issue 30), and the gap, closing at most at its pace over
 //               the last third of the time both have run (plus noise_z standard errors of that
 //               pace), would still exceed the margin at the budget; once both have reached the
 //               budget, the gap measured there decides alone (nothing is left to project).
@@ -72,7 +73,10 @@
 // (power law) to each trial's few noisy early points and extrapolating to the budget: early
 // loss is flat and noisy, and a fitted curve's extrapolation is a guess, whereas siblings'
 // curves are measured and iteration rates are precise after two log lines. (5) extrapolates
-// only a bound, and only once the curve has bent.
+// only a bound, and only once the curve has bent. For (6), replayed on the bench (issue 30): the gap's
+// closing carried linearly in log time (a power law's gap closes ever slower there) cost less but
+// underestimates a gap that closes at a steady pace; a straight line of the trial's own recent descent
+// against a rival's measured loss at the budget lost the best trial one after another.
 //
 // Lower is better everywhere (a loss), unless StoppingConfig::maximize. Not thread-safe; no shared state, so one per
 // thread is fine. Module stopping/: early-stopping rules; uses base/ only.

@@ -3,6 +3,7 @@
 #include "stopping/early_stop.h"
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -605,6 +606,57 @@ TEST_CASE("throughput (6): a rival lower at equal time that it is not catching u
     };
     CHECK(at(4).empty());
     CHECK(StoppedIds(at(39)) == std::vector<int64_t>{2});
+  }
+}
+
+TEST_CASE("throughput (6): the bend is judged beyond the curve's noise, and a real steepening holds it", "[stopping]") {
+  // Straight lines (neither bending nor steepening) with noise: trial 2 is 0.5 higher at equal time
+  // all along. Compared without their noise, the secant slopes of a noisy straight line look
+  // steeper lately on about half the draws, and the rule waited for a bend that would never come.
+  StoppingConfig c = ThroughputOnly();
+  c.smoothing = {SmoothingKind::kEma, 0.3, 5};
+  c.budget_s = 50;
+  auto line = [](double offset, double sigma, unsigned seed) {
+    auto draws = std::make_shared<std::vector<double>>();
+    std::mt19937 rng(seed);
+    std::normal_distribution<double> normal(0, sigma);
+    for (int k = 0; k < 200; ++k) draws->push_back(normal(rng));
+    return [draws, offset](int64_t s) {
+      return 4.0 + offset - 0.005 * static_cast<double>(s) + (*draws)[static_cast<size_t>(s) % draws->size()];
+    };
+  };
+  for (unsigned seed = 1; seed <= 20; ++seed) {
+    CAPTURE(seed);
+    std::vector<StopDecision> d =
+        EvaluateStopping(c, {Trial(1, Curve(1.0, 30, line(0, 0.02, seed)), TrialPhase::kRunning, {{"lr", "0.1"}}),
+                             Trial(2, Curve(1.0, 30, line(0.5, 0.02, seed + 100)), TrialPhase::kRunning,
+                                   {{"lr", "0.3"}})});
+    REQUIRE(StoppedIds(d) == std::vector<int64_t>{2});
+    CHECK_THAT(d[0].reason, Catch::Contains("at equal time"));
+  }
+  SECTION("a cosine decay's late descent: steeper beyond the noise, never stopped while it steepens") {
+    // Trial 2 starts 0.5 higher, and a cosine schedule's annealing drop (0.9 nats over 100 s,
+    // steepest at 50 s) takes it 0.4 below trial 1 by the budget. Judged every second of the way,
+    // with and without noise, it is never stopped: until its drop is under way the gap is clear
+    // but its curve steepens (no bend), and by then the gap closes faster than the budget allows.
+    c.budget_s = 100;
+    constexpr double kPi = 3.14159265358979323846;
+    for (double sigma : {0.0, 0.01}) {
+      CAPTURE(sigma);
+      auto base = line(0, sigma, 7);
+      auto noisy = line(0, sigma, 8);
+      auto cosine = [noisy](int64_t s) {
+        return noisy(s) + 0.5 - 0.9 * (1 - std::cos(kPi * static_cast<double>(s - 1) / 100)) / 2;
+      };
+      for (double t = 5; t <= 100; t += 1) {
+        CAPTURE(t);
+        std::vector<StopDecision> d = EvaluateStopping(
+            c, {Trial(1, Curve(1.0, t, base), TrialPhase::kRunning, {{"lr", "0.1"}}),
+                Trial(2, Curve(1.0, t, cosine), TrialPhase::kRunning, {{"lr", "0.3"}})});
+        std::vector<int64_t> ids = StoppedIds(d);
+        CHECK(std::find(ids.begin(), ids.end(), 2) == ids.end());
+      }
+    }
   }
 }
 
