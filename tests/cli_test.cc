@@ -304,3 +304,25 @@ TEST_CASE("status names the log of each failed trial", "[cli]") {
   CHECK_THAT(out, Catch::Contains("logs of failed trials (on this machine):") && Catch::Contains("/w/logs/t-0.1.out") &&
                       Catch::Contains("/w/logs/t-2.1.out") && !Catch::Contains("/w/logs/t-1.1.out"));
 }
+
+// README "Your own trainer": the example's trainer logs what its study reads, and the study plans its trials.
+TEST_CASE("the README's first study of a JSON-lines trainer checks, plans and parses as README says", "[cli]") {
+  testing::TempDir dir;
+  std::string ex = std::string(SLURMSWEEP_SOURCE_DIR) + "/examples/own-trainer";
+  std::string bin = std::string(SLURMSWEEP_BINARY_DIR) + "/bin/slurmsweep";
+  auto [train_rc, train_out] =
+      Shell(fmt::format("python3 {}/train.py --lr 0.01 --batch 8 --steps 5 > {}", ex, dir.file("one.log")));
+  REQUIRE(train_rc == 0);
+  auto [rc, out] = Shell(fmt::format("{} metrics --study {}/study.toml {} --json", bin, ex, dir.file("one.log")));
+  INFO(out);
+  REQUIRE(rc == 0);
+  auto doc = nlohmann::json::parse(out.substr(out.find('{')));
+  CHECK(doc["points"].get<int>() >= 5);
+  CHECK(doc["objective"]["name"] == "loss");
+  CHECK(doc["objective"]["present"] == true);
+  CHECK(doc["time_axis"]["key"] == "time");
+  auto [plan_rc, plan_out] = Shell(fmt::format("{} plan {}/study.toml", bin, ex));
+  INFO(plan_out);
+  CHECK(plan_rc == 0);
+  CHECK_THAT(plan_out, Catch::Contains("6 trials: 6 to run") && Catch::Contains("nothing was submitted"));
+}
