@@ -236,6 +236,7 @@ class Runner {
   LogYieldWatch yield_;
   bool study_changed_ = false;   // the study file's hash differs from the last run's
   bool reread_checked_ = false;  // RereadEmptyLogs done (once per run)
+  bool yield_warned_ = false;    // the verdict logged with nothing left to submit (once)
   // Before submitting: stops the run when a trial's log has lines and yields no point.
   Status CheckLogsYield(const std::vector<store::TrialRecord>& trials);
   // First tick: the logs of trials that stored no point are read again from their start when the

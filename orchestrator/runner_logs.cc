@@ -105,6 +105,20 @@ Status Runner::CheckLogsYield(const std::vector<store::TrialRecord>& trials) {
     return !t.job_id.empty() && !IsFinalTrialState(t.state);
   }));
   std::string what = yield_.Describe(*verdict);
+  // Nothing left to submit or track: the run ends as it would, its summary says there is no
+  // result, and this says why.
+  int own = 0, unsubmitted = 0;
+  for (const auto& t : trials) {
+    if (!specs_.count(t.trial_key)) continue;
+    ++own;
+    if (t.state == kTrialNew) ++unsubmitted;
+  }
+  bool to_propose = study_.sampler == "tpe" && !tpe_exhausted_ && own < study_.trials;
+  if (unsubmitted == 0 && !to_propose && live == 0) {
+    if (!yield_warned_) Event(std::nullopt, "no_points", "warning: " + what);
+    yield_warned_ = true;
+    return Status::OK();
+  }
   Event(std::nullopt, "no_points", what);
   std::string fix =
       verdict->guess
