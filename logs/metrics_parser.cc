@@ -351,11 +351,6 @@ void FlattenJson(const nlohmann::json& obj, const std::string& prefix, int64_t s
     }
     double d = 0;
     if (!JsonNumber(value, &d)) continue;  // strings, booleans, arrays, null
-    if (value.is_number() && !std::isfinite(d)) {
-      // A literal beyond a double's range (1e400): no value a trainer computed (ParseDouble).
-      ++out.malformed;
-      continue;
-    }
     MetricPoint& p = out.points.emplace_back();
     p.step = step;
     p.name = std::move(name);

@@ -258,9 +258,10 @@ TEST_CASE("a number beyond a double's range (1e400) is refused, never stored as 
   REQUIRE(megatron.points.size() == 2);
   CHECK(megatron.points[0].value == 2.5);
   CHECK(megatron.points[1].value == 0);  // below the smallest double: 0, a value all the same
+  // JSON: nlohmann refuses the number, so the line is malformed, its other values with it.
   auto json = ParseAll(R"({"step": 1, "loss": 1e400, "acc": 0.5})" "\n", MetricFormat::kJsonLines);
   CHECK(json.malformed == 1);
-  REQUIRE(Names(json.points) == std::vector<std::string>{"acc"});
+  CHECK(json.points.empty());
   for (const MetricPoint& p : megatron.points) CHECK(std::isfinite(p.value));
 }
 

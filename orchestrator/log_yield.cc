@@ -27,8 +27,9 @@ void LogYieldWatch::Saw(int64_t trial, std::string_view trial_key, std::string_v
   if (add.size() < lines.size()) add = add.substr(0, add.rfind('\n') + 1);
   if (add.empty()) return;
   s.sample.append(add);
+  // Only another format can be named: "auto" ran the detector on these lines itself.
+  if (configured_ == MetricFormat::kAuto) return;
   s.guess = GuessLogFormat(s.sample);
-  // The study's own format found them, whatever the detector says (its regexes add points).
   if (s.guess && s.guess->format == configured_) s.guess.reset();
 }
 
