@@ -53,12 +53,37 @@ void ClassifyFromLog(std::string_view log_tail, const std::optional<ObjectiveAtE
         nan_loss || !l3.empty()) {
       state = "diverged";
       reason = nan_loss ? fmt::format("{} is {} at step {}", last->metric, last->value, last->step) : l3;
-    } else if (auto l4 = state == "failed" ? line_with({"Traceback", "Error", "ERROR", "error:", "invalid"}) : "";
-               !l4.empty()) {
-      // The log's last error line says more than an exit code.
-      reason += (reason.empty() ? "" : ": ") + l4;
+    } else if (state == "failed") {
+      // The log's last words say more than an exit code: its last line (a Python exception's
+      // message, a script's "missing file"), after its last error line when that is another one.
+      auto slurms = [](std::string_view l) { return l.starts_with("srun: ") || l.starts_with("slurmstepd: "); };
+      std::string l4 = line_with({"Error", "ERROR", "error:", "invalid"});
+      if (slurms(l4)) l4.clear();
+      std::string last_line;
+      for (const std::string& l : LastLogLines(tail, 8)) {
+        if (!slurms(l)) last_line = l;
+      }
+      std::string said = l4;
+      if (!last_line.empty() && last_line != l4) said += (l4.empty() ? "" : "; last line: ") + last_line;
+      if (!said.empty()) reason += (reason.empty() ? "" : ": ") + said;
     }
   }
+}
+
+std::vector<std::string> LastLogLines(std::string_view tail, size_t n) {
+  std::vector<std::string> out;
+  size_t end = tail.size();
+  while (end > 0 && out.size() < n) {
+    size_t nl = tail.rfind('\n', end - 1);
+    size_t begin = nl == std::string_view::npos ? 0 : nl + 1;
+    std::string_view line = tail.substr(begin, end - begin);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+    if (!line.empty()) out.emplace_back(line.substr(0, 200));
+    if (nl == std::string_view::npos) break;
+    end = nl;
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace sweep

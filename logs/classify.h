@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace sweep {
 
@@ -28,9 +29,14 @@ bool EndReadsLog(std::string_view state);
 
 // Refines `state` and `reason` from the last 64 KiB or so of the job's log: "cuda_oom",
 // "out_of_memory" (host), "diverged" (`last` non-finite, even at exit 0, or the trainer said so),
-// or a failure whose reason gains the log's last error line. `last` is only looked at for
+// or a failure whose reason gains the log's last line (Slurm's own "srun:"/"slurmstepd:" lines
+// aside), after the last error line when that is another one. `last` is only looked at for
 // "failed" and "completed".
 void ClassifyFromLog(std::string_view log_tail, const std::optional<ObjectiveAtEnd>& last, std::string& state,
                      std::string& reason);
+
+// The last `n` non-empty lines of `log_tail` (a partial last line included), oldest first, each cut
+// to 200 bytes: what a user reads first of a failed run.
+std::vector<std::string> LastLogLines(std::string_view log_tail, size_t n);
 
 }  // namespace sweep

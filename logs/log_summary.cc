@@ -44,4 +44,14 @@ LogSummary SummarizeLog(std::string_view text, const LogFormat& format) {
   return out;
 }
 
+std::optional<FormatGuess> GuessLogFormat(std::string_view text) {
+  LogSummary s = SummarizeLog(text, MetricFormat::kAuto);
+  if (s.detected == MetricFormat::kAuto || s.points == 0) return std::nullopt;
+  FormatGuess g;
+  g.format = s.detected;
+  g.points = s.points;
+  for (const auto& m : s.metrics) g.names.push_back(m.name);
+  return g;
+}
+
 }  // namespace sweep

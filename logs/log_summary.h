@@ -35,4 +35,14 @@ struct LogSummary {
 
 LogSummary SummarizeLog(std::string_view text, const LogFormat& format);
 
+// The format that reads points from `text` (complete lines), found as metric_format = "auto"
+// finds it: what a log that yields nothing in the format it was given should be read as.
+struct FormatGuess {
+  MetricFormat format = MetricFormat::kAuto;
+  int64_t points = 0;
+  std::vector<std::string> names;  // the metrics it reads, by name
+};
+// nullopt when no known format recognizes a line of `text`.
+std::optional<FormatGuess> GuessLogFormat(std::string_view text);
+
 }  // namespace sweep

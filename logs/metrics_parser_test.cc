@@ -233,7 +233,7 @@ TEST_CASE("nan and inf losses become points, so divergence is seen", "[metrics_p
   auto out = ParseAll(
       "iteration 10/ 100 | elapsed time per iteration (ms): 100.0 | lm loss: nan | grad norm: inf |\n"
       "iteration 20/ 100 | elapsed time per iteration (ms): 100.0 | lm loss: NAN | grad norm: -INF |\n"
-      "iteration 30/ 100 | lm loss: 1E+400 | loss scale: +1.0 |\n");
+      "iteration 30/ 100 | lm loss: 1.5 | loss scale: +1.0 |\n");
   REQUIRE(out.malformed == 0);
   REQUIRE(out.points.size() == 8);
   REQUIRE(std::isnan(out.points[1].value));
@@ -242,8 +242,27 @@ TEST_CASE("nan and inf losses become points, so divergence is seen", "[metrics_p
   REQUIRE(std::isnan(out.points[4].value));
   REQUIRE(out.points[5].value < 0);
   REQUIRE(std::isinf(out.points[5].value));
-  REQUIRE(std::isinf(out.points[6].value));  // overflowing text saturates like strtod
+  REQUIRE(out.points[6].value == 1.5);
   REQUIRE(out.points[7].value == 1.0);
+}
+
+TEST_CASE("a number beyond a double's range (1e400) is refused, never stored as inf", "[metrics_parser]") {
+  // Stored as inf, it made a completed trial whose objective was inf. A trainer that diverges prints
+  // "inf"/"nan" (read above); 1e400 is no double it computed.
+  auto megatron = ParseAll(
+      "iteration 10/ 100 | lm loss: 2.5 |\n"
+      "iteration 20/ 100 | lm loss: 1E+400 |\n"
+      "iteration 30/ 100 | lm loss: -1e400 |\n"
+      "iteration 40/ 100 | lm loss: 1e-400 |\n");
+  CHECK(megatron.malformed == 2);
+  REQUIRE(megatron.points.size() == 2);
+  CHECK(megatron.points[0].value == 2.5);
+  CHECK(megatron.points[1].value == 0);  // below the smallest double: 0, a value all the same
+  // JSON: nlohmann refuses the number, so the line is malformed, its other values with it.
+  auto json = ParseAll(R"({"step": 1, "loss": 1e400, "acc": 0.5})" "\n", MetricFormat::kJsonLines);
+  CHECK(json.malformed == 1);
+  CHECK(json.points.empty());
+  for (const MetricPoint& p : megatron.points) CHECK(std::isfinite(p.value));
 }
 
 TEST_CASE("malformed Megatron lines are counted and skipped, banners are not counted", "[metrics_parser]") {

@@ -2,6 +2,7 @@
 #include "logs/parse_util.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <system_error>
@@ -43,14 +44,16 @@ bool ParseDouble(std::string_view s, double* out) {
   auto [p, ec] = std::from_chars(s.data(), end, *out);
   if (p != end) return false;
   if (ec == std::errc::result_out_of_range) {
-    // from_chars leaves the value alone on overflow; strtod says +-HUGE_VAL or 0, which is what
-    // a loss of 1e400 means. Rare, so the copy does not matter.
+    // from_chars leaves the value alone out of range. Below the smallest double (1e-400) the
+    // value is 0, as strtod says; above the largest (1e400) it is no number a trainer computed in
+    // doubles: refused (the line counts malformed) rather than stored as an inf that would rank
+    // as a result. A diverged run prints "inf" or "nan", which are read above.
     char buf[64];
     if (s.size() >= sizeof(buf)) return false;
     std::memcpy(buf, s.data(), s.size());
     buf[s.size()] = '\0';
     *out = std::strtod(buf, nullptr);
-    return true;
+    return std::isfinite(*out);
   }
   return ec == std::errc();
 }

@@ -237,16 +237,9 @@ struct App {
     SWEEP_RETURN_IF_ERROR(PrintStatus(runner.study_id()));
     auto trials = store->ListTrials(runner.study_id());
     if (!trials.ok()) return trials.status();
-    std::map<std::string, int> again;  // end states a user may want to run again
-    for (const auto& t : *trials) {
-      if (t.state == "cancelled" || t.state == "failed" || t.state == "lost") ++again[t.state];
-    }
-    if (!again.empty()) {
-      std::vector<std::string> parts, names;
-      for (const auto& [state, n] : again) parts.push_back(fmt::format("{} {}", n, state)), names.push_back(state);
-      out() << fmt::format("{}: `slurmsweep run --resubmit {} {}` runs them again from scratch\n",
-                           fmt::join(parts, ", "), fmt::join(names, ","), study_path);
-    }
+    std::vector<std::string> states;
+    for (const auto& t : *trials) states.push_back(t.state);
+    out() << ResubmitHint(states, study_path);
     auto open = std::count_if(trials->begin(), trials->end(),
                               [](const store::TrialRecord& t) { return !IsFinalTrialState(t.state); });
     if (max_ticks > 0 && open > 0) {
@@ -718,7 +711,7 @@ struct App {
     MetricsCheck check;
     check.path = log_path;
     check.objective = "lm_loss";
-    LogFormat format;
+    LogFormat format(MetricFormat::kAuto);
     if (!study_path.empty()) {
       SWEEP_RETURN_IF_ERROR(LoadStudyFile());
       format = study.metric_format;
@@ -741,6 +734,11 @@ struct App {
     if (!in) return Status::NotFound(log_path + ": " + std::strerror(errno));
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     check.summary = SummarizeLog(text, format);
+    // Nothing read in the format asked for: the format that reads these lines, if one does.
+    if (check.summary.points == 0 && check.summary.lines > 0) {
+      check.suggestion = GuessLogFormat(text);
+      if (check.suggestion && check.suggestion->format == format.format) check.suggestion.reset();
+    }
     if (format.format == MetricFormat::kAuto) {
       check.format += check.summary.detected == MetricFormat::kAuto
                           ? " (no line matched a known format)"
@@ -771,6 +769,18 @@ struct App {
     return Status::OK();
   }
 
+  // A trial is named by its key or a beginning of it ("t-e23a"), so a mistyped name is compared with
+  // the keys' beginnings of its length too: 't-e23x' is one edit from 't-e23a4b5c6d7e', not eight.
+  static std::string DidYouMeanTrial(std::string_view name, const std::vector<std::string_view>& keys) {
+    if (std::string whole = DidYouMean(name, keys); !whole.empty()) return whole;
+    std::vector<std::string_view> heads;
+    for (std::string_view k : keys) heads.push_back(k.substr(0, name.size()));
+    std::string_view best = ClosestWord(name, heads);
+    if (best.empty()) return "";
+    size_t i = std::find(heads.begin(), heads.end(), best) - heads.begin();
+    return fmt::format(" (did you mean '{}'?)", keys[i]);
+  }
+
   // `logs STUDY TRIAL [--follow]`: the trial's current log, read over the study's transport (SSH or
   // local) from the path the store recorded; --follow goes on printing what is appended, moves to
   // the next attempt's log when the trial is retried, and ends once the trial has ended.
@@ -794,7 +804,7 @@ struct App {
     }
     if (matches.empty()) {
       return Status::NotFound(fmt::format("{}: no trial '{}'{} (see `slurmsweep status {}`)", study.path,
-                                          TerminalSafe(trial_name), DidYouMean(trial_name, keys), study_path));
+                                          TerminalSafe(trial_name), DidYouMeanTrial(trial_name, keys), study_path));
     }
     if (matches.size() > 1) {
       return Status::InvalidArgument(

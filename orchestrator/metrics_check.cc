@@ -40,6 +40,7 @@ std::string RenderMetricsCheckText(const MetricsCheck& c) {
         fmt::format("time axis: from '{}' ({:.6g} s of training at the last timed step)\n", s.time_key, s.last_time_s);
   } else {
     auto hint = [](std::string_view f) -> std::string_view {
+      if (f.starts_with("auto (")) f.remove_prefix(6);  // what auto chose
       if (f.starts_with("jsonl"))
         return "a key time, elapsed or time_s (seconds since the start), or iter_time_ms or iteration_time (s) per "
                "step";
@@ -68,6 +69,16 @@ std::string RenderMetricsCheckText(const MetricsCheck& c) {
                        s.malformed_lines.size(), lines);
   }
   if (s.partial_last_line) out += "the last line has no line break yet: it is read once it ends\n";
+  if (c.suggestion) {
+    std::string_view name = MetricFormatName(c.suggestion->format);
+    out += fmt::format(
+        "format: the lines parse as \"{}\" ({} point(s)): pass --format {}, and in the study set [study] "
+        "metric_format = \"{}\" (or \"auto\", the default)\n",
+        name, c.suggestion->points, name, name);
+  } else if (s.points == 0 && s.lines > 0) {
+    out += "format: no known format recognizes these lines; a format of its own is read with [study.metric_regex] "
+           "and metric_format = \"regex\"\n";
+  }
   if (c.objective_present()) {
     out += fmt::format("objective '{}': present\n", TerminalSafe(c.objective));
   } else {
@@ -94,6 +105,8 @@ std::string RenderMetricsCheckJson(const MetricsCheck& c) {
   }
   j["malformed_lines"] = s.malformed_lines;
   j["partial_last_line"] = s.partial_last_line;
+  j["suggested_format"] =
+      c.suggestion ? nlohmann::json(std::string(MetricFormatName(c.suggestion->format))) : nlohmann::json();
   std::string suggestion(ClosestWord(c.objective, Names(s)));
   j["objective"] = {
       {"name", c.objective},

@@ -3,6 +3,7 @@
 // Module orchestrator/: the application; may use every module.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -12,9 +13,11 @@ namespace sweep {
 
 struct MetricsCheck {
   std::string path;
-  std::string format;     // "megatron" | "jsonl"
+  std::string format;     // "megatron", "jsonl", ..., "auto (jsonl)"
   std::string objective;  // the metric the study ranks by
   LogSummary summary;
+  // Set when the log gave no point in `format` and another format parses it (GuessLogFormat).
+  std::optional<FormatGuess> suggestion;
 
   bool objective_present() const;
   // " (did you mean 'x'?)" over the log's metric names, or "".

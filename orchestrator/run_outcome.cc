@@ -2,6 +2,7 @@
 #include "orchestrator/run_outcome.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <pthread.h>
@@ -28,6 +29,19 @@ std::string NoResultReason(const std::vector<reports::TrialRow>& rows, std::stri
   }
   if (!valued) return fmt::format("no completed trial logged the objective '{}'", objective);
   return "";
+}
+
+std::string ResubmitHint(const std::vector<std::string>& states, std::string_view study_path) {
+  std::map<std::string, int> again;  // end states a user may want to run again
+  for (const auto& s : states) {
+    if (s == "cancelled" || s == "failed" || s == "lost" || s == "timeout") ++again[s];
+  }
+  if (again.empty()) return "";
+  std::vector<std::string> parts, names;
+  for (const auto& [state, n] : again) parts.push_back(fmt::format("{} {}", n, state)), names.push_back(state);
+  return fmt::format("{}: `slurmsweep run --resubmit {} {}` runs them again from scratch{}\n", fmt::join(parts, ", "),
+                     fmt::join(names, ","), study_path,
+                     again.count("timeout") ? " (timeout: raise [job] time_limit first if they need longer)" : "");
 }
 
 InterruptSignal::InterruptSignal() {

@@ -19,6 +19,11 @@ namespace sweep {
 // or "no trial logged the objective 'x'"; "" if some completed trial has a value of it.
 std::string NoResultReason(const std::vector<reports::TrialRow>& rows, std::string_view objective);
 
+// The end-of-run line for the trials a user may want to run again, from every trial's state:
+// "2 failed, 1 timeout: `slurmsweep run --resubmit failed,timeout STUDY` runs them again from
+// scratch", and for timeouts that [job] time_limit is what to raise first; "" when there are none.
+std::string ResubmitHint(const std::vector<std::string>& states, std::string_view study_path);
+
 // SIGINT and SIGTERM, for as long as this object lives, are blocked in every thread and taken by
 // one thread of its own (sigwait) that records the first; a second one ends the process at once
 // with 128 + signal. Blocked signals stay blocked in the children (sbatch, squeue), so a Ctrl-C on

@@ -84,6 +84,8 @@ Runner::Runner(const Study& study, store::Store& store, slurm::Transport& transp
       clock_(clock),
       log_(log),
       watch_(study.objective.metric, TimeRulesOn(study.stopping), study.objective.LoggedWithin()),
+      yield_(study.metric_format.format),
+      storm_(FailureStorm::Needed(study.cluster.max_concurrent)),
       stopping_(study.stopping) {}
 
 Runner::~Runner() {
@@ -114,14 +116,21 @@ Status Runner::Prepare() {
   auto id = store_.UpsertStudy(study_.name, study_.path, study_.hash, clock_.Now());
   if (!id.ok()) return id.status();
   study_id_ = *id;
-  if (before.ok() && before->spec_hash != study_.hash) {
+  study_changed_ = before.ok() && before->spec_hash != study_.hash;
+  if (study_changed_) {
     // Trials are keyed by their [space] values alone, so a trial that already ran keeps its
     // results under the old [job] settings, template variables or objective.
+    auto ran = store_.ListTrials(study_id_);
+    if (!ran.ok()) return ran.status();
     Event(std::nullopt, "changed",
           fmt::format("warning: {} changed since this study's last run (hash {} -> {}); trials that already ran "
                       "keep their results from the old settings, and only new trials use the new ones. To compare "
-                      "like with like, give the changed study a new [study] name.",
-                      study_.path, before->spec_hash, study_.hash));
+                      "like with like, give the changed study a new [study] name.{}",
+                      study_.path, before->spec_hash, study_.hash,
+                      ChangedStudyTimeoutHint(
+                          std::count_if(ran->begin(), ran->end(),
+                                        [](const store::TrialRecord& t) { return t.state == "timeout"; }),
+                          study_.path)));
   }
 
   auto specs = ExpandStudy(study_);
@@ -539,6 +548,7 @@ Result<int64_t> Runner::Ingest(store::TrialRecord& t, const Result<std::string>*
     if (!summary.ok()) return summary.status();
     for (const auto& m : summary->metrics) {
       if (IsTelemetryMetric(m.name)) continue;  // keyed by the clock, not by the log's steps
+      yield_.Yielded(t.id);
       if (m.last_step >= state.last_step) state.last_step = m.last_step, state.time_s = m.last_time_s;
       if (m.name == "train_iters") state.train_iters = static_cast<int64_t>(m.last_value);  // stored once, not again
     }
@@ -557,6 +567,8 @@ Result<int64_t> Runner::Ingest(store::TrialRecord& t, const Result<std::string>*
     ParseOutput parsed = ParseMetrics(*chunk, study_.metric_format, next);
     if (parsed.consumed == 0) return stored;  // only a partial line so far
     watch_.Saw(t.id, t.trial_key, parsed.points, parsed.time_key);
+    yield_.Saw(t.id, t.trial_key, std::string_view(*chunk).substr(0, parsed.consumed), parsed.lines,
+               parsed.points.size() + (parsed.train_iters ? 1 : 0));
     std::vector<store::MetricRow> rows;
     rows.reserve(parsed.points.size());
     int reserved = 0;  // log values under telemetry's prefix: not stored, they would mix with it
@@ -785,6 +797,7 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
     SWEEP_RETURN_IF_ERROR(CalibrateMemory(t, trials));
     auto chained = MaybeChain(t);
     if (!chained.ok()) return chained.status();
+    if (!*chained) storm_.Ended(t.id, t.state);
     if (!*chained) SWEEP_RETURN_IF_ERROR(MaybeRetry(t));
   }
   return Status::OK();
@@ -972,6 +985,7 @@ Status Runner::StartOver(store::TrialRecord& t, std::string reason) {
   t.telemetry_offset = 0;
   parsers_.erase(t.id);
   stopping_.Forget(t.id);
+  yield_.Forget(t.id);
   return Status::OK();
 }
 
@@ -1317,9 +1331,12 @@ Result<TickReport> Runner::Tick() {
   if (!trials.ok()) return trials.status();
 
   Status st = Reconcile(*trials);
+  if (st.ok() && !reread_checked_) st = RereadEmptyLogs(*trials);
   if (st.ok()) st = QueryAndIngest(*trials, report);
   if (st.ok()) st = ApplyStopping(*trials, report);
   if (st.ok()) SWEEP_RETURN_IF_ERROR(CheckObjectiveLogged(*trials));
+  if (st.ok()) SWEEP_RETURN_IF_ERROR(CheckLogsYield(*trials));
+  if (st.ok()) SWEEP_RETURN_IF_ERROR(StopFailureStorm(*trials));
   // Never submit while the state of the cluster is unknown: that is how duplicates happen.
   if (st.ok()) st = SubmitNew(*trials, report);
   if (!st.ok()) {

@@ -25,6 +25,8 @@
 #include "base/status.h"
 #include "stopping/early_stop.h"
 #include "logs/metrics_parser.h"
+#include "orchestrator/failure_storm.h"
+#include "orchestrator/log_yield.h"
 #include "orchestrator/objective_watch.h"
 #include "orchestrator/study_files.h"
 #include "planner/planner.h"
@@ -238,6 +240,22 @@ class Runner {
   bool watch_primed_ = false;  // trials that already stored the objective (a resumed run) counted
   // Before submitting: stops the run when no trial logs the objective; warns once about time.
   Status CheckObjectiveLogged(const std::vector<store::TrialRecord>& trials);
+  // Logs that have lines must yield points (log_yield.h); runner_logs.cc.
+  LogYieldWatch yield_;
+  bool study_changed_ = false;   // the study file's hash differs from the last run's
+  bool reread_checked_ = false;  // RereadEmptyLogs done (once per run)
+  bool yield_warned_ = false;    // the verdict logged with nothing left to submit (once)
+  // Before submitting: stops the run when a trial's log has lines and yields no point.
+  Status CheckLogsYield(const std::vector<store::TrialRecord>& trials);
+  // First tick: the logs of trials that stored no point are read again from their start when the
+  // study file changed (its metric_format fixed); otherwise the first such log that ended is shown
+  // to yield_, so a study stopped for it stops again before submitting anything.
+  Status RereadEmptyLogs(std::vector<store::TrialRecord>& trials);
+  // The first trials to end all failed alike (failure_storm.h); runner_storm.cc.
+  FailureStorm storm_;
+  // Before submitting: on a storm, cancels the queued tasks that have not started (their trials go
+  // back to new) and stops the run with the class, a failing log's last lines and the way on.
+  Status StopFailureStorm(std::vector<store::TrialRecord>& trials);
   // Early stopping's series of each trial it has seen: rebuilt from the store on first use (a
   // restarted run decides as the one that stopped), then extended by each tick's new points.
   StoppingState stopping_;

@@ -132,7 +132,9 @@ std::vector<JobInfo> ParseSacct(std::string_view out, size_t* malformed) {
     j.slurm_state = Trim(f[1]);
     j.state = FromSlurmState(j.slurm_state);
     j.exit_code = Trim(f[2]);
-    j.reason = Trim(f[3]);
+    // sacct's Reason is the last reason the job waited (Priority, JobArrayTaskLimit, ...), kept
+    // after it ran: of an ended job it says nothing about the end.
+    if (!IsTerminal(j.state)) j.reason = Trim(f[3]);
     j.name = Trim(f[4]);
     j.start_time = Trim(f[5]);
     j.end_time = Trim(f[6]);

@@ -103,6 +103,17 @@ TEST_CASE("sacct -P output parses and skips steps", "[slurm]") {
   CHECK(Find(jobs, "6")->state == JobState::kCancelled);
 }
 
+TEST_CASE("sacct's Reason of an ended job is a pending reason it kept, not how it ended", "[slurm]") {
+  auto jobs = ParseSacct(
+      "7_3|COMPLETED|0:0|JobArrayTaskLimit|ss-a|2026-12-04T10:00:00|2026-12-04T10:01:00|c\n"
+      "7_4|FAILED|3:0|Priority|ss-a|2026-12-04T10:00:00|2026-12-04T10:01:00|c\n"
+      "7_5|PENDING|0:0|JobArrayTaskLimit|ss-a|Unknown|Unknown|c\n");
+  REQUIRE(jobs.size() == 3);
+  CHECK(Find(jobs, "7_3")->reason.empty());
+  CHECK(Find(jobs, "7_4")->reason.empty());
+  CHECK(Find(jobs, "7_5")->reason == "JobArrayTaskLimit");  // still waiting: the reason is current
+}
+
 TEST_CASE("scontrol -o show job parses state, exit code and comment", "[slurm]") {
   auto jobs = ParseScontrolShowJob(testing::TestData("scontrol_22.05_show_job.txt"));
   REQUIRE(jobs.size() == 6);

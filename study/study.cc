@@ -161,7 +161,7 @@ class Loader {
     std::string db = s.name + ".db";
     SWEEP_RETURN_IF_ERROR(String(st, "study", "database", &db, false));
     s.database = Resolve(s.dir, db);
-    std::string format = "megatron";
+    std::string format = "auto";  // the first metric line decides: a log is never read in the wrong format by default
     SWEEP_RETURN_IF_ERROR(String(st, "study", "metric_format", &format, false));
     if (!ParseMetricFormat(format, &s.metric_format.format)) {
       return Error(st.get("metric_format"), "study.metric_format", fmt::format("must be {}", kMetricFormatNames));

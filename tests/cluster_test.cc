@@ -151,6 +151,43 @@ TEST_CASE("a trial that exits non-zero is FAILED with its exit code; metrics bef
   CHECK(h.Trial("\"fail_at\":0").state == "completed");
 }
 
+TEST_CASE("a failure storm stops the sweep: the first trials all crash, the queued tasks are cancelled and wait",
+          "[cluster]") {
+  testing::TempDir dir;
+  // A study that crashes at start: every trial would fail.
+  constexpr const char* kCrash = R"(#!/bin/bash
+echo "loading /data/train-{{lr}}.bin"
+echo "missing data file /data/train-{{lr}}.bin" >&2
+exit 3
+)";
+  std::string space = "[space]\nlr = [";
+  for (int i = 1; i <= 20; ++i) space += fmt::format("{}0.{:02d}", i > 1 ? ", " : "", i);
+  std::string path = WriteStudy(dir, "storm", space + "]\n", "", 2, kCrash);
+  Harness h(path);
+  Status st = h.runner->Run(240);
+  INFO(h.log.str());
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.code() == Status::Code::kFailedPrecondition);
+  CHECK_THAT(st.message(), Catch::Contains("trials to end all ended failed and none completed") &&
+                               Catch::Contains("missing data file /data/train-0.") &&
+                               Catch::Contains("--resubmit failed"));
+  int failed = 0, held = 0;
+  for (const auto& t : h.Trials()) {
+    if (t.state == "failed") {
+      ++failed;
+      CHECK_THAT(t.reason, Catch::Contains("exit code 3") && Catch::Contains("missing data file /data/train-"));
+    } else if (t.state == "new") {
+      ++held;
+      CHECK(t.job_id.empty());
+    }
+  }
+  CHECK(failed >= 2);
+  CHECK(held >= 1);  // never ran: waits for the next run
+  CHECK(failed + held <= 20);
+  CHECK(h.runner->slurm_stats().sbatch == 1);
+  CHECK(h.runner->slurm_stats().scancel <= 1);  // none when every queued task had started by then
+}
+
 TEST_CASE("a partition sbatch refuses stops the run with the reason; no trial is marked, the fixed study runs",
           "[cluster][versions]") {
   testing::TempDir dir;

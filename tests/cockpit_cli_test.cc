@@ -38,7 +38,7 @@ TEST_CASE("metrics shows what a Megatron log would store: names, steps, time axi
   auto [rc, out] = Shell(kBinary + " metrics " + kData + "megatron_train.log");
   INFO(out);
   CHECK(rc == 0);
-  CHECK_THAT(out, Catch::Contains("8 line(s) read as megatron"));
+  CHECK_THAT(out, Catch::Contains("8 line(s) read as auto (megatron)"));  // auto: the default
   CHECK_THAT(out, Catch::Contains("steps: 20 to 40"));
   CHECK_THAT(out, Catch::Contains("time axis: from 'elapsed time per iteration (ms)' (484.782 s"));
   CHECK_THAT(out, Catch::Contains("malformed: 1 line(s)") && Catch::Contains("line 6"));
@@ -70,6 +70,18 @@ TEST_CASE("metrics of a JSON-lines log, as JSON; a missing objective exits 5 wit
     CHECK_THAT(out, Catch::Contains("read as jsonl"));
     CHECK_THAT(out, Catch::Contains("objective 'los': MISSING (did you mean 'loss'?)"));
     CHECK_THAT(out, Catch::Contains("malformed: 1 line(s)") && Catch::Contains("line 4"));
+  }
+  SECTION("a log that gives nothing in the format asked for names the format that parses it") {
+    auto [rc, out] = Shell(kBinary + " metrics --format megatron " + kData + "trainer.jsonl");
+    INFO(out);
+    CHECK(rc == 5);
+    CHECK_THAT(out, Catch::Contains("read as megatron; 0 point(s)"));
+    CHECK_THAT(out, Catch::Contains("the lines parse as \"jsonl\"") && Catch::Contains("--format jsonl"));
+    auto [rc2, out2] = Shell(kBinary + " metrics --format megatron --json " + kData + "trainer.jsonl 2>/dev/null");
+    CHECK_THAT(out2, Catch::Contains("\"suggested_format\": \"jsonl\""));
+    // Read as it should be: no suggestion.
+    auto [rc3, out3] = Shell(kBinary + " metrics --json " + kData + "trainer.jsonl 2>/dev/null");
+    CHECK_THAT(out3, Catch::Contains("\"suggested_format\": null") && Catch::Contains("\"format\": \"auto (jsonl)\""));
   }
   SECTION("an unknown format is bad input") {
     auto [rc, out] = Shell(kBinary + " metrics --format jsnl " + kData + "trainer.jsonl");
@@ -350,6 +362,18 @@ TEST_CASE("status --watch on a pipe: a line per change, and it ends once every t
   CHECK_THAT(out, Catch::Contains("progress: 1/1 done (100%) [1 completed]; 0 running, 0 queued"));
   CHECK(std::count(out.begin(), out.end(), '\n') == 2);  // the unchanged refreshes print nothing
   CHECK(out.find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("logs: a mistyped beginning of a real trial key names the closest key", "[cli]") {
+  testing::TempDir dir;
+  std::string study = testing::WriteLocalStudyFile(dir, "lk", "train {{lr}}", "[space]\nlr = [0.1, 0.01]\n");
+  StoreTrials(dir, "lk", study, {TrialIn("t-e23a4b5c6d7e", "0.1", "new"), TrialIn("t-91f0c2d3e4a5", "0.01", "new")});
+  auto [rc, out] = Shell(kBinary + " logs " + study + " t-e23x");
+  CHECK(rc == 2);
+  CHECK_THAT(out, Catch::Contains("no trial 't-e23x' (did you mean 't-e23a4b5c6d7e'?)"));
+  auto [rc2, out2] = Shell(kBinary + " logs " + study + " zzzzzz");
+  CHECK(rc2 == 2);
+  CHECK_THAT(out2, !Catch::Contains("did you mean"));  // nothing close: no guess
 }
 
 TEST_CASE("logs prints a trial's log over the local transport; --follow follows it until the trial ends", "[cli]") {

@@ -47,6 +47,20 @@ class FakeSweep {
 
   // A new orchestrator process on the same database and cluster.
   void Restart() { runner_ = std::make_unique<Runner>(study_, *db_, slurm, clock, log_); }
+  // The user edits the study file (`from` replaced by `to`) and runs it again: a new orchestrator.
+  void EditStudy(const std::string& from, const std::string& to) {
+    std::string text = testing::ReadAll(dir_.file("study.toml"));
+    size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+    testing::WriteAll(dir_.file("study.toml"), text);
+    auto study = ParseStudy(text, dir_.file("study.toml"));
+    INFO(study.status().ToString());
+    REQUIRE(study.ok());
+    runner_.reset();  // it refers to study_
+    study_ = std::move(*study);
+    Restart();
+  }
 
   TickReport Tick() {
     auto r = runner_->Tick();
