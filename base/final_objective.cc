@@ -43,11 +43,18 @@ std::vector<double> TrailingMean(const std::vector<double>& values) {
   return out;
 }
 
-std::optional<size_t> FirstReach(const std::vector<double>& smoothed, double target, bool minimize) {
-  for (size_t i = 0; i < smoothed.size(); ++i) {
-    if (minimize ? smoothed[i] <= target : smoothed[i] >= target) return i;
-  }
-  return std::nullopt;
+bool AtOrPast(double value, double target, bool minimize) {
+  return minimize ? value <= target : value >= target;  // false for NaN
+}
+
+std::optional<size_t> SustainedReach(const std::vector<double>& smoothed, double target, bool minimize) {
+  if (smoothed.empty()) return std::nullopt;
+  const size_t earliest = std::min(kFinalWindow, smoothed.size()) - 1;
+  // Back from the end, while the curve is past the target.
+  size_t i = smoothed.size();
+  while (i > earliest && AtOrPast(smoothed[i - 1], target, minimize)) --i;
+  if (i == smoothed.size()) return std::nullopt;  // the last point is not past it
+  return i;
 }
 
 bool Better(double a, double b, bool minimize) {

@@ -3,7 +3,8 @@
 // kFinalWindow logged points (fewer if the trial logged fewer). The same trailing mean, at every
 // point, is the smoothed curve on which "reached the target" is decided and that the charts draw,
 // so a trial whose final value is the target reaches it, at its last point at the latest: the
-// baseline reaches its own target by definition. The window is a fixed number of points for every
+// baseline reaches its own target by definition. A crossing counts once the curve stays past the
+// target, with a full window behind it (SustainedReach). The window is a fixed number of points for every
 // trial, whatever its length, so a trial that ran longer is not judged on a smoother curve.
 // Module base/: the vocabulary every module shares; uses the standard library only.
 #pragma once
@@ -35,8 +36,16 @@ std::optional<FinalObjective> FinalObjectiveOf(const std::vector<double>& values
 // last element is bit for bit FinalObjectiveOf(values)->value. A NaN spoils the windows holding it.
 std::vector<double> TrailingMean(const std::vector<double>& values);
 
-// Index of the first point of `smoothed` at or better than `target` (<= when minimising).
-std::optional<size_t> FirstReach(const std::vector<double>& smoothed, double target, bool minimize);
+// Where the smoothed curve reaches `target` for good: the first index i such that every point
+// from i to the end is at or better than the target (<= when minimising; NaN is not), and i has
+// a full window behind it (i + 1 >= min(kFinalWindow, size)). A lucky first point, whose window
+// is that point alone, or a dip past the target that the curve climbs back out of, is no
+// crossing (issue 31). A curve whose last point (its final value) is at the target reaches it,
+// at its last point at the latest.
+std::optional<size_t> SustainedReach(const std::vector<double>& smoothed, double target, bool minimize);
+
+// True when `value` is at or better than `target` (<= when minimising); NaN never is.
+bool AtOrPast(double value, double target, bool minimize);
 
 // True when `a` is a better objective value than `b` (NaN is worse than any number).
 bool Better(double a, double b, bool minimize);

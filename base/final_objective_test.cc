@@ -29,6 +29,29 @@ TEST_CASE("The final objective is the mean of the last 10 points, with their spr
   REQUIRE(FinalObjectiveOf(swing)->value > 0.5);
 }
 
+TEST_CASE("A crossing counts only with a full window behind it and the curve staying past", "[report]") {
+  // Issue 31: a maximised objective got "time to target 0.31 s" from one lucky first point: the
+  // trailing mean at the first point is that point alone.
+  std::vector<double> acc = {0.9};
+  for (int i = 1; i < 40; ++i) acc.push_back(0.3 + 0.5 * i / 39.0);  // rises to 0.8
+  auto smoothed = TrailingMean(acc);
+  REQUIRE(smoothed[0] >= 0.7);
+  auto reached = SustainedReach(smoothed, 0.7, false);
+  REQUIRE(reached);
+  CHECK(*reached > kFinalWindow);
+  for (size_t i = *reached; i < smoothed.size(); ++i) CHECK(smoothed[i] >= 0.7);
+  CHECK(smoothed[*reached - 1] < 0.7);
+  // A dip past the target that the curve climbs back out of is no crossing; the later one is.
+  std::vector<double> loss(60, 2.0);
+  for (size_t i = 15; i < 25; ++i) loss[i] = 1.0;  // smoothed down to 1.0 at i = 24
+  for (size_t i = 45; i < 60; ++i) loss[i] = 1.0;
+  smoothed = TrailingMean(loss);
+  REQUIRE(smoothed[24] == 1.0);
+  CHECK(SustainedReach(smoothed, 1.5, true) == size_t{49});  // (5 x 2 + 5 x 1) / 10 = 1.5
+  CHECK(!SustainedReach(smoothed, 0.9, true));
+  CHECK(!SustainedReach({}, 1.0, true));
+}
+
 TEST_CASE("A curve reaches a target equal to its own final value, at the same window", "[report]") {
   // A noisy curve whose trailing mean only gets down to its final value at the very end.
   std::vector<double> v;
@@ -40,17 +63,19 @@ TEST_CASE("A curve reaches a target equal to its own final value, at the same wi
   REQUIRE(smoothed.back() == target);  // bit for bit
   REQUIRE(smoothed[5] == Approx((v[0] + v[1] + v[2] + v[3] + v[4] + v[5]) / 6));
   REQUIRE(smoothed[20] == Approx((v[11] + v[12] + v[13] + v[14] + v[15] + v[16] + v[17] + v[18] + v[19] + v[20]) / 10));
-  auto reached = FirstReach(smoothed, target, true);
+  auto reached = SustainedReach(smoothed, target, true);
   REQUIRE(reached);
-  REQUIRE(!FirstReach(smoothed, target - 1, true));
-  REQUIRE(FirstReach(smoothed, 100, true) == size_t{0});
-  // Maximising: reaching means getting above, and the final value is reached too.
+  REQUIRE(!SustainedReach(smoothed, target - 1, true));
+  // Every point past it: the first with a full window behind it.
+  REQUIRE(SustainedReach(smoothed, 100, true) == kFinalWindow - 1);
+  // Maximising: reaching means getting above, and the final value is reached too; a trial shorter
+  // than the window reaches it at its last point only, the first with every point behind it.
   std::vector<double> acc = {0.1, 0.2, 0.5, 0.6, 0.7, 0.65, 0.72};
-  REQUIRE(FirstReach(TrailingMean(acc), FinalObjectiveOf(acc)->value, false));
-  REQUIRE(FirstReach(TrailingMean(acc), 0.35, false) == size_t{3});  // (0.1+0.2+0.5+0.6)/4
+  REQUIRE(SustainedReach(TrailingMean(acc), FinalObjectiveOf(acc)->value, false) == size_t{6});
+  REQUIRE(SustainedReach(TrailingMean(acc), 0.35, false) == size_t{6});
   // A NaN (diverged) reaches nothing, and spoils only the windows that hold it.
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  REQUIRE(!FirstReach(TrailingMean({nan}), 1e9, true));
+  REQUIRE(!SustainedReach(TrailingMean({nan}), 1e9, true));
   std::vector<double> spike(40, 1.0);
   spike[10] = nan;
   auto s = TrailingMean(spike);

@@ -80,7 +80,8 @@ def main():
     print(f"{len(done)} completed trials; importance (share of the total); forest: {FOREST}")
     print(f"{'parameter':<24} {'slurmsweep':>11} {'optuna ' + args.evaluator:>14}")
     for p in params:
-        print(f"{p:<24} {float(next(r['share'] for r in ours if r['param'] == p)):>11.3f} {theirs.get(p, 0.0):>14.3f}")
+        share = next(r['share'] for r in ours if r['param'] == p)  # empty: not estimable
+        print(f"{p:<24} {float(share) if share else float('nan'):>11.3f} {theirs.get(p, 0.0):>14.3f}")
     top_ours = params[0]
     top_theirs = next(iter(theirs)) if theirs else None
     same = top_ours == top_theirs

@@ -327,6 +327,8 @@ bool JsonStep(const nlohmann::json& v, int64_t* out) {
 
 constexpr std::string_view kStepKeys[] = {"step", "iteration", "iter"};
 constexpr std::string_view kTimeKeys[] = {"time", "elapsed", "time_s"};
+// The run's length, stored as metric train_iters like Megatron's "iteration N/ M" (README).
+constexpr std::string_view kTotalStepsKey = "total_steps";
 
 // The axes of a record, not metrics.
 bool IsAxisKey(std::string_view key) {
@@ -343,7 +345,7 @@ void FlattenJson(const nlohmann::json& obj, const std::string& prefix, int64_t s
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     const std::string& key = it.key();
     const nlohmann::json& value = it.value();
-    if (prefix.empty() && IsAxisKey(key)) continue;
+    if (prefix.empty() && (IsAxisKey(key) || key == kTotalStepsKey)) continue;
     std::string name = prefix.empty() ? key : prefix + "." + key;
     if (value.is_object()) {
       FlattenJson(value, name, step, out);
@@ -418,6 +420,15 @@ void ParseJsonLine(std::string_view line, ParseOutput& out, ParserState& state) 
   if (have_time) {
     state.last_step = step;
     state.time_s = time_s;
+  }
+
+  // When it first shows or changes: the ETA then knows a running trial's end from its own rate.
+  if (auto it = obj.find(kTotalStepsKey); it != obj.end()) {
+    int64_t total = 0;
+    if (JsonStep(*it, &total) && total > 0 && total != state.train_iters) {
+      out.train_iters = MetricPoint{step, time_s, "train_iters", static_cast<double>(total)};
+      state.train_iters = total;
+    }
   }
 
   size_t first = out.points.size();

@@ -111,6 +111,30 @@ TEST_CASE("the run's length in 'iteration N/ M' is given once, as train_iters", 
   CHECK_FALSE(ParseMetrics("iteration 10 | lm loss: 2.5 |\n", MetricFormat::kMegatron, fresh).train_iters);
 }
 
+TEST_CASE("JSON lines: total_steps gives the run's length once, as train_iters, not as a metric", "[metrics_parser]") {
+  // Issue 31: without it a JSON-lines trial's ETA was unknown until a first trial completed.
+  ParserState state;
+  ParseOutput out = ParseMetrics(
+      "{\"step\": 10, \"time\": 1.5, \"loss\": 2.5, \"total_steps\": 300}\n"
+      "{\"step\": 20, \"time\": 3.0, \"loss\": 2.4, \"total_steps\": 300}\n",
+      MetricFormat::kJsonLines, state);
+  REQUIRE(out.train_iters);
+  CHECK(out.train_iters->name == "train_iters");
+  CHECK(out.train_iters->step == 10);
+  CHECK(out.train_iters->time_s == 1.5);
+  CHECK(out.train_iters->value == 300);
+  for (const auto& p : out.points) CHECK(p.name != "total_steps");
+  CHECK(out.points.size() == 2);
+  CHECK_FALSE(ParseMetrics("{\"step\": 30, \"loss\": 2.3, \"total_steps\": 300}\n", MetricFormat::kJsonLines, state)
+                  .train_iters);
+  auto longer = ParseMetrics("{\"step\": 40, \"loss\": 2.2, \"total_steps\": 600}\n", MetricFormat::kJsonLines, state);
+  REQUIRE(longer.train_iters);
+  CHECK(longer.train_iters->value == 600);
+  ParserState fresh;
+  CHECK_FALSE(ParseMetrics("{\"step\": 1, \"loss\": 2.5, \"total_steps\": -3}\n", MetricFormat::kJsonLines, fresh)
+                  .train_iters);
+}
+
 TEST_CASE("a real Megatron-LM iteration line parses to its exact values", "[metrics_parser]") {
   ParserState state;
   ParseOutput out = ParseMetrics(kRealLine, MetricFormat::kMegatron, state);

@@ -86,6 +86,11 @@ nlohmann::json Document(const char* kind, const Study& study, const StudyView& v
                       {"log_path", view.log_paths[i]},
                       {"params", view.params[i]}});
   }
+  // The best trial with its parameters: what to run next, without a second lookup in "trials".
+  nlohmann::json best = BestJson(progress, options);
+  for (size_t i = 0; i < view.rows.size() && best.is_object(); ++i) {
+    if (view.rows[i].trial_key == best["trial"]) best["params"] = view.params[i];
+  }
   return {{"version", kCockpitJsonVersion},
           {"kind", kind},
           {"study",
@@ -94,7 +99,7 @@ nlohmann::json Document(const char* kind, const Study& study, const StudyView& v
             {"database", study.database},
             {"objective", {{"metric", study.objective.metric}, {"goal", study.objective.minimize ? "min" : "max"}}}}},
           {"progress", ProgressJson(progress)},
-          {"best", BestJson(progress, options)},
+          {"best", best},
           {"trials_left_out", view.left_out},
           {"trials", trials}};
 }

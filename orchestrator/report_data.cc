@@ -274,7 +274,7 @@ Facts MetricFacts(const Columns& metrics, const SummaryContext& ctx) {
   // final value. Its window is the same number of points for every trial.
   std::vector<double> smoothed = TrailingMean(objective.values);
   if (ctx.target) {
-    auto reached = FirstReach(smoothed, *ctx.target, ctx.minimize);
+    auto reached = SustainedReach(smoothed, *ctx.target, ctx.minimize);
     if (reached) f.steps_to_target = objective.steps[*reached];
   }
   // Downsampling raw noisy points would draw the noise's envelope.
@@ -295,10 +295,73 @@ std::optional<double> LevelOf(const store::TrialSummary& summary, std::string_vi
   return (m->sum - m->first_value) / static_cast<double>(m->finite - 1);
 }
 
+// SustainedReach (base/final_objective.h) on a long trial's objective from its buckets, reading
+// few points: back from the last bucket, the first whose range of the smoothed curve may hold a
+// point not past the target (a NaN in it or the bucket before spoils windows, so that counts too)
+// is read point by point, with the kFinalWindow - 1 points before it; the crossing is the point
+// after its last point not past the target. Its step, or nullopt when the last point is not past.
+Result<std::optional<int64_t>> SustainedReachInBuckets(store::Store& store, int64_t trial_id,
+                                                       const SummaryContext& ctx,
+                                                       const std::vector<store::SeriesBucket>& buckets) {
+  const double target = *ctx.target;
+  std::vector<int64_t> start(buckets.size() + 1, 0);  // global index of each bucket's first point
+  for (size_t k = 0; k < buckets.size(); ++k) start[k + 1] = start[k] + buckets[k].points;
+  const int64_t total = start.back();
+  if (total == 0) return std::optional<int64_t>();
+  auto may_miss = [&](size_t k) {
+    const store::SeriesBucket& b = buckets[k];
+    bool spoiled = b.finite < b.points || (k > 0 && buckets[k - 1].finite < buckets[k - 1].points);
+    return spoiled || !(ctx.minimize ? b.smooth_max <= target : b.smooth_min >= target);
+  };
+  int64_t crossing = 0;  // global index of the first point of the final run past the target
+  std::optional<int64_t> crossing_step;
+  for (size_t k = buckets.size(); k-- > 0;) {
+    if (!may_miss(k)) continue;
+    const store::SeriesBucket& b = buckets[k];
+    auto points = store.MetricRange(trial_id, ctx.objective, b.first_step, b.last_step, kFinalWindow - 1);
+    if (!points.ok()) return points.status();
+    size_t before = 0;
+    std::vector<double> values;
+    for (const CurvePoint& p : *points) {
+      before += p.step < b.first_step;
+      values.push_back(p.value);
+    }
+    std::vector<double> smoothed = TrailingMean(values);
+    std::optional<size_t> last_miss;
+    for (size_t i = smoothed.size(); i-- > before;) {
+      if (!AtOrPast(smoothed[i], target, ctx.minimize)) {
+        last_miss = i;
+        break;
+      }
+    }
+    // The range says the bucket may hold a miss; were it stale, the bucket before is looked at.
+    if (!last_miss) continue;
+    if (*last_miss + 1 < points->size()) {
+      crossing = start[k] + static_cast<int64_t>(*last_miss + 1 - before);
+      crossing_step = (*points)[*last_miss + 1].step;
+    } else if (k + 1 < buckets.size()) {
+      crossing = start[k + 1];
+      crossing_step = buckets[k + 1].first_step;
+    } else {
+      return std::optional<int64_t>();  // the last point is not past the target
+    }
+    break;
+  }
+  // Not before a full window is behind it.
+  const int64_t earliest = std::min<int64_t>(kFinalWindow, total) - 1;
+  if (crossing_step && crossing >= earliest) return crossing_step;
+  size_t k = 0;
+  while (k + 1 < buckets.size() && start[k + 1] <= earliest) ++k;
+  auto points = store.MetricRange(trial_id, ctx.objective, buckets[k].first_step, buckets[k].last_step, 0);
+  if (!points.ok()) return points.status();
+  size_t at = static_cast<size_t>(earliest - start[k]);
+  if (at >= points->size()) return std::optional<int64_t>();
+  return std::optional<int64_t>((*points)[at].step);
+}
+
 // From the store's summary of a long trial (its objective's buckets read) and a few of its points:
 // the final value from the objective's last kFinalWindow points, as MetricFacts computes it; the
-// step at which the smoothed curve reaches the target, exactly, from the points of the first bucket
-// whose range of the smoothed curve holds the target (and the kFinalWindow - 1 before it); the
+// step at which the smoothed curve reaches the target for good, exactly (SustainedReachInBuckets); the
 // curve from the bucket means (each the mean of store::kMinBucketPoints or more consecutive
 // points, a wider smoothing than the trailing mean), from the first point to the final value; levels
 // (TFLOP/s, tokens/s, batch size): LevelOf.
@@ -321,28 +384,9 @@ Result<Facts> SummaryFacts(store::Store& store, int64_t trial_id, const store::T
   std::vector<store::SeriesBucket> buckets = objective->buckets;
   if (objective->open.points > 0) buckets.push_back(objective->open);
   if (ctx.target) {
-    for (const store::SeriesBucket& b : buckets) {
-      if (!(ctx.minimize ? b.smooth_min <= *ctx.target : b.smooth_max >= *ctx.target)) continue;
-      auto points = store.MetricRange(trial_id, ctx.objective, b.first_step, b.last_step, kFinalWindow - 1);
-      if (!points.ok()) return points.status();
-      // The points before the bucket are its first windows' start (all of them at the series'
-      // start, where the windows are shorter).
-      size_t before = 0;
-      std::vector<double> values;
-      for (const CurvePoint& p : *points) {
-        before += p.step < b.first_step;
-        values.push_back(p.value);
-      }
-      std::vector<double> smoothed = TrailingMean(values);
-      for (size_t i = before; i < smoothed.size(); ++i) {
-        if (ctx.minimize ? smoothed[i] <= *ctx.target : smoothed[i] >= *ctx.target) {
-          f.steps_to_target = (*points)[i].step;
-          break;
-        }
-      }
-      // The range says the bucket holds the crossing; were it stale, the next candidate is read.
-      if (f.steps_to_target) break;
-    }
+    auto reached = SustainedReachInBuckets(store, trial_id, ctx, buckets);
+    if (!reached.ok()) return reached.status();
+    f.steps_to_target = *reached;
   }
   // Its first point is the first logged value (a window of one), as on a curve drawn from every point.
   std::vector<CurvePoint> curve = {{objective->first_step, objective->first_time_s, objective->first_value}};
@@ -414,18 +458,14 @@ reports::TrialSummary Summarize(const store::TrialRecord& t, const nlohmann::jso
   return s;
 }
 
-// The trial named by `spec` (a trial key or a JSON object of parameter values), or the first
-// completed trial; the note says which rule applied, for the report's reader.
+// The trial named by `spec` (a trial key or a JSON object of parameter values); the note says
+// which rule applied, for the report's reader. Without a spec there is no baseline: a speedup over
+// whichever trial happened to complete first would be a number about nothing the user chose
+// (issue 31), so the report shows none and the target falls back to the worst completed value.
 std::optional<size_t> FindBaseline(const std::vector<store::TrialRecord>& trials, const std::string& spec,
                                    std::string& note) {
   if (spec.empty()) {
-    for (size_t i = 0; i < trials.size(); ++i) {
-      if (trials[i].state == "completed") {
-        note = "the first completed trial (the study names no baseline)";
-        return i;
-      }
-    }
-    note = "no trial has completed yet";
+    note = "the study names no baseline ([report] baseline = a trial key or a table of parameter values)";
     return std::nullopt;
   }
   auto wanted = nlohmann::json::parse(spec, nullptr, false);
@@ -547,8 +587,8 @@ Status ChooseTarget(store::Store& store, const std::vector<store::TrialRecord>& 
   if (report.target) {
     report.target_basis = fmt::format(
         "the worst smoothed final {} among the {} completed trials, as there is no "
-        "completed baseline",
-        ctx.objective, completed);
+        "{}",
+        ctx.objective, completed, report.baseline ? "completed baseline" : "baseline");
   }
   return Status::OK();
 }

@@ -36,7 +36,7 @@ std::vector<std::string> ParamNames(const Study& study);
 struct ReportOptions {
   // The configuration the others are compared with: a trial key ("t-0123456789ab") or a JSON
   // object of parameter values ({"lr": 0.01, "optimizer": "adam"}; each given key must match, a
-  // number may be given as text). Empty: the first completed trial in id order.
+  // number may be given as text). Empty: no baseline, and so no speedup (the report says why).
   std::string baseline;
   // Objective value that counts as reached. Default: the baseline's smoothed final value; with no
   // completed baseline, the worst smoothed final value among completed trials.
@@ -58,8 +58,8 @@ inline constexpr size_t kCurvePointBudget = 100'000;
 
 // A report reads about this many metric rows at most, beyond the summaries: the trials longer
 // than their share are drawn from the store's summaries. Final values (the last kFinalWindow
-// points) and steps to target (the points of the one bucket where the smoothed curve reaches the
-// target) are the same as from every point; the curves are the means of the store's buckets of
+// points) and steps to target (the points of the last bucket where the smoothed curve may not be
+// past the target) are the same as from every point; the curves are the means of the store's buckets of
 // 32 or more points instead of the trailing mean of 10, from the first point to the final value;
 // TFLOP/s, tokens/s and batch size are the mean of the points after the first (from the summary
 // row: no bucket read) instead of the median of every point. The iteration time is the summary's

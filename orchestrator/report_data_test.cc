@@ -121,11 +121,37 @@ TEST_CASE("Report values match the store's rows", "[report]") {
   }
 }
 
-TEST_CASE("The decomposition multiplies out and matches the curves in the store", "[report]") {
+TEST_CASE("Without a named baseline the report shows no speedup and says why", "[report]") {
+  // Issue 31: the first completed trial was an arbitrary reference for the "baseline" badge, the
+  // speedup boxes and the target.
   Fixture f;
   auto report = CollectReport(*f.store, f.study, f.study_id, {}, f.options.now);
   REQUIRE(report.ok());
-  REQUIRE(report->baseline == size_t{0});  // the first completed trial
+  CHECK(!report->baseline);
+  CHECK(report->baseline_note.find("names no baseline") != std::string::npos);
+  reports::Analysis a = reports::Analyze(*report);
+  REQUIRE(a.recommended);
+  CHECK(!a.decomposition);
+  // The target is the worst completed final value, which every completed trial reaches.
+  REQUIRE(report->target);
+  CHECK(report->target_basis.find("worst smoothed final") != std::string::npos);
+  for (const auto& t : report->trials) {
+    if (t.state == "completed") CHECK(t.steps_to_target);
+  }
+  std::string html = reports::RenderHtmlReport(*report);
+  CHECK(html.find("No speedup is shown: the study names no baseline") != std::string::npos);
+  CHECK(html.find("class=\"factor") == std::string::npos);
+  CHECK(html.find("tag base") == std::string::npos);
+  CHECK(html.find("The factor is relative to the baseline") == std::string::npos);
+}
+
+TEST_CASE("The decomposition multiplies out and matches the curves in the store", "[report]") {
+  Fixture f;
+  ReportOptions named;
+  named.baseline = (*f.store->ListTrials(f.study_id))[0].trial_key;
+  auto report = CollectReport(*f.store, f.study, f.study_id, named, f.options.now);
+  REQUIRE(report.ok());
+  REQUIRE(report->baseline == size_t{0});
   reports::Analysis a = reports::Analyze(*report);
   REQUIRE(a.recommended);
   REQUIRE(*a.recommended != 0);
@@ -142,15 +168,15 @@ TEST_CASE("The decomposition multiplies out and matches the curves in the store"
   REQUIRE(*report->target == Approx(sum / 10));
   REQUIRE(*report->target == *base.final_value);
   REQUIRE(base.steps_to_target);  // the baseline reaches its own target
-  // The recommendation's first step whose trailing mean of 10 points (fewer at the start) reaches
-  // the target, from the store: the same window for every trial whatever its length.
+  // The recommendation's first step, with 10 points behind it, from which its trailing mean of 10
+  // points stays at or below the target, from the store: the same window for every trial.
   auto rec_loss = RowsNamed(*f.store, rec.id, "lm_loss");
   std::optional<int64_t> first;
-  for (size_t i = 0; i < rec_loss.size() && !first; ++i) {
-    size_t from = i >= 9 ? i - 9 : 0;
+  for (size_t i = rec_loss.size(); i-- > 9;) {
     double window = 0;
-    for (size_t k = from; k <= i; ++k) window += rec_loss[k].value;
-    if (window / static_cast<double>(i + 1 - from) <= *report->target) first = rec_loss[i].step;
+    for (size_t k = i - 9; k <= i; ++k) window += rec_loss[k].value;
+    if (window / 10 > *report->target) break;
+    first = rec_loss[i].step;
   }
   REQUIRE(rec.steps_to_target == first);
   REQUIRE(d.convergence == Approx(static_cast<double>(*base.steps_to_target) / *first));
@@ -232,6 +258,15 @@ void CheckSummaryReportAgrees(const Study& study, Fixture& f) {
   ReportOptions from_points, from_summaries;
   from_points.raw_row_budget = std::numeric_limits<int64_t>::max();
   from_summaries.raw_row_budget = 0;
+  // The first completed trial as the baseline, so that the target is its final value: some
+  // trials reach it and some do not.
+  auto trials = f.store->ListTrials(f.study_id);
+  REQUIRE(trials.ok());
+  for (const auto& t : *trials) {
+    if (t.state != "completed") continue;
+    from_points.baseline = from_summaries.baseline = t.trial_key;
+    break;
+  }
   auto a = CollectReport(*f.store, study, f.study_id, from_points, f.options.now);
   auto b = CollectReport(*f.store, study, f.study_id, from_summaries, f.options.now);
   REQUIRE(a.ok());

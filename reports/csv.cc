@@ -131,9 +131,10 @@ std::string RenderImportanceCsv(const StudyReport& report) {
     AppendText(report.meta.param_names[p.param], out);
     bool log = p.param < report.meta.param_log.size() && report.meta.param_log[p.param];
     fmt::format_to(std::back_inserter(out), ",{},{},", log ? "true" : "false", p.groups);
-    AppendExact(p.epsilon2, out);
+    // Not estimable: empty cells, not a 0 that would read as "explains nothing".
+    if (p.estimable) AppendExact(p.epsilon2, out);
     out.push_back(',');
-    AppendExact(p.share, out);
+    if (p.estimable) AppendExact(p.share, out);
     fmt::format_to(std::back_inserter(out), ",{}\n", imp.trials);
   }
   return out;

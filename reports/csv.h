@@ -49,7 +49,8 @@ void AppendMetricsCsvRow(int64_t trial_id, std::string_view trial_key, int64_t s
                          std::string_view name, double value, std::string& out);
 
 // importance.csv (version 1): param,log,groups,epsilon2,share,trials, one row per parameter,
-// largest share first (reports::ParamImportances); only the header when there are too few trials.
+// largest share first (reports::ParamImportances); only the header when there are too few trials;
+// epsilon2 and share empty for a parameter that is not estimable (its groups cannot carry it).
 struct StudyReport;
 std::string RenderImportanceCsv(const StudyReport& report);
 

@@ -57,6 +57,7 @@ table{border-collapse:collapse;width:100%;font-size:12.5px;font-variant-numeric:
 th,td{padding:4px 6px;border-bottom:1px solid #eaeef2;text-align:left;white-space:nowrap}
 th{background:#f6f8fa;font-weight:600;position:sticky;top:0;white-space:normal;vertical-align:bottom;min-width:3.5em}
 td.n,th.n{text-align:right}
+td.why{white-space:normal;overflow-wrap:anywhere}
 tbody tr:nth-child(even){background:#fafbfc}
 tr.recommended td{background:#eef8f0}
 tr.baseline td{background:#f3f4f6}
@@ -779,9 +780,10 @@ class Page {
     fmt::format_to(Out(out_), "<figure>{}</figure>", RenderBarChart(chart));
     fmt::format_to(Out(out_),
                    "<p class=\"note\">{} of {} trials with logged iteration times, fastest first{}. Green: the "
-                   "recommendation; black: the baseline; pale: stopped or failed trials. The factor is relative to the "
-                   "baseline.</p></section>\n",
-                   shown, with.size(), shown < with.size() ? " (the rest are in the table and trials.csv)" : "");
+                   "recommendation; {}pale: stopped or failed trials.{}</p></section>\n",
+                   shown, with.size(), shown < with.size() ? " (the rest are in the table and trials.csv)" : "",
+                   r_.baseline ? "black: the baseline; " : "",
+                   base_ips ? " The factor is relative to the baseline." : "");
   }
 
   static bool ParseNumber(const std::string& s, double& v) {
@@ -990,12 +992,22 @@ class Page {
                    RenderParallelChart(chart), Esc(metric_), r_.meta.minimize ? "lowest" : "highest");
   }
 
+  // Trials stopped early stopped at an earlier point of training than the completed ones: their
+  // values do not compare, and the reader is told how many the estimate leaves out.
+  static std::string StoppedLeftOut(int n) {
+    if (n == 0) return "";
+    return fmt::format("; {} trial{} stopped early (pruned or cancelled) {} left out, {} value{} being from "
+                       "earlier in training",
+                       n, n == 1 ? "" : "s", n == 1 ? "is" : "are", n == 1 ? "its" : "their", n == 1 ? "" : "s");
+  }
+
   void Importance() {
     if (r_.meta.param_names.size() < 1) return;
     Importances imp = ParamImportances(r_);
     out_.append("<section id=\"importance\"><h2>Parameter importance</h2>");
     if (!imp.why_none.empty()) {
-      fmt::format_to(Out(out_), "<p class=\"note\">Not estimated: {}.</p></section>\n", Esc(imp.why_none));
+      fmt::format_to(Out(out_), "<p class=\"note\">Not estimated: {}{}.</p></section>\n", Esc(imp.why_none),
+                     StoppedLeftOut(imp.stopped_left_out));
       return;
     }
     BarChart chart;
@@ -1007,7 +1019,14 @@ class Page {
       Bar b;
       b.label = r_.meta.param_names[p.param];
       b.value = p.share;
-      b.value_text = fmt::format("{:.0f}% (ε² {:.2f}, {} groups)", 100 * p.share, p.epsilon2, p.groups);
+      if (p.estimable) {
+        b.value_text = fmt::format("{:.0f}% (ε² {:.2f}, {} groups)", 100 * p.share, p.epsilon2, p.groups);
+      } else if (p.groups < 2) {
+        b.value_text = "not estimable: one value";
+      } else {
+        // Each group a trial or two explains the spread by construction, not by effect.
+        b.value_text = fmt::format("not estimable: {} groups of {} trials", p.groups, imp.trials);
+      }
       b.tooltip = b.label + ": " + b.value_text;
       b.color = "#4e79a7";
       chart.bars.push_back(std::move(b));
@@ -1015,15 +1034,17 @@ class Page {
     chart.width = 1100;
     chart.label_width = 260;
     fmt::format_to(Out(out_),
-                   "<figure>{}</figure><p class=\"note\">From the {} completed trials' final {}. Method: for each "
-                   "parameter alone, a one-way analysis of variance of the final value grouped by the parameter's "
-                   "value (a numeric parameter with more than 6 values: up to 5 groups of equal size by rank); "
+                   "<figure>{}</figure><p class=\"note\">From the {} completed trials' final {}{}. Method: for "
+                   "each parameter alone, a one-way analysis of variance of the final value grouped by the "
+                   "parameter's value (a numeric parameter with more than 6 values, or fewer than 2 trials per "
+                   "value: 2 to 5 groups of equal size by rank); not estimable with one value or fewer than 2 "
+                   "trials per group; "
                    "ε² = (between-group sum of squares − (groups − 1) × within-group mean square) / total sum of "
                    "squares, the share of the variance the parameter explains beyond what as many random groups "
                    "would, clipped at 0; the bars are each ε² over their sum. Main effects only: an effect that "
                    "exists only in combination with another parameter is not shown. "
                    "<code>bench/importance_vs_optuna.py</code> checks it against Optuna's fANOVA.</p></section>\n",
-                   RenderBarChart(chart), imp.trials, Esc(metric_));
+                   RenderBarChart(chart), imp.trials, Esc(metric_), StoppedLeftOut(imp.stopped_left_out));
   }
 
   void BestSoFarChart() {
@@ -1121,8 +1142,9 @@ class Page {
             "<th>rule and the numbers that decided it</th></tr></thead><tbody>");
         any_pruned = true;
       }
-      fmt::format_to(Out(out_), "<tr><td>{}</td><td class=\"n\">{}</td><td>{}</td></tr>", Esc(t.key),
-                     FormatCount(t.steps), Esc(t.reason));
+      // The rule's numbers run long: they wrap inside the card rather than widen it.
+      fmt::format_to(Out(out_), "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"why\">{}</td></tr>",
+                     Esc(t.key), FormatCount(t.steps), Esc(t.reason));
     }
     if (any_pruned) out_.append("</tbody></table>");
     out_.append("</section>\n");
@@ -1170,8 +1192,9 @@ class Page {
         "throughput_tflops metric.</li>"
         "<li>Final value (ranking, recommendation, target, status, trials.csv): mean of the objective's last 10 "
         "logged points (fewer for a shorter trial); ± is their standard deviation. The same trailing mean at every "
-        "point is the smoothed curve the charts draw; steps to target is the first logged step at which it reaches "
-        "the target, so a trial whose final value is the target reaches it.</li>");
+        "point is the smoothed curve the charts draw; steps to target is the first logged step from which it stays "
+        "at or past the target to the end, with a full window of points behind it (a lucky first point is not a "
+        "crossing), so a trial whose final value is the target reaches it.</li>");
     if (m.curves_from_buckets > 0) {
       fmt::format_to(Out(out_),
                      "<li>The curves of the {} longest trials are drawn from the means of consecutive points (32 or "
@@ -1182,7 +1205,7 @@ class Page {
     }
     out_.append(
         "<li>Time to target = steps to target / throughput (steady state, start-up excluded). Throughput factor × "
-        "convergence factor = time-to-target factor, all relative to the baseline.</li>"
+        "convergence factor = time-to-target factor, all relative to the baseline the study names (none without one).</li>"
         "<li>GPU-hours = wall time (Slurm start to end, every attempt of a retried trial) × nodes × GPUs per node; "
         "CPU-hours with CPUs per task when "
         "the study uses no GPUs. Queue time = submission to start (for a job array's tasks, including the wait for a "

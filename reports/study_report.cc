@@ -219,6 +219,7 @@ Importances ParamImportances(const StudyReport& report) {
   for (size_t i = 0; i < report.trials.size(); ++i) {
     const TrialSummary& t = report.trials[i];
     if (OutcomeOf(t.state) == Outcome::kCompleted && Finite(t.final_value)) rows.push_back(i);
+    if (OutcomeOf(t.state) == Outcome::kCancelled && Finite(t.final_value)) ++out.stopped_left_out;
   }
   out.trials = static_cast<int>(rows.size());
   const size_t n = rows.size();
@@ -245,7 +246,9 @@ Importances ParamImportances(const StudyReport& report) {
     for (const auto& v : value) distinct.emplace(v, 0);
     std::vector<int> group(n);
     int k = 0;
-    if (numeric && distinct.size() > 6) {
+    // A numeric parameter with few trials per value (a continuous one sampled by tpe or random:
+    // each trial its own value) is grouped by rank, so that every group holds trials to compare.
+    if (numeric && (distinct.size() > 6 || n < 2 * distinct.size())) {
       k = static_cast<int>(std::clamp<size_t>(n / 4, 2, 5));
       std::vector<size_t> order(n);
       for (size_t r = 0; r < n; ++r) order[r] = r;
@@ -258,7 +261,8 @@ Importances ParamImportances(const StudyReport& report) {
     ParamImportance imp;
     imp.param = p;
     imp.groups = k;
-    if (k >= 2 && n > static_cast<size_t>(k) && ss_total > 0) {
+    imp.estimable = k >= 2 && n >= 2 * static_cast<size_t>(k);
+    if (imp.estimable && ss_total > 0) {
       std::vector<double> sum(k, 0), count(k, 0);
       for (size_t r = 0; r < n; ++r) sum[group[r]] += *report.trials[rows[r]].final_value, ++count[group[r]];
       double ss_between = 0;
@@ -274,7 +278,9 @@ Importances ParamImportances(const StudyReport& report) {
   for (const auto& imp : out.params) total += imp.epsilon2;
   for (auto& imp : out.params) imp.share = total > 0 ? imp.epsilon2 / total : 0;
   std::stable_sort(out.params.begin(), out.params.end(),
-                   [](const ParamImportance& x, const ParamImportance& y) { return x.epsilon2 > y.epsilon2; });
+                   [](const ParamImportance& x, const ParamImportance& y) {
+                     return std::make_tuple(x.estimable, x.epsilon2) > std::make_tuple(y.estimable, y.epsilon2);
+                   });
   if (ss_total <= 0) out.why_none = "every completed trial has the same final value";
   return out;
 }

@@ -7,8 +7,10 @@
 //   throughput       = iterations per second, 1000 / median iter_time_ms of the trial
 //   final value      = base/final_objective.h: mean of the objective's last kFinalWindow logged
 //                      points; the same trailing mean at every point is the smoothed curve
-//   steps to target  = first logged step at which that smoothed curve reaches the target (filled
-//                      in by report_data.cc); a trial whose final value is the target reaches it
+//   steps to target  = first logged step from which that smoothed curve stays at or past the
+//                      target, with a full window behind it (base/final_objective.h's
+//                      SustainedReach, filled in by report_data.cc); a trial whose final value is
+//                      the target reaches it
 //   time to target   = steps to target / throughput (steady-state; start-up time is not counted)
 //   throughput factor  = recommended iter/s / baseline iter/s
 //   convergence factor = baseline steps to target / recommended steps to target
@@ -98,7 +100,7 @@ struct StudyReport {
   std::vector<TrialSummary> trials;  // trial id order
   std::optional<size_t> baseline;    // index into trials
   std::string baseline_note;         // why there is none, or how it was chosen
-  bool baseline_named = false;       // the study (or the caller) named it; else the first completed trial
+  bool baseline_named = false;       // the study (or the caller) named it (CollectReport sets no other)
   std::optional<double> target;      // objective value that counts as "reached"
   std::string target_basis;          // how the target was chosen, for the reader
 };
@@ -138,20 +140,27 @@ struct CostSummary {
 
 // How much of the spread of the completed trials' final values each parameter explains alone.
 // Method (epsilon-squared of a one-way analysis of variance): the trials are grouped by the
-// parameter's value (a numeric parameter with more than 6 distinct values: in up to 5 groups of
-// equal count by rank, which is the same on a log scale); epsilon^2 = (SS_between - (k - 1) x
-// SS_within / (n - k)) / SS_total, the between-group share of the variance corrected for what
-// k groups explain by chance, clipped at 0; `share` normalises them to sum to 1, as Optuna's
-// get_param_importances does. Main effects only, like fANOVA's single-parameter terms.
+// parameter's value (a numeric parameter with more than 6 distinct values, or with fewer than 2
+// trials per value on average: in 2 to 5 groups of equal count by rank, n / 4 of them, which is
+// the same on a log scale); epsilon^2 = (SS_between - (k - 1) x SS_within / (n - k)) / SS_total,
+// the between-group share of the variance corrected for what k groups explain by chance, clipped
+// at 0; `share` normalises them to sum to 1, as Optuna's get_param_importances does. Main effects
+// only, like fANOVA's single-parameter terms. A parameter whose groups cannot carry an estimate
+// (one value, or fewer than 2 trials per group on average: each trial its own group explains
+// everything by construction) is not estimable, which is not the same as explaining nothing.
+// Trials stopped early (pruned, cancelled) are left out, and counted: their values come from
+// earlier in training than the completed trials', so they do not compare.
 struct ParamImportance {
-  size_t param = 0;     // index into StudyMeta::param_names
-  double epsilon2 = 0;  // 0..1
-  double share = 0;     // epsilon2 / sum over parameters (0 when all are 0)
-  int groups = 0;       // k
+  size_t param = 0;        // index into StudyMeta::param_names
+  double epsilon2 = 0;     // 0..1 (0 when not estimable)
+  double share = 0;        // epsilon2 / sum over parameters (0 when all are 0)
+  int groups = 0;          // k
+  bool estimable = false;  // k >= 2 and n >= 2k
 };
 struct Importances {
-  std::vector<ParamImportance> params;  // largest share first
+  std::vector<ParamImportance> params;  // estimable ones largest share first, then the others
   int trials = 0;                       // n: completed trials with a finite final value
+  int stopped_left_out = 0;             // pruned or cancelled trials with a value, left out
   std::string why_none;                 // set when there are too few trials to say
 };
 Importances ParamImportances(const StudyReport& report);

@@ -302,7 +302,17 @@ std::string RenderLineChart(const LineChart& chart) {
 std::string RenderBarChart(const BarChart& chart) {
   const double row = 20, top = 6, bottom_axis = 40;
   const double w = chart.width;
-  const double left = chart.label_width, right = w - 64;
+  // The longest value text right of the longest bar still fits inside the chart.
+  size_t value_chars = 0;
+  for (const Bar& b : chart.bars) {
+    const std::string text = b.value_text.empty() ? FormatSig(b.value, 3) : b.value_text;
+    // Characters, not bytes: "ε²" is two.
+    value_chars = std::max<size_t>(value_chars, std::count_if(text.begin(), text.end(), [](char c) {
+                                     return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+                                   }));
+  }
+  // 7 px a character: digits are wider than the average (DejaVu Sans's are 0.64 em of 11 px).
+  const double left = chart.label_width, right = w - std::max(64.0, static_cast<double>(value_chars) * 7.0 + 8);
   const double h = top + row * static_cast<double>(chart.bars.size()) + bottom_axis;
   const double bottom = h - bottom_axis;
 

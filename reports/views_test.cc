@@ -7,6 +7,7 @@
 #include <regex>
 #include <string>
 
+#include "reports/csv.h"
 #include "reports/html_report.h"
 #include "reports/html_text.h"
 #include "reports/study_report.h"
@@ -127,6 +128,50 @@ TEST_CASE("Importance: the parameter that drives the final value comes first, no
   CHECK(!ParamImportances(few).why_none.empty());
   CHECK(Section(RenderHtmlReport(few), "importance").find("Not estimated") != std::string::npos);
   CHECK(Section(RenderHtmlReport(r), "importance").find("optimizer") != std::string::npos);
+}
+
+TEST_CASE("Importance: groups that cannot carry an estimate say so, and stopped trials are counted", "[report]") {
+  // Issue 31: 6 completed trials of a tpe study, each lr its own value, lr deciding the loss, showed
+  // "lr 0% (ε² 0.00, 6 groups)". A numeric parameter with fewer than 2 trials per value is grouped
+  // by rank, and then carries its effect.
+  StudyReport r = HpoReport(6);
+  for (size_t i = 0; i < r.trials.size(); ++i) {
+    r.trials[i].state = "completed";
+    r.trials[i].final_value = 0.3 + 0.05 * static_cast<double>(i) + 0.002 * static_cast<double>(i % 2);
+  }
+  Importances imp = ParamImportances(r);
+  REQUIRE(imp.why_none.empty());
+  REQUIRE(imp.trials == 6);
+  REQUIRE(r.meta.param_names[imp.params[0].param] == "lr");
+  CHECK(imp.params[0].estimable);
+  CHECK(imp.params[0].groups == 2);
+  CHECK(imp.params[0].epsilon2 > 0.3);
+  std::string section = Section(RenderHtmlReport(r), "importance");
+  CHECK(section.find("6 groups") == std::string::npos);
+
+  // A categorical parameter with a value per trial cannot be estimated: said, not shown as 0%.
+  for (size_t i = 0; i < r.trials.size(); ++i) r.trials[i].param_values[1] = "opt" + std::to_string(i);
+  imp = ParamImportances(r);
+  const ParamImportance* optimizer = nullptr;
+  for (const auto& p : imp.params) {
+    if (r.meta.param_names[p.param] == "optimizer") optimizer = &p;
+  }
+  REQUIRE(optimizer);
+  CHECK(!optimizer->estimable);
+  CHECK(optimizer->share == 0);
+  CHECK(r.meta.param_names[imp.params.back().param] == "optimizer");  // after the estimable ones
+  section = Section(RenderHtmlReport(r), "importance");
+  CHECK(section.find("not estimable: 6 groups of 6 trials") != std::string::npos);
+  CHECK(section.find("0% (ε² 0.00, 6 groups)") == std::string::npos);
+  // importance.csv leaves its numbers empty rather than 0.
+  CHECK(RenderImportanceCsv(r).find("optimizer,false,6,,,6\n") != std::string::npos);
+
+  // The pruned trials are left out, and the report says how many.
+  StudyReport with_pruned = HpoReport(30);
+  imp = ParamImportances(with_pruned);
+  CHECK(imp.stopped_left_out == 5);
+  CHECK(Section(RenderHtmlReport(with_pruned), "importance").find("5 trials stopped early (pruned or cancelled) are "
+                                                                  "left out") != std::string::npos);
 }
 
 TEST_CASE("Best so far against cumulative hours: monotone, every ended trial paid for", "[report]") {

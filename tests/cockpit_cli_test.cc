@@ -319,6 +319,7 @@ TEST_CASE("status --json: versioned document with progress, best trial and every
   CHECK(j["progress"]["elapsed_s"] == 350);
   CHECK(j["best"]["trial"] == "t-b");
   CHECK(j["best"]["value"] == 1.9);
+  CHECK(j["best"]["params"] == nlohmann::json{{"lr", 0.01}});  // issue 31: what to run next, in one place
   CHECK(j["run"]["going_on"] == false);
   REQUIRE(j["trials"].size() == 3);
   CHECK(j["trials"][0]["params"]["lr"] == 0.1);

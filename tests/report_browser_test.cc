@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,8 @@
 
 #include "orchestrator/report_data.h"
 #include "reports/compare_report.h"
+#include "reports/html_report.h"
+#include "reports/study_report.h"
 #include "tests/synthetic_study.h"
 #include "tests/test_util.h"
 
@@ -213,6 +216,111 @@ TEST_CASE("A hyperparameter study's report and a comparison load cleanly in head
   std::string compare = dir.file("compare.html");
   testing::WriteAll(compare, reports::RenderCompareHtml(c));
   CheckRendersCleanly(chromium, dir, compare, "Best configuration of each study");
+}
+
+// Measures the page's layout in Chromium at 1280 px: a copy of the report without its policy (so a
+// script may run) gets a script that lists what runs out of its place into <pre id="layout">: a
+// page wider than the window, a section (card) that scrolls sideways or a table (outside the
+// ranking's own scrolling wrapper) wider than its card, and a bar chart's label or value outside
+// its chart. Returns the list as JSON.
+nlohmann::json LayoutProblems(const std::string& chromium, const TempDir& dir, const std::string& html) {
+  std::string page = ReadAll(html);
+  const std::string csp = std::string("<meta http-equiv=\"Content-Security-Policy\" content=\"") +
+                          reports::kReportCsp + "\">";
+  size_t at = page.find(csp);
+  REQUIRE(at != std::string::npos);
+  page.erase(at, csp.size());
+  const std::string script = R"js(<script>
+var bad = [];
+var de = document.documentElement;
+if (de.scrollWidth > de.clientWidth) bad.push('page: ' + de.scrollWidth + ' > ' + de.clientWidth);
+document.querySelectorAll('section').forEach(function (s) {
+  var r = s.getBoundingClientRect();
+  if (s.scrollWidth > s.clientWidth) bad.push(s.id + ' scrolls: ' + s.scrollWidth + ' > ' + s.clientWidth);
+  s.querySelectorAll('table').forEach(function (t) {
+    if (t.closest('.table-wrap')) return;
+    var tr = t.getBoundingClientRect();
+    if (tr.right > r.right + 0.5) bad.push(s.id + ' table: ' + tr.right + ' > ' + r.right);
+  });
+});
+document.querySelectorAll('svg.chart').forEach(function (svg) {
+  var w = svg.viewBox.baseVal.width;
+  svg.querySelectorAll('text.bar-value, text.bar-label').forEach(function (t) {
+    var b = t.getBBox();
+    if (b.x < -0.5 || b.x + b.width > w + 0.5) bad.push('bar text "' + t.textContent + '": ' + b.x + ' + ' + b.width + ' > ' + w);
+  });
+});
+var out = document.createElement('pre');
+out.id = 'layout';
+out.textContent = JSON.stringify(bad);
+document.body.appendChild(out);
+</script>)js";
+  at = page.rfind("</body>");
+  REQUIRE(at != std::string::npos);
+  page.insert(at, script);
+  std::string measured = html + ".layout.html";
+  testing::WriteAll(measured, page);
+  BrowserRun dom = RunChromium(chromium, dir, measured, "--dump-dom");
+  INFO("chromium stderr:\n" << dom.err);
+  REQUIRE(dom.status == 0);
+  REQUIRE(dom.console.empty());
+  size_t open = dom.out.find("<pre id=\"layout\">");
+  REQUIRE(open != std::string::npos);  // the script ran
+  open += std::string("<pre id=\"layout\">").size();
+  std::string text = dom.out.substr(open, dom.out.find("</pre>", open) - open);
+  // The DOM dump escapes the text: only &amp; &lt; &gt; can occur in it.
+  for (auto [from, to] : {std::pair{"&lt;", "<"}, std::pair{"&gt;", ">"}, std::pair{"&amp;", "&"}}) {
+    const std::string f = from;
+    for (size_t k = text.find(f); k != std::string::npos; k = text.find(f, k + 1)) text.replace(k, f.size(), to);
+  }
+  auto problems = nlohmann::json::parse(text, nullptr, false);
+  REQUIRE(problems.is_array());
+  return problems;
+}
+
+TEST_CASE("At 1280 px the Stopped early table and the importance bars stay inside their cards", "[browser]") {
+  // Issue 31: the "Stopped early" table ran out of its card (the reasons cut off, a horizontal
+  // scrollbar), and so did the importance bar's label at 98%.
+  std::string chromium = Chromium();
+  TempDir dir;
+  Study hpo = testing::SyntheticStudy();
+  hpo.space.erase(hpo.space.begin());
+  hpo.space[0].log = true;
+  testing::SyntheticOptions options;
+  options.trials = 40;
+  auto store = store::Store::Open(dir.file("hpo.db"));
+  REQUIRE(store.ok());
+  int64_t id = testing::FillSyntheticStudy(**store, hpo, options);
+  ReportOptions report_options;
+  report_options.version = "test";
+  auto report = CollectReport(**store, hpo, id, report_options, options.now);
+  REQUIRE(report.ok());
+  // A median rule's reason as long as real ones get, and a final value that lr decides alone.
+  int pruned = 0;
+  for (size_t i = 0; i < report->trials.size(); ++i) {
+    auto& t = report->trials[i];
+    if (t.state == "pruned") {
+      ++pruned;
+      t.reason =
+          "pruned by the median rule: at t=183.4s: smoothed loss 0.5812 is worse than the median 0.4127 of the 9 "
+          "trials that had run as long (min_trials 5, warmup 60s, interval 30s); compared at the same training "
+          "time, not the same step, as the trials run at different speeds; the trial's best was 0.5790 at t=170.2s";
+    }
+    if (t.state == "completed" && t.final_value) {
+      t.final_value = std::log10(std::stod(t.param_values[0])) + 0.02 * static_cast<double>(i % 4);
+    }
+  }
+  REQUIRE(pruned >= 1);
+  auto imp = reports::ParamImportances(*report);
+  REQUIRE(!imp.params.empty());
+  REQUIRE(imp.params[0].share > 0.9);
+  std::string html = dir.file("layout.html");
+  testing::WriteAll(html, reports::RenderHtmlReport(*report));
+  std::string page = ReadAll(html);
+  REQUIRE(page.find("<h3>Stopped early</h3>") != std::string::npos);
+  nlohmann::json problems = LayoutProblems(chromium, dir, html);
+  INFO(problems.dump(1));
+  CHECK(problems.empty());
 }
 
 TEST_CASE("The browser checks catch a page that fetches", "[browser]") {
