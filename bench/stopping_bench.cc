@@ -58,11 +58,11 @@ struct BenchStudy {
   std::string name;
   std::vector<BenchTrial> trials;
   double budget_s = 0;
-  std::vector<double> end_s;       // per trial: training time at its last logged point
-  std::vector<double> final_loss;  // raw loss at the budget (last point at or before it)
+  std::vector<double> end_s;        // per trial: training time at its last logged point
+  std::vector<double> final_loss;   // raw loss at the budget (last point at or before it)
   std::vector<double> smooth_loss;  // smoothed loss at the budget (the rules' smoothing, points up to it)
-  double target = 0;               // time-to-target objective: median smoothed loss at the budget
-  std::vector<double> ttt;         // per trial: time to target, infinity if not reached by the budget
+  double target = 0;                // time-to-target objective: median smoothed loss at the budget
+  std::vector<double> ttt;          // per trial: time to target, infinity if not reached by the budget
   double best_ttt = 0;
 };
 
@@ -632,7 +632,8 @@ struct StudySpend {
 // Per study, where the GPU-time goes (shares of no stopping): the best trial; the trials stopped
 // within one tick of their evidence floor; and each trial kept past it, with what ended it (the
 // rule that stopped it later, or none). A trial is "at the floor" within B/100 of it.
-void PrintSpend(const std::string& title, const std::vector<BenchStudy>& studies, const std::vector<StudySpend>& spend) {
+void PrintSpend(const std::string& title, const std::vector<BenchStudy>& studies,
+                const std::vector<StudySpend>& spend) {
   if (spend.size() != studies.size()) return;
   fmt::print("\n{}\n", title);
   fmt::print("  {:<24} {:>6} {:>6} {:>6} | {:>6} | {:>14} | {:>14}\n", "study", "spent", "floor", "oracle", "best",
@@ -824,7 +825,8 @@ void PrintTargets(const std::vector<FolderResult>& folders, const std::string& h
   for (const FolderResult& f : folders) {
     if (!f.together || !f.sequential || !f.floor || !f.oracle) continue;
     const Summary& a = *f.together;
-    double to_floor = a.mean_cost_full - f.floor->mean_cost_full, to_oracle = a.mean_cost_full - f.oracle->mean_cost_full;
+    double to_floor = a.mean_cost_full - f.floor->mean_cost_full,
+           to_oracle = a.mean_cost_full - f.oracle->mean_cost_full;
     bool ok = to_floor <= 0.05 + 1e-9 && a.mean_regret_smooth <= 0.01 && a.kept_smooth >= 0.95;
     fmt::print(
         "  {:<40} all at once: GPU-time {:.3f} (floor {:.3f}: +{:.3f}; oracle {:.3f}: +{:.3f}), regret {:.4f} "

@@ -131,8 +131,8 @@ TEST_CASE("JSON lines: total_steps gives the run's length once, as train_iters, 
   REQUIRE(longer.train_iters);
   CHECK(longer.train_iters->value == 600);
   ParserState fresh;
-  CHECK_FALSE(ParseMetrics("{\"step\": 1, \"loss\": 2.5, \"total_steps\": -3}\n", MetricFormat::kJsonLines, fresh)
-                  .train_iters);
+  CHECK_FALSE(
+      ParseMetrics("{\"step\": 1, \"loss\": 2.5, \"total_steps\": -3}\n", MetricFormat::kJsonLines, fresh).train_iters);
 }
 
 TEST_CASE("a real Megatron-LM iteration line parses to its exact values", "[metrics_parser]") {
@@ -283,7 +283,9 @@ TEST_CASE("a number beyond a double's range (1e400) is refused, never stored as 
   CHECK(megatron.points[0].value == 2.5);
   CHECK(megatron.points[1].value == 0);  // below the smallest double: 0, a value all the same
   // JSON: nlohmann refuses the number, so the line is malformed, its other values with it.
-  auto json = ParseAll(R"({"step": 1, "loss": 1e400, "acc": 0.5})" "\n", MetricFormat::kJsonLines);
+  auto json = ParseAll(R"({"step": 1, "loss": 1e400, "acc": 0.5})"
+                       "\n",
+                       MetricFormat::kJsonLines);
   CHECK(json.malformed == 1);
   CHECK(json.points.empty());
   for (const MetricPoint& p : megatron.points) CHECK(std::isfinite(p.value));

@@ -9,9 +9,7 @@ namespace sweep {
 
 namespace {
 bool IsStormClass(std::string_view s) { return s == "failed" || s == "timeout" || s == "out_of_memory"; }
-bool Counts(std::string_view s) {
-  return IsStormClass(s) || s == "completed" || s == "cuda_oom" || s == "diverged";
-}
+bool Counts(std::string_view s) { return IsStormClass(s) || s == "completed" || s == "cuda_oom" || s == "diverged"; }
 }  // namespace
 
 int FailureStorm::Needed(int max_concurrent) { return std::clamp(max_concurrent, 2, 3); }

@@ -42,9 +42,8 @@ TEST_CASE("no storm when the first ends differ, or one shows the program ran", "
 
 TEST_CASE("the changed-study warning names --resubmit timeout when trials timed out", "[storm]") {
   CHECK(ChangedStudyTimeoutHint(0, "s.toml").empty());
-  CHECK_THAT(ChangedStudyTimeoutHint(2, "s.toml"),
-             Catch::Contains("2 trial(s) ended at their time limit") &&
-                 Catch::Contains("`slurmsweep run --resubmit timeout s.toml`"));
+  CHECK_THAT(ChangedStudyTimeoutHint(2, "s.toml"), Catch::Contains("2 trial(s) ended at their time limit") &&
+                                                       Catch::Contains("`slurmsweep run --resubmit timeout s.toml`"));
 }
 
 }  // namespace

@@ -64,15 +64,12 @@ TEST_CASE("a log is the trial's own only when its last start mark names this stu
                                             "start job=11 restart=0 host=n2 time=2 study=b trial=t-1 attempt=2\n"),
                                       "10", me, 0);
   CHECK(other == "job 11 of study b, trial t-1, attempt 2");
-  CHECK_FALSE(
-      ForeignLogOwner(marks("start job=10 restart=0 host=n1 time=1 study=b trial=t-1 attempt=2\n"), "10", me, 0)
-          .empty());
-  CHECK_FALSE(
-      ForeignLogOwner(marks("start job=10 restart=0 host=n1 time=1 study=a trial=t-9 attempt=2\n"), "10", me, 0)
-          .empty());
-  CHECK_FALSE(
-      ForeignLogOwner(marks("start job=10 restart=0 host=n1 time=1 study=a trial=t-1 attempt=1\n"), "10", me, 0)
-          .empty());
+  CHECK_FALSE(ForeignLogOwner(marks("start job=10 restart=0 host=n1 time=1 study=b trial=t-1 attempt=2\n"), "10", me, 0)
+                  .empty());
+  CHECK_FALSE(ForeignLogOwner(marks("start job=10 restart=0 host=n1 time=1 study=a trial=t-9 attempt=2\n"), "10", me, 0)
+                  .empty());
+  CHECK_FALSE(ForeignLogOwner(marks("start job=10 restart=0 host=n1 time=1 study=a trial=t-1 attempt=1\n"), "10", me, 0)
+                  .empty());
   // An older mark without a study from another job (an earlier slurmsweep's study on the same path).
   CHECK(ForeignLogOwner(marks("start job=12 restart=0 host=n1 time=1\n"), "10", me, 0) == "job 12");
 }

@@ -66,8 +66,8 @@ std::optional<LogYieldWatch::Verdict> LogYieldWatch::Check() const {
 
 std::string LogYieldWatch::Describe(const Verdict& v) const {
   std::string read_as = fmt::format("metric_format = \"{}\"", MetricFormatName(configured_));
-  std::string out = fmt::format("trial {}'s log has {} line(s) and yielded no metric point with {}", v.trial_key,
-                                v.lines, read_as);
+  std::string out =
+      fmt::format("trial {}'s log has {} line(s) and yielded no metric point with {}", v.trial_key, v.lines, read_as);
   if (v.guess) {
     std::string names;
     for (size_t i = 0; i < v.guess->names.size() && i < 6; ++i) names += (i ? ", " : "") + v.guess->names[i];

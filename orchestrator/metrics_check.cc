@@ -76,8 +76,9 @@ std::string RenderMetricsCheckText(const MetricsCheck& c) {
         "metric_format = \"{}\" (or \"auto\", the default)\n",
         name, c.suggestion->points, name, name);
   } else if (s.points == 0 && s.lines > 0) {
-    out += "format: no known format recognizes these lines; a format of its own is read with [study.metric_regex] "
-           "and metric_format = \"regex\"\n";
+    out +=
+        "format: no known format recognizes these lines; a format of its own is read with [study.metric_regex] "
+        "and metric_format = \"regex\"\n";
   }
   if (c.objective_present()) {
     out += fmt::format("objective '{}': present\n", TerminalSafe(c.objective));

@@ -186,25 +186,17 @@ std::string RenderProgressLine(const Progress& p, const ProgressOptions& o) {
 
 std::string ProgressChangeKey(const Progress& p) {
   return fmt::format("{} {} {} {} {} {} {} {} {}", p.completed, p.failed, p.cancelled, p.pruned, p.running, p.queued,
-                     p.dropped,
-                     p.best_trial.value_or("-"), p.best_value);
+                     p.dropped, p.best_trial.value_or("-"), p.best_value);
 }
 
 nlohmann::json ProgressJson(const Progress& p) {
-  return {{"total", p.total},
-          {"done", p.done()},
-          {"completed", p.completed},
-          {"failed", p.failed},
-          {"cancelled", p.cancelled},
-          {"pruned", p.pruned},
-          {"running", p.running},
-          {"queued", p.queued},
-          {"dropped", p.dropped},
-          {"percent", p.percent()},
-          {"elapsed_s", p.elapsed_s},
-          {"eta_s", p.eta_s ? nlohmann::json(*p.eta_s) : nlohmann::json()},
-          {"eta_basis", p.eta_basis},
-          {"gpu_hours", p.gpu_hours}};
+  return {{"total", p.total},         {"done", p.done()},
+          {"completed", p.completed}, {"failed", p.failed},
+          {"cancelled", p.cancelled}, {"pruned", p.pruned},
+          {"running", p.running},     {"queued", p.queued},
+          {"dropped", p.dropped},     {"percent", p.percent()},
+          {"elapsed_s", p.elapsed_s}, {"eta_s", p.eta_s ? nlohmann::json(*p.eta_s) : nlohmann::json()},
+          {"eta_basis", p.eta_basis}, {"gpu_hours", p.gpu_hours}};
 }
 
 nlohmann::json BestJson(const Progress& p, const ProgressOptions& o) {

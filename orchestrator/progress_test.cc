@@ -43,9 +43,9 @@ ProgressTrial Completed(std::string key, double started_at, double run_s, std::o
 }  // namespace
 
 TEST_CASE("progress counts trials by outcome; dropped trials are not part of the total", "[progress]") {
-  std::vector<ProgressTrial> trials = {Trial("a", "completed"),  Trial("b", "cuda_oom"),  Trial("c", "pruned"),
-                                       Trial("d", "running"),    Trial("e", "pending"),   Trial("f", "new"),
-                                       Trial("g", "submitting"), Trial("h", "dropped"),   Trial("i", "cancelled")};
+  std::vector<ProgressTrial> trials = {Trial("a", "completed"),  Trial("b", "cuda_oom"), Trial("c", "pruned"),
+                                       Trial("d", "running"),    Trial("e", "pending"),  Trial("f", "new"),
+                                       Trial("g", "submitting"), Trial("h", "dropped"),  Trial("i", "cancelled")};
   Progress p = ComputeProgress(trials, {}, 0);
   CHECK(p.total == 8);
   CHECK(p.completed == 1);
@@ -71,7 +71,8 @@ TEST_CASE("progress counts trials by outcome; dropped trials are not part of the
   CHECK_THAT(pruned_line, Catch::Contains("2/2 done (100%) [2 pruned]"));
   CHECK_THAT(pruned_line, !Catch::Contains("cancelled"));
   // The change key moves when a cancelled trial turns out to be pruned, so the line is printed again.
-  CHECK(ProgressChangeKey(only_pruned) != ProgressChangeKey(ComputeProgress({Trial("a", "pruned"), Trial("b", "cancelled")}, {}, 0)));
+  CHECK(ProgressChangeKey(only_pruned) !=
+        ProgressChangeKey(ComputeProgress({Trial("a", "pruned"), Trial("b", "cancelled")}, {}, 0)));
 }
 
 TEST_CASE("the ETA comes from each running trial's rate and remaining iterations, queued trials fill free slots",

@@ -300,8 +300,7 @@ std::optional<double> LevelOf(const store::TrialSummary& summary, std::string_vi
 // point not past the target (a NaN in it or the bucket before spoils windows, so that counts too)
 // is read point by point, with the kFinalWindow - 1 points before it; the crossing is the point
 // after its last point not past the target. Its step, or nullopt when the last point is not past.
-Result<std::optional<int64_t>> SustainedReachInBuckets(store::Store& store, int64_t trial_id,
-                                                       const SummaryContext& ctx,
+Result<std::optional<int64_t>> SustainedReachInBuckets(store::Store& store, int64_t trial_id, const SummaryContext& ctx,
                                                        const std::vector<store::SeriesBucket>& buckets) {
   const double target = *ctx.target;
   std::vector<int64_t> start(buckets.size() + 1, 0);  // global index of each bucket's first point

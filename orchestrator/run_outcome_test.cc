@@ -18,7 +18,8 @@ TEST_CASE("the end of a run names the trials to run again; timeouts get --resubm
   CHECK(ResubmitHint({"failed", "timeout", "failed", "completed"}, "s.toml") ==
         "2 failed, 1 timeout: `slurmsweep run --resubmit failed,timeout s.toml` runs them again from scratch "
         "(timeout: raise [job] time_limit first if they need longer)\n");
-  CHECK(ResubmitHint({"lost"}, "s.toml") == "1 lost: `slurmsweep run --resubmit lost s.toml` runs them again from scratch\n");
+  CHECK(ResubmitHint({"lost"}, "s.toml") ==
+        "1 lost: `slurmsweep run --resubmit lost s.toml` runs them again from scratch\n");
 }
 
 TEST_CASE("a run whose trials all ended has a result only if a completed trial logged the objective", "[cli]") {

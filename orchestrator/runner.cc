@@ -123,14 +123,14 @@ Status Runner::Prepare() {
     auto ran = store_.ListTrials(study_id_);
     if (!ran.ok()) return ran.status();
     Event(std::nullopt, "changed",
-          fmt::format("warning: {} changed since this study's last run (hash {} -> {}); trials that already ran "
-                      "keep their results from the old settings, and only new trials use the new ones. To compare "
-                      "like with like, give the changed study a new [study] name.{}",
-                      study_.path, before->spec_hash, study_.hash,
-                      ChangedStudyTimeoutHint(
-                          std::count_if(ran->begin(), ran->end(),
-                                        [](const store::TrialRecord& t) { return t.state == "timeout"; }),
-                          study_.path)));
+          fmt::format(
+              "warning: {} changed since this study's last run (hash {} -> {}); trials that already ran "
+              "keep their results from the old settings, and only new trials use the new ones. To compare "
+              "like with like, give the changed study a new [study] name.{}",
+              study_.path, before->spec_hash, study_.hash,
+              ChangedStudyTimeoutHint(std::count_if(ran->begin(), ran->end(),
+                                                    [](const store::TrialRecord& t) { return t.state == "timeout"; }),
+                                      study_.path)));
   }
 
   auto specs = ExpandStudy(study_);
@@ -193,8 +193,8 @@ Status Runner::Prepare() {
   if (!record.ok()) return record.status();
   std::string host = LocalHostName();
   std::string claim_note;
-  SWEEP_RETURN_IF_ERROR(ClaimStudyFiles(transport_, files_, ClaimToken(*record, host, study_.database), host,
-                                        study_.path, &claim_note));
+  SWEEP_RETURN_IF_ERROR(
+      ClaimStudyFiles(transport_, files_, ClaimToken(*record, host, study_.database), host, study_.path, &claim_note));
   if (!claim_note.empty()) Event(std::nullopt, "claim", claim_note);
   for (const auto& local : study_.job.stage) {
     Status st;
@@ -215,10 +215,9 @@ Status Runner::Prepare() {
 Result<std::string> Runner::RenderBody(const store::TrialRecord& t) {
   auto spec = specs_.find(t.trial_key);
   if (spec == specs_.end()) return Status::Internal("trial " + t.trial_key + " is not in this study file");
-  return slurm::RenderTemplate(study_.job.template_text, study_.job.template_path,
-                               TrialTemplateVars(study_, spec->second, t.attempt, t.log_path,
-                                                 files_.TrialDir(t.trial_key)),
-                               TextNames(study_));
+  return slurm::RenderTemplate(
+      study_.job.template_text, study_.job.template_path,
+      TrialTemplateVars(study_, spec->second, t.attempt, t.log_path, files_.TrialDir(t.trial_key)), TextNames(study_));
 }
 
 Result<std::optional<std::vector<std::string>>> Runner::NextDirectives(const store::TrialRecord& t) {
@@ -229,10 +228,10 @@ Result<std::optional<std::vector<std::string>>> Runner::NextDirectives(const sto
   // (The marker is drawn from the safe alphabet, as every value the renderer takes.)
   static constexpr std::string_view kLogMarker = "slurmsweep-log-marker@@=";
   std::string_view tmpl = study_.job.template_text;
-  auto head = slurm::RenderTemplate(tmpl.substr(0, slurm::DirectivesEnd(tmpl)), study_.job.template_path,
-                                    TrialTemplateVars(study_, spec->second, t.attempt + 1, std::string(kLogMarker),
-                                                      files_.TrialDir(t.trial_key)),
-                                    TextNames(study_));
+  auto head = slurm::RenderTemplate(
+      tmpl.substr(0, slurm::DirectivesEnd(tmpl)), study_.job.template_path,
+      TrialTemplateVars(study_, spec->second, t.attempt + 1, std::string(kLogMarker), files_.TrialDir(t.trial_key)),
+      TextNames(study_));
   if (!head.ok()) return head.status();
   std::vector<std::string> directives = slurm::SbatchDirectives(*head);
   for (const auto& d : directives) {
@@ -522,8 +521,8 @@ Status Runner::HoldForeignLogs(const std::vector<store::TrialRecord>& trials,
       if (text.status().IsNotFound()) continue;  // a job from before start marks, or one that could not write them
       return text.status();
     }
-    std::string owner = ForeignLogOwner(ParseStartMarks(*text), t->job_id, {study_.name, t->trial_key, t->attempt},
-                                        t->job_restarts);
+    std::string owner =
+        ForeignLogOwner(ParseStartMarks(*text), t->job_id, {study_.name, t->trial_key, t->attempt}, t->job_restarts);
     if (owner.empty()) continue;
     hold.insert(t->id);
     prefetched.erase(t->id);
@@ -1242,8 +1241,8 @@ Status Runner::SubmitBatch(std::vector<store::TrialRecord*>& batch, int throttle
     }
     tasks.push_back({t.log_path, own_log, script_path});
   }
-  std::string submit_path = array ? files_.ArrayScript(array_name)
-                                  : files_.TrialScript(batch.front()->trial_key, batch.front()->attempt);
+  std::string submit_path =
+      array ? files_.ArrayScript(array_name) : files_.TrialScript(batch.front()->trial_key, batch.front()->attempt);
   if (array) {
     std::string body = slurm::ArrayDispatchBody(study_.name, directives, tasks);
     slurm::SbatchHeader h = Header();
@@ -1430,9 +1429,9 @@ Status Runner::CheckObjectiveLogged(const std::vector<store::TrialRecord>& trial
   }));
   Event(std::nullopt, "objective_missing", missing);
   std::string on_slurm =
-      live == 0 ? "No job of the study is on Slurm"
-                : fmt::format("The {} job(s) already on Slurm go on (`slurmsweep cancel {}` stops them)", live,
-                              study_.path);
+      live == 0
+          ? "No job of the study is on Slurm"
+          : fmt::format("The {} job(s) already on Slurm go on (`slurmsweep cancel {}` stops them)", live, study_.path);
   // Named as a load error names a key (file:line: key '...'); the default lm_loss has no line in the file.
   std::string where = study_.objective.metric_line > 0
                           ? fmt::format("{}:{}: key 'objective.metric'", study_.path, study_.objective.metric_line)

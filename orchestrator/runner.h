@@ -138,8 +138,8 @@ class Runner {
   // A study never reads a log it did not write: trials about to read a log from its start whose
   // start marks say another run wrote it (another study's job on the same path) go to `hold`,
   // with an event. One ReadMany for every such trial.
-  Status HoldForeignLogs(const std::vector<store::TrialRecord>& trials, std::map<int64_t, Result<std::string>>& prefetched,
-                         std::set<int64_t>& hold);
+  Status HoldForeignLogs(const std::vector<store::TrialRecord>& trials,
+                         std::map<int64_t, Result<std::string>>& prefetched, std::set<int64_t>& hold);
   // Stores the log's new lines; `first`: the first chunk, already read (QueryAndIngest reads every
   // trial's first chunk in one ReadMany), else read here.
   Result<int64_t> Ingest(store::TrialRecord& trial, const Result<std::string>* first = nullptr);

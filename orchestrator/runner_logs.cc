@@ -33,8 +33,8 @@ Status Runner::RereadEmptyLogs(std::vector<store::TrialRecord>& trials) {
   if (empty.empty() || !study_changed_) {
     // The same study reads the same logs the same way: only the first that ended is shown to the
     // watch, so a study stopped for it stops again before submitting (one read, not one per trial).
-    auto quiet = std::find_if(empty.begin(), empty.end(),
-                              [](const store::TrialRecord* t) { return EndedQuiet(t->state); });
+    auto quiet =
+        std::find_if(empty.begin(), empty.end(), [](const store::TrialRecord* t) { return EndedQuiet(t->state); });
     if (quiet != empty.end()) {
       const store::TrialRecord& t = **quiet;
       auto head = transport_.ReadFrom(t.log_path, 0, kHeadBytes);
@@ -83,11 +83,11 @@ Status Runner::RereadEmptyLogs(std::vector<store::TrialRecord>& trials) {
     return st;
   }
   reread_checked_ = true;
-  Event(std::nullopt, "reread",
-        fmt::format("{} trial(s) had stored no metric point from their logs; {} changed, so their logs are read "
-                    "again from the start with metric_format = \"{}\": {} of the {} ended one(s) now have points",
-                    empty.size(), study_.path, MetricFormatName(study_.metric_format.format), with_points,
-                    ended.size()));
+  Event(
+      std::nullopt, "reread",
+      fmt::format("{} trial(s) had stored no metric point from their logs; {} changed, so their logs are read "
+                  "again from the start with metric_format = \"{}\": {} of the {} ended one(s) now have points",
+                  empty.size(), study_.path, MetricFormatName(study_.metric_format.format), with_points, ended.size()));
   return Status::OK();
 }
 
@@ -120,16 +120,17 @@ Status Runner::CheckLogsYield(const std::vector<store::TrialRecord>& trials) {
     return Status::OK();
   }
   Event(std::nullopt, "no_points", what);
-  std::string fix =
-      verdict->guess
-          ? fmt::format("set [study] metric_format = \"{}\" (or \"auto\", the default, which finds it)",
-                        MetricFormatName(verdict->guess->format))
-          : std::string("check what the trainer prints (`slurmsweep metrics LOG`); a format of its own is read "
-                        "with [study.metric_regex] expressions and metric_format = \"regex\"");
+  std::string fix = verdict->guess
+                        ? fmt::format("set [study] metric_format = \"{}\" (or \"auto\", the default, which finds it)",
+                                      MetricFormatName(verdict->guess->format))
+                        : std::string(
+                              "check what the trainer prints (`slurmsweep metrics LOG`); a format of its own is read "
+                              "with [study.metric_regex] expressions and metric_format = \"regex\"");
   std::string on_slurm = live == 0 ? "No job of the study is on Slurm"
-                                   : fmt::format("The {} job(s) already on Slurm go on (`slurmsweep cancel {}` "
-                                                 "stops them)",
-                                                 live, study_.path);
+                                   : fmt::format(
+                                         "The {} job(s) already on Slurm go on (`slurmsweep cancel {}` "
+                                         "stops them)",
+                                         live, study_.path);
   return Status::InvalidArgument(fmt::format(
       "{}: {}. Submission stopped: a sweep would store nothing, and early stopping would have nothing to go on. "
       "{}; the logs stay: {}, and `slurmsweep run {}` reads again the logs of the trials that stored no point.{}",

@@ -31,8 +31,8 @@ Status Runner::StopFailureStorm(std::vector<store::TrialRecord>& trials) {
   // Nothing left to hold back: the sweep ends as it would, and its summary says how.
   if (queued.empty() && unsubmitted == 0 && !to_propose) return Status::OK();
 
-  std::string why = fmt::format("held back: the first {} trials to end all ended {} (failure storm)",
-                                storm_.needed(), cls);
+  std::string why =
+      fmt::format("held back: the first {} trials to end all ended {} (failure storm)", storm_.needed(), cls);
   std::vector<std::string> ids;
   for (store::TrialRecord* t : queued) {
     // Recorded before scancel, so the end is classed as ours even if we die right after.

@@ -93,23 +93,24 @@ Status ClaimStudyFiles(slurm::Transport& transport, const StudyFiles& f, const s
     auto out = transport.Run(ClaimCommand(f, token, replace));
     if (!out.ok()) return out.status().WithContext("creating the work directory on the cluster");
     if (out->exit_code != 0) {
-      return Status::InvalidArgument(fmt::format(
-          "{}: cannot create [cluster] workdir {} on the cluster (check workdir and user): {}", study_path,
-          f.workdir, out->err));
+      return Status::InvalidArgument(
+          fmt::format("{}: cannot create [cluster] workdir {} on the cluster (check workdir and user): {}", study_path,
+                      f.workdir, out->err));
     }
     std::string claim = Trimmed(out->out);
     if (claim.empty()) {
-      return Status::InvalidArgument(fmt::format(
-          "{}: cannot claim {} for study '{}' on the cluster (check that [cluster] workdir is writable)", study_path,
-          f.ClaimPath(), f.study));
+      return Status::InvalidArgument(
+          fmt::format("{}: cannot claim {} for study '{}' on the cluster (check that [cluster] workdir is writable)",
+                      study_path, f.ClaimPath(), f.study));
     }
     if (Field(claim, "created") == Field(token, "created")) return Status::OK();
     std::string other_db = Field(claim, "database");
     bool gone = !replace && Field(claim, "host") == host && !other_db.empty() && !std::filesystem::exists(other_db);
     if (gone) {
-      *note = fmt::format("the claim on study name '{}' in {} named database {} on this machine, which no longer "
-                          "exists: taken over",
-                          f.study, f.workdir, other_db);
+      *note = fmt::format(
+          "the claim on study name '{}' in {} named database {} on this machine, which no longer "
+          "exists: taken over",
+          f.study, f.workdir, other_db);
       continue;
     }
     return Status::FailedPrecondition(fmt::format(

@@ -38,8 +38,7 @@ struct StudyFiles {
 
 // The files of `study` in `workdir`; legacy when one of its trials already has a log outside
 // WORKDIR/logs/STUDY/ (submitted by a slurmsweep from before these names).
-StudyFiles FilesOf(const std::string& workdir, const std::string& study,
-                   const std::vector<store::TrialRecord>& trials);
+StudyFiles FilesOf(const std::string& workdir, const std::string& study, const std::vector<store::TrialRecord>& trials);
 
 // What identifies a study's database entry in its claim: its creation time, the machine and the
 // path of its database.

@@ -103,9 +103,8 @@ std::map<std::string, std::string> RenderRefusals(const Study& study, const std:
   for (const TrialSpec& spec : specs) {
     if (!spec.dropped_reason.empty()) continue;
     std::string log = StudyFiles{study.cluster.workdir, study.name}.TrialLog(spec.key, 1);
-    auto r =
-        slurm::RenderTemplate(study.job.template_text, study.job.template_path, TrialTemplateVars(study, spec, 1, log),
-                              TextNames(study));
+    auto r = slurm::RenderTemplate(study.job.template_text, study.job.template_path,
+                                   TrialTemplateVars(study, spec, 1, log), TextNames(study));
     if (!r.ok()) out[spec.key] = r.status().message();
   }
   return out;

@@ -54,8 +54,8 @@ std::string TomlString(const std::string& s) {
 // Random strings with at least one character outside the safe alphabet: printable ASCII,
 // blanks, line breaks, control bytes and multibyte UTF-8.
 std::vector<std::string> UnsafeStrings(size_t n, uint32_t seed) {
-  static const std::vector<std::string> kExtra = {"\t", "\n", "\r", "\x01", "\x7f", "\xc3\xa9", "\xe2\x80\xae",
-                                                  "\xf0\x9f\x92\xa5"};
+  static const std::vector<std::string> kExtra = {"\t",   "\n",       "\r",           "\x01",
+                                                  "\x7f", "\xc3\xa9", "\xe2\x80\xae", "\xf0\x9f\x92\xa5"};
   std::mt19937 rng(seed);
   std::vector<std::string> out;
   while (out.size() < n) {
@@ -121,8 +121,8 @@ TEST_CASE("a parameter declared text may stand only as a variable's value or in 
   StudyDir arg("#!/bin/bash\n# opt: {{opt}}\ntrain --lr {{lr}} --opt {{opt}}\n");
   auto s = arg.Load(study);
   REQUIRE_FALSE(s.ok());
-  CHECK_THAT(s.status().message(), Catch::Contains("job.sbatch:3: placeholder '{{opt}}' is declared text") &&
-                                       Catch::Contains("OPT={{opt}}"));
+  CHECK_THAT(s.status().message(),
+             Catch::Contains("job.sbatch:3: placeholder '{{opt}}' is declared text") && Catch::Contains("OPT={{opt}}"));
   StudyDir doc("#!/bin/bash\npython3 <<EOF\nopt = '{{opt}}'\nEOF\ntrain --lr {{lr}}\n");
   auto d2 = doc.Load(study);
   REQUIRE_FALSE(d2.ok());

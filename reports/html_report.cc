@@ -996,9 +996,10 @@ class Page {
   // values do not compare, and the reader is told how many the estimate leaves out.
   static std::string StoppedLeftOut(int n) {
     if (n == 0) return "";
-    return fmt::format("; {} trial{} stopped early (pruned or cancelled) {} left out, {} value{} being from "
-                       "earlier in training",
-                       n, n == 1 ? "" : "s", n == 1 ? "is" : "are", n == 1 ? "its" : "their", n == 1 ? "" : "s");
+    return fmt::format(
+        "; {} trial{} stopped early (pruned or cancelled) {} left out, {} value{} being from "
+        "earlier in training",
+        n, n == 1 ? "" : "s", n == 1 ? "is" : "are", n == 1 ? "its" : "their", n == 1 ? "" : "s");
   }
 
   void Importance() {
@@ -1143,8 +1144,8 @@ class Page {
         any_pruned = true;
       }
       // The rule's numbers run long: they wrap inside the card rather than widen it.
-      fmt::format_to(Out(out_), "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"why\">{}</td></tr>",
-                     Esc(t.key), FormatCount(t.steps), Esc(t.reason));
+      fmt::format_to(Out(out_), "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"why\">{}</td></tr>", Esc(t.key),
+                     FormatCount(t.steps), Esc(t.reason));
     }
     if (any_pruned) out_.append("</tbody></table>");
     out_.append("</section>\n");
@@ -1205,7 +1206,8 @@ class Page {
     }
     out_.append(
         "<li>Time to target = steps to target / throughput (steady state, start-up excluded). Throughput factor × "
-        "convergence factor = time-to-target factor, all relative to the baseline the study names (none without one).</li>"
+        "convergence factor = time-to-target factor, all relative to the baseline the study names (none without "
+        "one).</li>"
         "<li>GPU-hours = wall time (Slurm start to end, every attempt of a retried trial) × nodes × GPUs per node; "
         "CPU-hours with CPUs per task when "
         "the study uses no GPUs. Queue time = submission to start (for a job array's tasks, including the wait for a "

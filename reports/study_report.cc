@@ -277,10 +277,9 @@ Importances ParamImportances(const StudyReport& report) {
   double total = 0;
   for (const auto& imp : out.params) total += imp.epsilon2;
   for (auto& imp : out.params) imp.share = total > 0 ? imp.epsilon2 / total : 0;
-  std::stable_sort(out.params.begin(), out.params.end(),
-                   [](const ParamImportance& x, const ParamImportance& y) {
-                     return std::make_tuple(x.estimable, x.epsilon2) > std::make_tuple(y.estimable, y.epsilon2);
-                   });
+  std::stable_sort(out.params.begin(), out.params.end(), [](const ParamImportance& x, const ParamImportance& y) {
+    return std::make_tuple(x.estimable, x.epsilon2) > std::make_tuple(y.estimable, y.epsilon2);
+  });
   if (ss_total <= 0) out.why_none = "every completed trial has the same final value";
   return out;
 }

@@ -170,8 +170,9 @@ TEST_CASE("Importance: groups that cannot carry an estimate say so, and stopped 
   StudyReport with_pruned = HpoReport(30);
   imp = ParamImportances(with_pruned);
   CHECK(imp.stopped_left_out == 5);
-  CHECK(Section(RenderHtmlReport(with_pruned), "importance").find("5 trials stopped early (pruned or cancelled) are "
-                                                                  "left out") != std::string::npos);
+  CHECK(Section(RenderHtmlReport(with_pruned), "importance")
+            .find("5 trials stopped early (pruned or cancelled) are "
+                  "left out") != std::string::npos);
 }
 
 TEST_CASE("Best so far against cumulative hours: monotone, every ended trial paid for", "[report]") {

@@ -21,6 +21,7 @@ QUICKSTART_PACKAGES=(
 # What the whole test suite and the benchmarks need on top.
 TEST_PACKAGES=(
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer targets
+  clang-format  # scripts/format-check.sh (ctest's `format`): the tree as .clang-format says
   slurmdbd mariadb-server  # accounting in the fault tests' lab (SLURMSWEEP_ACCOUNTING=slurmdbd)
   chromium  # tests/report_browser_test.cc and scripts/report-screenshot.sh render the HTML report
   python3-optuna  # bench/optuna_pruners.py: the pruners stopping_bench compares ours with

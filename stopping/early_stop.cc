@@ -126,7 +126,7 @@ struct StoppingSeries {
   std::vector<double> s;        // smoothed
   std::vector<double> area_to;  // integral of s from the first point to each point
   std::optional<CurvePoint> first_nonfinite;
-  double now = 0;            // latest time on the axis of any point, NaN loss or not
+  double now = 0;  // latest time on the axis of any point, NaN loss or not
   // Standard deviation of the raw points about their trend: the larger of the whole curve's and
   // the recent points' (the last third, at most kRecent), since a loss often grows noisier as it
   // falls (per-batch variation is a larger share of a lower loss) and its early flat points would

@@ -627,10 +627,9 @@ TEST_CASE("throughput (6): the bend is judged beyond the curve's noise, and a re
   };
   for (unsigned seed = 1; seed <= 20; ++seed) {
     CAPTURE(seed);
-    std::vector<StopDecision> d =
-        EvaluateStopping(c, {Trial(1, Curve(1.0, 30, line(0, 0.02, seed)), TrialPhase::kRunning, {{"lr", "0.1"}}),
-                             Trial(2, Curve(1.0, 30, line(0.5, 0.02, seed + 100)), TrialPhase::kRunning,
-                                   {{"lr", "0.3"}})});
+    std::vector<StopDecision> d = EvaluateStopping(
+        c, {Trial(1, Curve(1.0, 30, line(0, 0.02, seed)), TrialPhase::kRunning, {{"lr", "0.1"}}),
+            Trial(2, Curve(1.0, 30, line(0.5, 0.02, seed + 100)), TrialPhase::kRunning, {{"lr", "0.3"}})});
     REQUIRE(StoppedIds(d) == std::vector<int64_t>{2});
     CHECK_THAT(d[0].reason, Catch::Contains("at equal time"));
   }
@@ -650,9 +649,9 @@ TEST_CASE("throughput (6): the bend is judged beyond the curve's noise, and a re
       };
       for (double t = 5; t <= 100; t += 1) {
         CAPTURE(t);
-        std::vector<StopDecision> d = EvaluateStopping(
-            c, {Trial(1, Curve(1.0, t, base), TrialPhase::kRunning, {{"lr", "0.1"}}),
-                Trial(2, Curve(1.0, t, cosine), TrialPhase::kRunning, {{"lr", "0.3"}})});
+        std::vector<StopDecision> d =
+            EvaluateStopping(c, {Trial(1, Curve(1.0, t, base), TrialPhase::kRunning, {{"lr", "0.1"}}),
+                                 Trial(2, Curve(1.0, t, cosine), TrialPhase::kRunning, {{"lr", "0.3"}})});
         std::vector<int64_t> ids = StoppedIds(d);
         CHECK(std::find(ids.begin(), ids.end(), 2) == ids.end());
       }
@@ -1026,4 +1025,3 @@ TEST_CASE("maximise: divergence by a fall below the best / spike_factor, and NaN
 
 }  // namespace
 }  // namespace sweep
-

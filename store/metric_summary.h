@@ -106,7 +106,7 @@ struct TrialSummary {
   std::vector<MetricSummary> metrics;  // sorted by name
 
   const MetricSummary* Find(std::string_view name) const;
-  int64_t rows() const;      // points of every metric
+  int64_t rows() const;  // points of every metric
   // Of the training metrics: telemetry (base/telemetry.h) is keyed by the clock, not by step.
   int64_t max_step() const;  // 0 without points
   std::optional<double> max_time_s() const;

@@ -1083,9 +1083,7 @@ Result<std::vector<TrialRecord>> SqliteStore::ListTrials(int64_t study_id) {
   Query q = Use(stmts_.list_trials, "list trials of study " + std::to_string(study_id));
   q.BindInt(1, study_id);
   std::vector<TrialRecord> trials;
-  SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] {
-    trials.push_back(ReadTrial(q));
-  }));
+  SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] { trials.push_back(ReadTrial(q)); }));
   return trials;
 }
 
@@ -1229,9 +1227,7 @@ Result<SqliteStore::SummaryCache*> SqliteStore::CachedSummaries(int64_t trial_id
   SummaryCache cache;
   Query q = Use(stmts_.trial_summary, "read metric summaries of trial " + std::to_string(trial_id));
   q.BindInt(1, trial_id);
-  SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] {
-    ReadSummary(q, 1, cache[q.Int(0)]);
-  }));
+  SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] { ReadSummary(q, 1, cache[q.Int(0)]); }));
   return &summaries_.emplace(trial_id, std::move(cache)).first->second;
 }
 
@@ -1244,9 +1240,7 @@ Status SqliteStore::RebuildSummary(int64_t trial_id, int64_t name_id, MetricSumm
     Query q = Use(stmts_.series_by_id, what);
     q.BindInt(1, trial_id);
     q.BindInt(2, name_id);
-    SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] {
-      points.push_back({q.Int(0), q.Real(1), q.Real(2)});
-    }));
+    SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] { points.push_back({q.Int(0), q.Real(1), q.Real(2)}); }));
   }
   std::string name = std::move(m.name);
   m = SummarizeSeries(std::move(name), points);
@@ -1269,9 +1263,7 @@ Result<const std::string*> SqliteStore::MetricName(int64_t name_id) {
   auto it = names_by_id_.find(name_id);
   if (it != names_by_id_.end()) return &it->second;
   Query q = Use(stmts_.metric_names, "read metric names");
-  SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] {
-    names_by_id_[q.Int(0)] = q.Text(1);
-  }));
+  SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] { names_by_id_[q.Int(0)] = q.Text(1); }));
   it = names_by_id_.find(name_id);
   if (it == names_by_id_.end())
     return Status::Internal(path_ + ": metric number " + std::to_string(name_id) + " has no name");
@@ -1506,9 +1498,7 @@ Result<std::vector<double>> SqliteStore::MetricTail(int64_t trial_id, const std:
   q.BindInt(3, static_cast<int64_t>(n));
   std::vector<double> values;
   values.reserve(n);
-  SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] {
-    values.push_back(q.Real(0));
-  }));
+  SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] { values.push_back(q.Real(0)); }));
   std::reverse(values.begin(), values.end());
   return values;
 }

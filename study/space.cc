@@ -133,9 +133,8 @@ Result<TrialSpec> ConstraintChecker::Check(Params c) const {
   for (const auto& [spec, expr] : constraints_) {
     auto ok = expr.EvalBool(vars);
     if (!ok.ok()) {
-      return ok.status().WithContext(
-          fmt::format("{}:{}: key 'search.constraints': constraint '{}' for {}", path_, spec.line, spec.expr,
-                      t.params_json));
+      return ok.status().WithContext(fmt::format("{}:{}: key 'search.constraints': constraint '{}' for {}", path_,
+                                                 spec.line, spec.expr, t.params_json));
     }
     if (!*ok) {
       t.dropped_reason = fmt::format("constraint '{}' is false", spec.expr);

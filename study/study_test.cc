@@ -206,13 +206,14 @@ TEST_CASE("a constraint that does not parse or names no parameter is a study err
 
 TEST_CASE("a constraint that cannot be evaluated names the file, line and key", "[space]") {
   StudyDir d;
-  auto s = d.Parse(MinimalStudy("[space]\nlr = [0.1]\nopt = [\"sgd\", \"adam\"]\n",
-                                "[search]\nconstraints = [\"opt > 3\"]\n"));
+  auto s = d.Parse(
+      MinimalStudy("[space]\nlr = [0.1]\nopt = [\"sgd\", \"adam\"]\n", "[search]\nconstraints = [\"opt > 3\"]\n"));
   REQUIRE(s.ok());  // the types are known only when a trial's values are put in
   auto trials = ExpandSpace(*s);
   REQUIRE_FALSE(trials.ok());
-  CHECK_THAT(trials.status().message(), Catch::Contains("study.toml:12: key 'search.constraints': constraint 'opt > 3'") &&
-                                            Catch::Contains("cannot apply '>'"));
+  CHECK_THAT(trials.status().message(),
+             Catch::Contains("study.toml:12: key 'search.constraints': constraint 'opt > 3'") &&
+                 Catch::Contains("cannot apply '>'"));
 }
 
 TEST_CASE("grid expansion drops constrained configurations and keys are stable", "[space]") {

@@ -112,7 +112,8 @@ TEST_CASE("a study runs to completion over SSH and a second run submits nothing"
     }
     CHECK(h.runner->slurm_stats().sbatch == 1);
     // The array script on the cluster side carries the comment tag it is found by after a crash.
-    std::string script = testing::ReadAll(fmt::format("{}/scripts/happy/{}.sbatch", dir.file("work"), trials[0].array_name));
+    std::string script =
+        testing::ReadAll(fmt::format("{}/scripts/happy/{}.sbatch", dir.file("work"), trials[0].array_name));
     CHECK_THAT(script,
                Catch::Contains(fmt::format("#SBATCH --comment=slurmsweep:study=happy:array={}", trials[0].array_name)));
     CHECK_THAT(script, Catch::Contains("#SBATCH --array=0-3%4"));
@@ -250,8 +251,7 @@ TEST_CASE("run stops submitting when the first trial never logs the objective; t
   }
 }
 
-TEST_CASE("cancel stops running jobs and unsubmitted trials; the run loop sees them cancelled",
-          "[cluster][versions]") {
+TEST_CASE("cancel stops running jobs and unsubmitted trials; the run loop sees them cancelled", "[cluster][versions]") {
   testing::TempDir dir;
   std::string path = WriteStudy(dir, "cancelme", "[space]\nlr = [0.01, 0.02, 0.03]\n",
                                 "iters = 100000\nsleep_ms = 20\nmbs = 4\noptimizer = \"sgd\"\nfail_at = 0\n",
@@ -682,7 +682,8 @@ TEST_CASE("a tpe study runs end to end as job arrays and proposes more as trials
       if (!t.array_name.empty()) arrays.insert(t.array_name);
     }
     // The first three (the free slots) went as one array; the rest followed as trials ended.
-    std::string first = testing::ReadAll(fmt::format("{}/scripts/tpe/{}.sbatch", dir.file("work"), trials[0].array_name));
+    std::string first =
+        testing::ReadAll(fmt::format("{}/scripts/tpe/{}.sbatch", dir.file("work"), trials[0].array_name));
     CHECK_THAT(first, Catch::Contains("#SBATCH --array=0-2%3"));
     CHECK(h.runner->slurm_stats().sbatch >= 3);
     CHECK(!arrays.empty());

@@ -23,10 +23,11 @@ const std::string kBinary = std::string(SLURMSWEEP_BINARY_DIR) + "/bin/slurmswee
 // time `iter_ms` x (1 for mbs 2, 1.5 for mbs 1); loss per step the same curve for all.
 std::string Study(const testing::TempDir& dir, const std::string& name, double iter_ms,
                   const std::string& objective = "mode = \"min\"") {
-  std::string path = testing::WriteLocalStudyFile(
-      dir, name, "OPT={{optimizer}}\ntrain --mbs {{micro_batch_size}} --opt \"$OPT\"",
-      fmt::format("[objective]\n{}\n\n[space]\nmicro_batch_size = [1, 2]\noptimizer = {{ values = [\"<b>adam\"], text = true }}\n",
-                  objective));
+  std::string path =
+      testing::WriteLocalStudyFile(dir, name, "OPT={{optimizer}}\ntrain --mbs {{micro_batch_size}} --opt \"$OPT\"",
+                                   fmt::format("[objective]\n{}\n\n[space]\nmicro_batch_size = [1, 2]\noptimizer = {{ "
+                                               "values = [\"<b>adam\"], text = true }}\n",
+                                               objective));
   auto db = store::Store::Open(dir.file(name + ".db"));
   REQUIRE(db.ok());
   auto id = (*db)->UpsertStudy(name, path, "h", 1.0);

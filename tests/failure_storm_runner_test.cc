@@ -21,9 +21,10 @@ void Crash(FakeSweep& s, const std::string& id) {
 
 }  // namespace
 
-TEST_CASE("failure storm: the first three trials to end all failed, so submission stops and the queued tasks are "
-          "cancelled; the message has the class, the log's last lines and the way on",
-          "[runner]") {
+TEST_CASE(
+    "failure storm: the first three trials to end all failed, so submission stops and the queued tasks are "
+    "cancelled; the message has the class, the log's last lines and the way on",
+    "[runner]") {
   FakeSweep s(kEight, 3);  // the whole sweep queued at once: one array of 8, 3 at a time
   s.Tick();
   REQUIRE(s.slurm.issued("sbatch").size() == 1);
@@ -110,9 +111,9 @@ TEST_CASE("failure storm of timeouts: the way on is [job] time_limit and --resub
   auto stopped = s.runner().Tick();
   INFO(s.log());
   REQUIRE_FALSE(stopped.ok());
-  CHECK_THAT(stopped.status().message(),
-             Catch::Contains("all ended timeout") && Catch::Contains("raise [job] time_limit (now 00:01:00)") &&
-                 Catch::Contains("`slurmsweep run --resubmit timeout "));
+  CHECK_THAT(stopped.status().message(), Catch::Contains("all ended timeout") &&
+                                             Catch::Contains("raise [job] time_limit (now 00:01:00)") &&
+                                             Catch::Contains("`slurmsweep run --resubmit timeout "));
 
   // The user raises the time limit: the run says that --resubmit timeout reruns the trials that timed out.
   s.EditStudy("time_limit = \"00:01:00\"", "time_limit = \"00:10:00\"");

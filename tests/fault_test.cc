@@ -959,8 +959,7 @@ std::vector<std::pair<int64_t, double>> StoredLoss(store::Store& db, int64_t tri
 // last tick read its log; then a job of the urgent partition takes both nodes, so Slurm requeues
 // the trial's job and cannot run it again (which would rewrite the log) before the trial is marked.
 // With [retry] preempted = 0 the trial ends preempted: every point of its log is stored.
-TEST_CASE("a trial that ends preempted with no retry left keeps every point its last run logged",
-          "[cluster][fault]") {
+TEST_CASE("a trial that ends preempted with no retry left keeps every point its last run logged", "[cluster][fault]") {
   testing::TempDir dir;
   const std::string name = "preempttail" + std::to_string(getpid());
   std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01]\nmbs = [4]\n",

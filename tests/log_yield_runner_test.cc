@@ -13,7 +13,8 @@ namespace {
 
 std::string JsonLines(int from, int to) {
   std::string out;
-  for (int i = from; i <= to; ++i) out += fmt::format("{{\"step\": {}, \"lm_loss\": {}, \"time\": {}}}\n", i, 3.0 - 0.1 * i, i);
+  for (int i = from; i <= to; ++i)
+    out += fmt::format("{{\"step\": {}, \"lm_loss\": {}, \"time\": {}}}\n", i, 3.0 - 0.1 * i, i);
   return out;
 }
 
@@ -29,9 +30,10 @@ TEST_CASE("metric_format is auto by default: a JSON-lines trainer's log is read 
   CHECK(s.Loss(s.Trial("0.1")).size() == 3);
 }
 
-TEST_CASE("a log read in the wrong format stops submission at the first trial and names the format that parses it; "
-          "fixed, the run reads the stored log again",
-          "[runner]") {
+TEST_CASE(
+    "a log read in the wrong format stops submission at the first trial and names the format that parses it; "
+    "fixed, the run reads the stored log again",
+    "[runner]") {
   FakeSweep s("[space]\nlr = [0.1, 0.2, 0.3]\n", 1, "queue_ahead = 0");
   s.EditStudy("name = \"fk\"\n", "name = \"fk\"\nmetric_format = \"megatron\"\n");
   s.Tick();
@@ -62,9 +64,10 @@ TEST_CASE("a log read in the wrong format stops submission at the first trial an
   CHECK(s.slurm.issued("sbatch").size() == 2);  // and the sweep goes on
 }
 
-TEST_CASE("a completed trial whose log no format reads stops the study, again on a rerun as it is, until the format "
-          "is fixed; then the ended trial's log is read again",
-          "[runner]") {
+TEST_CASE(
+    "a completed trial whose log no format reads stops the study, again on a rerun as it is, until the format "
+    "is fixed; then the ended trial's log is read again",
+    "[runner]") {
   FakeSweep s("[space]\nlr = [0.1, 0.2]\n", 1, "queue_ahead = 0");
   s.Tick();
   s.slurm.Start("100");

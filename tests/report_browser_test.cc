@@ -225,8 +225,8 @@ TEST_CASE("A hyperparameter study's report and a comparison load cleanly in head
 // its chart. Returns the list as JSON.
 nlohmann::json LayoutProblems(const std::string& chromium, const TempDir& dir, const std::string& html) {
   std::string page = ReadAll(html);
-  const std::string csp = std::string("<meta http-equiv=\"Content-Security-Policy\" content=\"") +
-                          reports::kReportCsp + "\">";
+  const std::string csp =
+      std::string("<meta http-equiv=\"Content-Security-Policy\" content=\"") + reports::kReportCsp + "\">";
   size_t at = page.find(csp);
   REQUIRE(at != std::string::npos);
   page.erase(at, csp.size());

@@ -136,14 +136,13 @@ TEST_CASE("two studies of one space in one workdir: each job array execs its own
       auto script = slurm.file(script_path);
       REQUIRE(script);
       CHECK_THAT(*script, Catch::Contains(fmt::format("'{}' '{}' 1 >>", name, t.trial_key)));
-      CHECK_THAT(*script, Catch::Contains(fmt::format("--comment=slurmsweep:study={}:trial={}:attempt=1", name,
-                                                      t.trial_key)));
+      CHECK_THAT(*script,
+                 Catch::Contains(fmt::format("--comment=slurmsweep:study={}:trial={}:attempt=1", name, t.trial_key)));
     }
   }
 }
 
-TEST_CASE("a second study of the same name in the same workdir is refused, with what to do",
-          "[runner][study_files]") {
+TEST_CASE("a second study of the same name in the same workdir is refused, with what to do", "[runner][study_files]") {
   testing::FakeClock clock;
   testing::FakeSlurm slurm{clock};
   SharedClusterStudy first(slurm, clock, "same", "[space]\nlr = [0.1]\n");
@@ -214,9 +213,10 @@ TEST_CASE("a log whose last start mark names another study's job is not read", "
   store::TrialRecord t = s.Trials()[0];
   slurm.Start(t.job_id);
   // Another study's job (an earlier slurmsweep's names, or its claim removed) rewrote the path.
-  slurm.PutFile(MarksPath(t.log_path),
-                *slurm.file(MarksPath(t.log_path)) +
-                    fmt::format("start job=999 restart=0 host=n2 time=1 study=theirs trial={} attempt=1\n", t.trial_key));
+  slurm.PutFile(
+      MarksPath(t.log_path),
+      *slurm.file(MarksPath(t.log_path)) +
+          fmt::format("start job=999 restart=0 host=n2 time=1 study=theirs trial={} attempt=1\n", t.trial_key));
   slurm.AppendLog(t.job_id, MegatronLine(10, 20, 4.0));
   s.Tick();
   s.Tick();

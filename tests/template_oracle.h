@@ -194,7 +194,8 @@ inline std::vector<std::string> AlphabetValues(size_t n, uint32_t seed) {
   for (size_t i = 0; i < n; ++i) {
     std::string v;
     size_t len = std::uniform_int_distribution<size_t>(1, 24)(rng);
-    for (size_t k = 0; k < len; ++k) v.push_back(kChars[std::uniform_int_distribution<size_t>(0, kChars.size() - 1)(rng)]);
+    for (size_t k = 0; k < len; ++k)
+      v.push_back(kChars[std::uniform_int_distribution<size_t>(0, kChars.size() - 1)(rng)]);
     out.push_back(v);
   }
   return out;

@@ -94,8 +94,8 @@ TEST_CASE("a text value stands only as a variable's value or in a comment", "[sl
     INFO(tmpl);
     auto r = render(tmpl);
     REQUIRE_FALSE(r.ok());
-    CHECK_THAT(r.status().message(), Catch::Contains("t.sbatch:") && Catch::Contains("declared text") &&
-                                         Catch::Contains("V={{v}}"));
+    CHECK_THAT(r.status().message(),
+               Catch::Contains("t.sbatch:") && Catch::Contains("declared text") && Catch::Contains("V={{v}}"));
   }
   // Undeclared, the same value is refused anywhere, naming the character.
   auto plain = slurm::RenderTemplate("V={{v}}\n", "t.sbatch", {{"v", "a b"}});

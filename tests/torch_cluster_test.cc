@@ -128,7 +128,8 @@ TEST_CASE("the torchrun template chains across a time limit: USR1, checkpoint, r
   INFO(t.state << " " << t.reason << "\n" << h.log.str());
   CHECK(t.state == "completed");
   CHECK(t.attempt >= 2);
-  std::string first_job = testing::ReadAll(fmt::format("{}/{}.1.out", t.log_path.substr(0, t.log_path.rfind('/')), t.trial_key));
+  std::string first_job =
+      testing::ReadAll(fmt::format("{}/{}.1.out", t.log_path.substr(0, t.log_path.rfind('/')), t.trial_key));
   CHECK_THAT(first_job, Catch::Contains("saved checkpoint"));
   std::string last_job = testing::ReadAll(t.log_path);
   CHECK_THAT(last_job, Catch::Contains("resumed from checkpoint"));

@@ -174,8 +174,8 @@ int main(int argc, char** argv) {
     bool data_place = sweep::slurm::CheckTemplateContexts(tmpl, "fuzz.sbatch", {"v"}).ok();
     if (!used.empty() && !o.refused && !sweep::IsSafeValue(value) && !(text && data_place)) {
       std::cerr << "FAIL (seed " << seed << ", run " << runs << "): value '" << sweep::testing::Printable(value)
-                << "' outside the safe alphabet was rendered" << (text ? " (declared text) in a place a program reads" : "")
-                << "\n"
+                << "' outside the safe alphabet was rendered"
+                << (text ? " (declared text) in a place a program reads" : "") << "\n"
                 << tmpl << "\n";
       return 1;
     }
