@@ -614,10 +614,13 @@ TEST_CASE("a two-phase study: the race runs exactly the screen's fastest configu
   // longer than the winner's time to target without reaching it.
   REQUIRE(report->target);
   CHECK(*report->target == 0.12);
+  // (A job that completed before the scancel landed stays completed, and its reason says so: under
+  // load a tick can come only as these 5-second jobs end.)
   for (const auto& t : trials) {
     if (t.reason.find("pruned by the race rule") == std::string::npos) continue;
     INFO(t.reason);
-    CHECK(t.state == "pruned");
+    bool too_late = t.state == "completed" && t.reason.find("completed before the stop took effect") == 0;
+    CHECK((t.state == "pruned" || too_late));
     CHECK_THAT(t.reason, Catch::Contains("has not reached the target 0.12"));
   }
 }
