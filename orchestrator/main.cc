@@ -596,9 +596,14 @@ struct App {
     std::map<std::string, std::string> stored = StoredStates();
     nlohmann::json trials = nlohmann::json::array();
     std::map<std::string, int> counts;
-    auto add = [&](const TrialSpec& t, std::string verdict, const std::string& reason, std::optional<double> gib) {
+    auto add = [&](const TrialSpec& t, std::string verdict, std::string reason, std::optional<double> gib) {
       auto it = stored.find(t.key);
       if (verdict == "run" && it != stored.end() && it->second != kTrialNew) verdict = it->second;
+      // A trial its template cannot carry would not run: `run` refuses the study before submitting.
+      if (auto why = refused.find(t.key); verdict == "run" && why != refused.end()) {
+        verdict = "refused";
+        reason = why->second;
+      }
       ++counts[verdict];
       nlohmann::json params = nlohmann::json::object();
       for (const auto& [name, value] : t.params) {

@@ -32,6 +32,11 @@ TEST_CASE("a value its template cannot carry stops run before anything is stored
   CHECK(plan_rc == 2);
   CHECK_THAT(plan_out, Catch::Contains("refused") && Catch::Contains("job.sbatch:2") && Catch::Contains("line break") &&
                            Catch::Contains("1 trial(s) cannot be rendered"));
+  // --json gives that trial the verdict "refused", not "run".
+  auto [json_rc, json_out] = Shell(kBinary + " plan --json " + study);
+  INFO(json_out);
+  CHECK(json_rc == 2);
+  CHECK_THAT(json_out, Catch::Contains("\"verdict\": \"refused\"") && Catch::Contains("\"refused\": 1"));
   auto [run_rc, run_out] = Shell(kBinary + " run " + study);
   INFO(run_out);
   CHECK(run_rc == 2);
