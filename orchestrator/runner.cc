@@ -172,9 +172,11 @@ Status Runner::Prepare() {
   // cannot carry stops the run here, not when that trial comes up after others were submitted.
   // A tpe study has no trials yet: each value of its lists renders instead, so a value its
   // template cannot carry stops the run before the first proposal is submitted.
-  if (auto refused = ValueRefusals(study_); study_.sampler == "tpe" && !refused.empty()) {
-    return Status::InvalidArgument(fmt::format("{} value(s) cannot be rendered, nothing was submitted; first, {}: {}",
-                                               refused.size(), refused.begin()->first, refused.begin()->second));
+  if (study_.sampler == "tpe") {
+    if (auto refused = ValueRefusals(study_); !refused.empty()) {
+      return Status::InvalidArgument(fmt::format("{} value(s) cannot be rendered, nothing was submitted; first, {}: {}",
+                                                 refused.size(), refused.begin()->first, refused.begin()->second));
+    }
   }
   if (auto refused = RenderRefusals(study_, checked); !refused.empty()) {
     return Status::InvalidArgument(

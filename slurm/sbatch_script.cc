@@ -156,10 +156,16 @@ std::vector<PlaceholderSite> Sites(std::string_view tmpl, const std::vector<Plac
   return AnalyzeShell(tmpl, ranges);
 }
 
+// The shell variable a message suggests assigning a placeholder's value to (lr -> LR).
+std::string VariableFor(std::string_view name) {
+  std::string var;
+  for (char c : name) var.push_back(c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  return var;
+}
+
 std::string RefusalMessage(std::string_view tmpl, std::string_view template_name, const Placeholder& p,
                            const std::string& why) {
-  std::string var;
-  for (char c : p.name) var.push_back(c == '.' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  std::string var = VariableFor(p.name);
   return fmt::format(
       "{}:{}: placeholder '{{{{{}}}}}' stands {}; only a word, '...', \"...\", a here-document line or a comment "
       "are accepted. Assign it once at the top, {}={{{{{}}}}}, then use \"${}\" there",
@@ -168,8 +174,7 @@ std::string RefusalMessage(std::string_view tmpl, std::string_view template_name
 
 std::string TextPlaceMessage(std::string_view tmpl, std::string_view template_name, const Placeholder& p,
                              const PlaceholderSite& site) {
-  std::string var;
-  for (char c : p.name) var.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  std::string var = VariableFor(p.name);
   return fmt::format(
       "{}:{}: placeholder '{{{{{}}}}}' is declared text (its values may hold characters outside the safe alphabet) "
       "and stands in {} that a program reads, which may run it as code; a text value may stand only as a "
