@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
 # The README's first command: install, build, start the local test cluster, run the
 # quickstart study over SSH end to end, and write its report. Run as root on Debian 12.
+# Prints the wall time of each stage at the end (README's set-up figures come from it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --quickstart
-scripts/build.sh slurmsweep mlp_train  # the binary and the workload it stages; not the tests or benchmarks
-tests/cluster/start.sh
-build/bin/slurmsweep run examples/quickstart.toml
-build/bin/slurmsweep report examples/quickstart.toml --csv build/quickstart-trials.csv
+stages=()
+stage() {  # stage NAME COMMAND...: runs the command and records its wall time
+  local name=$1 start=$SECONDS
+  shift
+  "$@"
+  stages+=("$name $((SECONDS - start)) s")
+}
+stage packages scripts/setup.sh --quickstart
+# The binary and the workload it stages; not the tests or benchmarks.
+stage build scripts/build.sh slurmsweep mlp_train
+stage cluster tests/cluster/start.sh
+stage study build/bin/slurmsweep run examples/quickstart.toml
+stage report build/bin/slurmsweep report examples/quickstart.toml --csv build/quickstart-trials.csv
 echo "quickstart: reports: build/quickstart-report.html (open it in a browser), build/quickstart-csv/ and"
 echo "quickstart: build/quickstart-trials.csv; database build/quickstart.db"
 echo "quickstart: the test cluster keeps running; stop it with tests/cluster/stop.sh"
+echo "quickstart: took $SECONDS s: ${stages[*]/%/,}" | sed 's/,$//'
