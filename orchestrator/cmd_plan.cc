@@ -1,0 +1,207 @@
+// `slurmsweep plan`: the dry run. Offline: needs neither the cluster nor the database (it reads the
+// database if there is one, to say what already ran). Lists the trials and which constraints drop,
+// predicts memory with a [job.vars] model, and for a tpe study shows the region it proposes from.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <variant>
+
+#include "base/text.h"
+#include "base/trial_state.h"
+#include "orchestrator/cockpit.h"
+#include "orchestrator/commands.h"
+#include "orchestrator/phases.h"
+#include "orchestrator/report_data.h"
+#include "orchestrator/tpe_trials.h"
+#include "orchestrator/trial_script.h"
+#include "planner/planner.h"
+
+namespace sweep::cli {
+namespace {
+
+// What each trial is in the study's database already (a study that ran), by trial key.
+std::map<std::string, std::string> StoredStates(App& app) {
+  std::map<std::string, std::string> stored;
+  if (std::filesystem::exists(app.study.database) && app.OpenStore(true).ok()) {
+    if (auto rec = app.store->GetStudy(app.study.name); rec.ok()) {
+      if (auto trials = app.store->ListTrials(rec->id); trials.ok()) {
+        for (const auto& t : *trials) stored[t.trial_key] = t.state;
+      }
+    }
+  }
+  return stored;
+}
+
+// `plan --json` (README: JSON output): every trial with its verdict ("run", "dropped" by a
+// constraint, "rule" or "oom" from the memory plan, or the state a trial that already ran is
+// in), its values and predicted memory, and the trials run would refuse to render.
+Result<nlohmann::json> PlanJson(App& app, const std::vector<TrialSpec>& specs,
+                                const std::map<std::string, std::string>& refused) {
+  std::map<std::string, std::string> stored = StoredStates(app);
+  nlohmann::json trials = nlohmann::json::array();
+  std::map<std::string, int> counts;
+  auto add = [&](const TrialSpec& t, std::string verdict, std::string reason, std::optional<double> gib) {
+    auto it = stored.find(t.key);
+    if (verdict == "run" && it != stored.end() && it->second != kTrialNew) verdict = it->second;
+    // A trial its template cannot carry would not run: `run` refuses the study before submitting.
+    if (auto why = refused.find(t.key); verdict == "run" && why != refused.end()) {
+      verdict = "refused";
+      reason = why->second;
+    }
+    ++counts[verdict];
+    nlohmann::json params = nlohmann::json::object();
+    for (const auto& [name, value] : t.params) {
+      std::visit([&, &key = name](const auto& v) { params[key] = v; }, value);
+    }
+    trials.push_back({{"key", t.key},
+                      {"verdict", verdict},
+                      {"reason", reason},
+                      {"params", params},
+                      {"predicted_gib", gib ? nlohmann::json(*gib) : nlohmann::json()}});
+  };
+  nlohmann::json memory_plan;
+  std::optional<Plan> plan;
+  if (app.study.job.vars.count("model")) {
+    auto planned = PlanStudy(app.study);
+    if (!planned.ok()) return planned.status();
+    plan = std::move(*planned);
+    memory_plan = {{"model", plan->model.name},
+                   {"world", plan->world},
+                   {"gpu_mem_gib", plan->gpu_mem_gib},
+                   {"headroom_gib", plan->headroom_gib}};
+  }
+  for (const PlanVerdict& v : PlanVerdicts(specs, plan ? &*plan : nullptr)) {
+    add(*v.trial, v.verdict, v.reason, v.predicted_gib);
+  }
+  nlohmann::json refusals = nlohmann::json::array();
+  for (const auto& [key, why] : refused) refusals.push_back({{"key", key}, {"reason", why}});
+  return nlohmann::json{{"version", kCockpitJsonVersion},
+                        {"kind", "plan"},
+                        {"study", {{"name", app.study.name}, {"file", app.study.path}}},
+                        {"memory_plan", memory_plan},
+                        {"counts", counts},
+                        {"trials", trials},
+                        {"refused", refusals}};
+}
+
+Status PrintTrialPlan(App& app) {
+  // Without a model there is no memory to predict: the dry run is the trials, and which the
+  // constraints drop (a constraint that cannot be evaluated fails here, not at `run`).
+  if (!app.study.job.vars.count("model")) {
+    auto specs = ExpandStudy(app.study);
+    if (!specs.ok()) return specs.status();
+    // A study that already ran: what each trial is now, so "to run" means what a run would submit.
+    std::map<std::string, std::string> stored = StoredStates(app);
+    int dropped = 0, to_run = 0;
+    std::map<std::string, int> already;
+    for (const TrialSpec& t : *specs) {
+      std::string params;
+      for (const auto& [name, value] : t.params) {
+        params += fmt::format("{}{}={}", params.empty() ? "" : " ", name, TerminalSafe(ParamToString(value)));
+      }
+      auto it = stored.find(t.key);
+      std::string label = !t.dropped_reason.empty()                       ? "dropped"
+                          : it == stored.end() || it->second == kTrialNew ? "run"
+                                                                          : it->second;
+      if (!t.dropped_reason.empty()) ++dropped;
+      else if (label == "run") ++to_run;
+      else ++already[label];
+      std::cout << fmt::format("{:<16} {:<9} {}{}\n", t.key, label, params,
+                               t.dropped_reason.empty() ? "" : "  [" + TerminalSafe(t.dropped_reason) + "]");
+    }
+    std::string done;
+    for (const auto& [state, n] : already) done += fmt::format("{}{} {}", done.empty() ? "" : ", ", n, state);
+    std::cout << fmt::format(
+        "{} trials: {} to run, {}{} dropped by constraints; nothing was submitted (no [job.vars] "
+        "model, so no memory plan)\n",
+        specs->size(), to_run, done.empty() ? "" : "already in the database: " + done + "; ", dropped);
+    return Status::OK();
+  }
+  auto plan = PlanStudy(app.study);
+  if (!plan.ok()) return plan.status();
+  std::cout << RenderPlan(*plan, ParamNames(app.study));
+  return Status::OK();
+}
+
+// A tpe study has no trials before it runs: the region its proposals come from (tpe_trials.h),
+// and the trials it proposed so far.
+Status PlanTpe(App& app, const PlanFlags& flags) {
+  auto region = PlanTpeRegion(app.study);
+  if (!region.ok()) return region.status();
+  // Values of its lists that the template cannot carry: `run` would refuse the study (Prepare).
+  auto refused = ValueRefusals(app.study);
+  auto refusal = [&]() -> Status {
+    if (refused.empty()) return Status::OK();
+    return Status::InvalidArgument(
+        fmt::format("{} value(s) cannot be rendered; `run` would submit nothing", refused.size()));
+  };
+  // The trials proposed so far (a study that ran), as `plan --json` lists a grid's.
+  nlohmann::json trials = nlohmann::json::array();
+  std::map<std::string, int> counts;
+  if (std::filesystem::exists(app.study.database) && app.OpenStore(true).ok()) {
+    if (auto rec = app.store->GetStudy(app.study.name); rec.ok()) {
+      auto stored = app.store->ListTrials(rec->id);
+      if (!stored.ok()) return stored.status();
+      for (const auto& t : *stored) {
+        ++counts[t.state];
+        trials.push_back({{"key", t.trial_key},
+                          {"verdict", t.state},
+                          {"reason", t.reason},
+                          {"params", nlohmann::json::parse(t.params_json, nullptr, false)},
+                          {"predicted_gib", nullptr}});
+      }
+    }
+  }
+  if (flags.json) {
+    auto doc = PlanJson(app, {}, refused);
+    if (!doc.ok()) return doc.status();
+    (*doc)["sampler"] = "tpe";
+    (*doc)["region"] = TpeRegionJson(*region);
+    (*doc)["trials"] = trials;
+    (*doc)["counts"] = counts;
+    std::cout << DumpJson(*doc);
+    return refusal();
+  }
+  std::cout << RenderTpeRegion(app.study, *region);
+  for (const auto& [value, why] : refused) std::cout << fmt::format("refused  {}: {}\n", value, TerminalSafe(why));
+  std::string so_far;
+  for (const auto& [state, n] : counts) so_far += fmt::format("{}{} {}", so_far.empty() ? "" : ", ", n, state);
+  if (!so_far.empty()) std::cout << fmt::format("already proposed ({} in the database): {}\n", trials.size(), so_far);
+  return refusal();
+}
+
+}  // namespace
+
+void AddPlanFlags(CLI::App* sub, App& app, PlanFlags& flags) {
+  AddStudyArgument(sub, app);
+  sub->add_flag("--json", flags.json, "Print JSON (schema version 1, see README)");
+}
+
+Status CmdPlan(App& app, PlanFlags& flags) {
+  SWEEP_RETURN_IF_ERROR(app.LoadStudyFile());
+  if (app.study.sampler == "tpe") return PlanTpe(app, flags);
+  // What `run` would refuse before submitting anything: trials whose values their template
+  // cannot carry.
+  auto specs = ExpandStudy(app.study);
+  if (!specs.ok()) return specs.status();
+  auto refused = RenderRefusals(app.study, *specs);
+  if (flags.json) {
+    auto doc = PlanJson(app, *specs, refused);
+    if (!doc.ok()) return doc.status();
+    std::cout << DumpJson(*doc);
+  } else {
+    SWEEP_RETURN_IF_ERROR(PrintTrialPlan(app));
+    for (const auto& [key, why] : refused) std::cout << fmt::format("refused  {}: {}\n", key, TerminalSafe(why));
+  }
+  if (!refused.empty()) {
+    return Status::InvalidArgument(
+        fmt::format("{} trial(s) cannot be rendered; `run` would submit nothing", refused.size()));
+  }
+  return Status::OK();
+}
+
+}  // namespace sweep::cli

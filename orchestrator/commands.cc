@@ -1,0 +1,52 @@
+// The command line's shared context (commands.h): loading the study file, opening the store and
+// the transport, and the study positional most commands take.
+#include <CLI/CLI.hpp>
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "orchestrator/commands.h"
+#include "orchestrator/connect.h"
+#include "orchestrator/report_data.h"
+#include "orchestrator/trial_script.h"
+
+namespace sweep::cli {
+
+Status App::LoadStudyFile() {
+  auto s = LoadStudy(study_path);
+  if (!s.ok()) return s.status();
+  study = std::move(*s);
+  SWEEP_RETURN_IF_ERROR(CheckStudyTemplate(study));
+  for (const auto& w : study.warnings) std::cerr << "warning: " << w << "\n";
+  // Phase 2: phase 1's ranking is read once, here; every later expansion takes it as data.
+  SWEEP_RETURN_IF_ERROR(ResolveSeeds(study));
+  return Status::OK();
+}
+
+Status App::OpenStore(bool read_only) {
+  auto st = read_only ? store::Store::OpenReadOnly(study.database) : store::Store::Open(study.database);
+  if (!st.ok()) return st.status();
+  store = std::move(*st);
+  return Status::OK();
+}
+
+Status App::Connect() {
+  auto t = OpenTransport(study.cluster, accept_host_key);
+  if (!t.ok() && t.status().code() == Status::Code::kInvalidArgument) {
+    return t.status().WithContext(study.path);  // a setting of the study file's [cluster]
+  }
+  if (!t.ok()) return t.status();
+  transport = std::move(*t);
+  return Status::OK();
+}
+
+void AddStudyArgument(CLI::App* sub, App& app) {
+  sub->add_option("study", app.study_path, "Study file (TOML)")->required()->check(CLI::ExistingFile);
+}
+
+int TerminalWidth() {
+  winsize ws{};
+  return ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
+}
+
+}  // namespace sweep::cli
