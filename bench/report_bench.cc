@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/report_data.h"
+#include "orchestrator/report_files.h"
 #include "tests/synthetic_study.h"
 
 namespace {

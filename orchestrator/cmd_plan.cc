@@ -16,6 +16,8 @@
 #include "orchestrator/commands.h"
 #include "orchestrator/phases.h"
 #include "orchestrator/report_data.h"
+#include "orchestrator/report_files.h"
+#include "orchestrator/study_trials.h"
 #include "orchestrator/tpe_trials.h"
 #include "orchestrator/trial_script.h"
 #include "planner/planner.h"

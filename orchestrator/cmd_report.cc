@@ -9,6 +9,8 @@
 #include "orchestrator/commands.h"
 #include "orchestrator/compare.h"
 #include "orchestrator/report_data.h"
+#include "orchestrator/report_files.h"
+#include "orchestrator/study_trials.h"
 #include "reports/csv.h"
 
 namespace sweep::cli {

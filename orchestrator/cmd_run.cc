@@ -21,6 +21,8 @@
 #include "orchestrator/commands.h"
 #include "orchestrator/notify.h"
 #include "orchestrator/report_data.h"
+#include "orchestrator/report_files.h"
+#include "orchestrator/study_trials.h"
 #include "orchestrator/run_lock.h"
 #include "orchestrator/run_outcome.h"
 #include "orchestrator/runner.h"

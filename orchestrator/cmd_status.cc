@@ -18,6 +18,8 @@
 #include "orchestrator/cockpit.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/report_data.h"
+#include "orchestrator/report_files.h"
+#include "orchestrator/study_trials.h"
 #include "orchestrator/run_lock.h"
 
 namespace sweep::cli {

@@ -8,6 +8,8 @@
 #include "orchestrator/commands.h"
 #include "orchestrator/connect.h"
 #include "orchestrator/report_data.h"
+#include "orchestrator/report_files.h"
+#include "orchestrator/study_trials.h"
 #include "orchestrator/trial_script.h"
 
 namespace sweep::cli {

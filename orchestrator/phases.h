@@ -1,4 +1,4 @@
-// Planning a study file: its trials (ExpandStudy, report_data.h: phase 2's come from phase 1's
+// Planning a study file: its trials (ExpandStudy, study_trials.h: phase 2's come from phase 1's
 // report) through the memory planner (planner/).
 // Module orchestrator/: the application; may use every module.
 #pragma once
@@ -8,11 +8,14 @@
 #include <vector>
 
 #include "base/status.h"
-#include "orchestrator/report_data.h"
+#include "orchestrator/study_trials.h"
 #include "planner/planner.h"
 #include "study/study.h"
 
 namespace sweep {
+
+// What the planner (planner/planner.h) reads of the study: [job.vars], nodes and GPUs per node.
+PlanJob PlanJobOf(const Study& study);
 
 // PlanTrials (planner/planner.h) of `trials` for the study's job.
 Result<Plan> PlanTrials(const Study& study, std::vector<TrialSpec> trials);

@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "base/clock.h"
+#include "orchestrator/report_files.h"
+#include "orchestrator/study_trials.h"
 #include "planner/parallelism.h"
 #include "planner/planner.h"
 #include "reports/html_report.h"

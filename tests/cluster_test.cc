@@ -17,6 +17,7 @@
 #include "orchestrator/connect.h"
 #include "orchestrator/phases.h"
 #include "orchestrator/report_data.h"
+#include "orchestrator/study_trials.h"
 #include "orchestrator/runner.h"
 #include "study/study.h"
 #include "reports/study_report.h"

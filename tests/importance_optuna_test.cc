@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/report_data.h"
+#include "orchestrator/report_files.h"
 #include "tests/synthetic_study.h"
 #include "tests/test_util.h"
 

@@ -14,7 +14,7 @@
 #include <tuple>
 #include <vector>
 
-#include "orchestrator/report_data.h"
+#include "orchestrator/report_files.h"
 #include "reports/compare_report.h"
 #include "reports/html_report.h"
 #include "reports/study_report.h"

@@ -1,0 +1,155 @@
+// A study's trials: the space expanded over phase 2's seeds, and the store's trials the study file
+// still expands to; see study_trials.h.
+#include "orchestrator/study_trials.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "base/clock.h"
+#include "base/trial_state.h"
+#include "orchestrator/report_data.h"
+#include "orchestrator/stored_params.h"
+#include "reports/study_report.h"
+
+namespace sweep {
+
+std::vector<std::string> ParamNames(const Study& study) {
+  std::vector<std::string> names;
+  // Phase 2 of a two-phase study: phase 1's winners come first in every trial (SeedConfigs).
+  if (study.seeds) {
+    names = study.seeds->param_names;
+  } else if (study.seed_from) {
+    auto phase1 = LoadStudy(study.seed_from->study_path);
+    if (phase1.ok()) {
+      for (const auto& p : phase1->space) names.push_back(p.name);
+    }
+  }
+  for (const auto& p : study.space) names.push_back(p.name);
+  return names;
+}
+
+Result<std::vector<store::TrialRecord>> StudyTrials(store::Store& store, const Study& study, int64_t study_id,
+                                                    int* left_out) {
+  auto trials = store.ListTrials(study_id);
+  if (!trials.ok()) return trials.status();
+  if (left_out) *left_out = 0;
+  // Trials are keyed by their [space] values: one whose values left the study file is history,
+  // not a candidate. Kept all when the file cannot be expanded (a phase 2 whose phase 1 cannot be
+  // read) or matches none of them (not the file that made them).
+  auto specs = ExpandStudy(study);
+  if (!specs.ok()) return trials;
+  std::set<std::string> keys;
+  for (const auto& spec : *specs) keys.insert(spec.key);
+  if (std::none_of(trials->begin(), trials->end(),
+                   [&](const store::TrialRecord& t) { return keys.count(t.trial_key); })) {
+    return trials;
+  }
+  auto gone = std::remove_if(trials->begin(), trials->end(),
+                             [&](const store::TrialRecord& t) { return !keys.count(t.trial_key); });
+  if (left_out) *left_out = static_cast<int>(trials->end() - gone);
+  trials->erase(gone, trials->end());
+  return trials;
+}
+
+Status ResolveSeeds(Study& study) {
+  if (!study.seed_from) return Status::OK();
+  study.seeds.reset();
+  Study::Seeds seeds;
+  auto configs = SeedConfigs(study);
+  if (configs.ok()) seeds.configs = std::move(*configs);
+  else seeds.status = configs.status();
+  seeds.param_names = ParamNames(study);
+  seeds.param_names.resize(seeds.param_names.size() - study.space.size());
+  study.seeds = std::move(seeds);
+  return Status::OK();
+}
+
+Result<std::vector<Params>> SeedConfigs(const Study& study) {
+  if (!study.seed_from) return std::vector<Params>{Params{}};
+  if (study.seeds) {
+    if (!study.seeds->status.ok()) return study.seeds->status;
+    return study.seeds->configs;
+  }
+  const Study::SeedFrom& seed = *study.seed_from;
+  std::string where = fmt::format("{}:{}: search.seed_from", study.path, seed.line);
+  auto phase1 = LoadStudy(seed.study_path);
+  if (!phase1.ok()) return phase1.status().WithContext(where);
+  for (const auto& p : phase1->space) {
+    for (const auto& own : study.space) {
+      if (own.name == p.name) {
+        return Status::InvalidArgument(fmt::format(
+            "{}: parameter '{}' is in both studies; phase 2's [space] must hold only the knobs phase 1 did not vary",
+            where, p.name));
+      }
+    }
+  }
+  auto db = store::Store::OpenReadOnly(phase1->database);
+  if (!db.ok()) {
+    return Status::FailedPrecondition(fmt::format("{}: phase 1 ({}) has no results yet: run it first ({})", where,
+                                                  seed.study_path, db.status().message()));
+  }
+  auto rec = (*db)->GetStudy(phase1->name);
+  if (!rec.ok())
+    return Status::FailedPrecondition(fmt::format("{}: phase 1 study '{}' has not run", where, phase1->name));
+  auto trials = (*db)->ListTrials(rec->id);
+  if (!trials.ok()) return trials.status();
+  // "new" trials are unfinished too: IsFinalTrialState says so.
+  size_t open = std::count_if(trials->begin(), trials->end(),
+                              [](const store::TrialRecord& t) { return !IsFinalTrialState(t.state); });
+  if (open > 0) {
+    return Status::FailedPrecondition(
+        fmt::format("{}: phase 1 study '{}' has {} trial(s) not ended yet; phase 2 starts from its final ranking",
+                    where, phase1->name, open));
+  }
+
+  Study ranked = *phase1;
+  ranked.objective.rank_by_time_to_target = seed.by == "time_to_target";
+  // `now` only fills running trials' wall time, and phase 1 has none left: the ranking does not
+  // depend on it, so no clock is injected this deep.
+  auto report = CollectReport(**db, ranked, rec->id, ReportOptionsFor(ranked), SystemClock().Now());
+  if (!report.ok()) return report.status();
+  reports::Analysis a = reports::Analyze(*report);
+  std::vector<size_t> order;
+  for (size_t i : a.ranking) {
+    const reports::TrialSummary& t = report->trials[i];
+    if (t.state != "completed") continue;
+    if (seed.by == "iters_per_s"      ? !t.iters_per_s
+        : seed.by == "time_to_target" ? !reports::TimeToTarget(t)
+                                      : !(t.final_value && std::isfinite(*t.final_value))) {
+      continue;
+    }
+    order.push_back(i);
+  }
+  if (seed.by == "iters_per_s") {
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      return *report->trials[x].iters_per_s > *report->trials[y].iters_per_s;
+    });
+  }
+  if (order.empty()) {
+    return Status::FailedPrecondition(
+        fmt::format("{}: no completed trial of phase 1 study '{}' has a {} to rank by", where, phase1->name, seed.by));
+  }
+  order.resize(std::min(order.size(), static_cast<size_t>(seed.top)));
+
+  std::vector<Params> seeds;
+  for (size_t i : order) {
+    const std::string& key = report->trials[i].key;
+    auto t =
+        std::find_if(trials->begin(), trials->end(), [&](const store::TrialRecord& r) { return r.trial_key == key; });
+    std::vector<std::string> names;
+    for (const auto& spec : phase1->space) names.push_back(spec.name);
+    seeds.push_back(StoredParams(t->params_json, names));
+  }
+  return seeds;
+}
+
+Result<std::vector<TrialSpec>> ExpandStudy(const Study& study) {
+  auto seeds = SeedConfigs(study);
+  if (!seeds.ok()) return seeds.status();
+  return ExpandSpace(study, *seeds);
+}
+
+}  // namespace sweep
