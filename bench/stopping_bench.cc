@@ -44,6 +44,13 @@
 namespace sweep {
 namespace {
 
+using stopping::EvaluateStopping;
+using stopping::Smooth;
+using stopping::StopDecision;
+using stopping::TimeToTarget;
+using stopping::TrialPhase;
+using stopping::TrialProgress;
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
