@@ -44,6 +44,13 @@
 namespace sweep {
 namespace {
 
+using stopping::EvaluateStopping;
+using stopping::Smooth;
+using stopping::StopDecision;
+using stopping::TimeToTarget;
+using stopping::TrialPhase;
+using stopping::TrialProgress;
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -213,7 +220,21 @@ std::vector<BenchStudy> LoadStudies(const fs::path& dir) {
 struct Policy {
   std::string name;
   std::function<StoppingConfig(double budget_s)> config;  // tuned relative to the budget, as a user would
+  // Not a rule set a user can ask for: at each tick the budget is moved to that tick's time (the
+  // evidence still waits for min_fraction of the real budget), so the throughput rule's lead (6)
+  // stops a trial as soon as a rival is lower at equal time beyond the noise and its curve is not
+  // steepening: nothing is projected. A bound for rules that keep those two guarantees (below).
+  bool budget_now = false;
 };
+
+// The config a tick at time `now` decides with (Policy::budget_now).
+StoppingConfig AtTick(const StoppingConfig& config, bool budget_now, double now) {
+  if (!budget_now || config.budget_s <= 0) return config;
+  StoppingConfig c = config;
+  c.evidence.min_fraction = config.evidence.min_fraction * config.budget_s / now;
+  c.budget_s = now;
+  return c;
+}
 
 std::vector<CurvePoint> Prefix(const std::vector<CurvePoint>& curve, double t) {
   std::vector<CurvePoint> out;
@@ -245,7 +266,7 @@ size_t Visible(const BenchStudy& s, size_t i, double t) {
 // ticks) until every trial has been stopped or has ended. The rules are stateless: a tick at
 // which no curve grew and no trial changed phase decides as the one before, so it is skipped.
 std::vector<double> AllAtOnce(const BenchStudy& s, const StoppingConfig& config, int ticks,
-                              std::vector<std::string>* reasons = nullptr) {
+                              std::vector<std::string>* reasons = nullptr, bool budget_now = false) {
   size_t n = s.trials.size();
   std::vector<double> stop = s.end_s;
   std::vector<bool> stopped(n, false);
@@ -267,7 +288,7 @@ std::vector<double> AllAtOnce(const BenchStudy& s, const StoppingConfig& config,
                                              : TrialPhase::kRunning;
       trials.push_back(Progress(s, i, phase, stopped[i] ? stop[i] : now));
     }
-    for (const StopDecision& d : EvaluateStopping(config, trials)) {
+    for (const StopDecision& d : EvaluateStopping(AtTick(config, budget_now, now), trials)) {
       stopped[d.trial_id] = true;
       stop[d.trial_id] = now;
       if (reasons) (*reasons)[d.trial_id] = d.rule + ": " + d.reason;
@@ -278,7 +299,7 @@ std::vector<double> AllAtOnce(const BenchStudy& s, const StoppingConfig& config,
 
 // Stop times, trials run one at a time in `order`; earlier trials are evidence for later ones.
 std::vector<double> OneAfterAnother(const BenchStudy& s, const StoppingConfig& config, const std::vector<size_t>& order,
-                                    int ticks) {
+                                    int ticks, bool budget_now = false) {
   std::vector<double> stop = s.end_s;
   std::vector<TrialProgress> done;
   for (size_t i : order) {
@@ -291,7 +312,7 @@ std::vector<double> OneAfterAnother(const BenchStudy& s, const StoppingConfig& c
       seen = visible;
       std::vector<TrialProgress> trials = done;
       trials.push_back(Progress(s, i, TrialPhase::kRunning, now));
-      if (!EvaluateStopping(config, trials).empty()) {
+      if (!EvaluateStopping(AtTick(config, budget_now, now), trials).empty()) {
         stop[i] = now;
         break;
       }
@@ -472,6 +493,15 @@ std::vector<Policy> Policies(bool time_to_target) {
          no_evidence(c);
          return c;
        }},
+      // The default with the study's throughput knobs declared (trials of one `model` are siblings):
+      // what a user who names them gets.
+      {"default, knobs declared",
+       [=](double b) {
+         StoppingConfig c = Defaults(b);
+         c.throughput.params = {"config"};
+         return c;
+       }},
+      {"(bound: default, nothing projected)", Defaults, true},
       {"default, min_points 6",
        [=](double b) {
          StoppingConfig c = Defaults(b);
@@ -723,7 +753,7 @@ FolderResult RunFolder(const fs::path& data, const Options& o) {
       StoppingConfig config = p.config(s.budget_s);
       if (config.race.enabled) config.target_loss = s.target;
       std::vector<std::string> reasons(s.trials.size());
-      std::vector<double> stop = AllAtOnce(s, config, o.ticks, &reasons);
+      std::vector<double> stop = AllAtOnce(s, config, o.ticks, &reasons, p.budget_now);
       all[si].push_back(ScoreRun(s, stop));
       if (p.name == o.headline) spend.push_back({stop, reasons});
       if (o.verbose && p.name == o.headline) {
@@ -736,7 +766,8 @@ FolderResult RunFolder(const fs::path& data, const Options& o) {
           if (!reasons[i].empty()) fmt::print("      {}\n", reasons[i]);
         }
       }
-      for (const auto& order : orders[si]) seq[si].push_back(ScoreRun(s, OneAfterAnother(s, config, order, o.ticks)));
+      for (const auto& order : orders[si])
+        seq[si].push_back(ScoreRun(s, OneAfterAnother(s, config, order, o.ticks, p.budget_now)));
     }
     together.push_back(Summarize(p.name, studies, all));
     sequential.push_back(Summarize(p.name, studies, seq));

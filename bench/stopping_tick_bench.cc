@@ -44,6 +44,10 @@
 namespace sweep {
 namespace {
 
+using stopping::EvaluateStopping;
+using stopping::StoppingState;
+using stopping::TrialProgress;
+
 constexpr double kLimitS = 0.05;
 
 double Seconds(std::chrono::steady_clock::time_point since) {

@@ -1474,7 +1474,7 @@ Status Runner::LoadCurve(int64_t trial_id) {
 Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport& report) {
   const StoppingConfig& cfg = study_.stopping;
   if (!cfg.AnyRule()) return Status::OK();
-  std::vector<TrialProgress> progress;
+  std::vector<stopping::TrialProgress> progress;
   std::map<int64_t, store::TrialRecord*> by_id;
   for (auto& t : trials) {
     bool live = t.state == "running" && t.stop_request.empty();
@@ -1487,10 +1487,12 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
     if (!live && !done && !stopped) continue;
     auto spec = specs_.find(t.trial_key);
     if (spec == specs_.end()) continue;
-    TrialProgress p;
+    stopping::TrialProgress p;
     p.id = t.id;
     p.name = t.trial_key;
-    p.phase = live ? TrialPhase::kRunning : done ? TrialPhase::kCompleted : TrialPhase::kStopped;
+    p.phase = live   ? stopping::TrialPhase::kRunning
+              : done ? stopping::TrialPhase::kCompleted
+                     : stopping::TrialPhase::kStopped;
     p.gpus = Gpus();
     for (const auto& [name, v] : spec->second.params) p.params.emplace_back(name, ParamToString(v));
     SWEEP_RETURN_IF_ERROR(LoadCurve(t.id));  // its curves are stopping_'s: not copied
@@ -1498,7 +1500,7 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
     progress.push_back(std::move(p));
   }
   std::vector<std::string> jobs;
-  for (const StopDecision& d : stopping_.Evaluate(progress)) {
+  for (const stopping::StopDecision& d : stopping_.Evaluate(progress)) {
     store::TrialRecord& t = *by_id.at(d.trial_id);
     t.stop_request = fmt::format("pruned by the {} rule: {}", d.rule, d.reason);
     SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));

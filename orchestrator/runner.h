@@ -111,7 +111,7 @@ class Runner {
 
   int64_t study_id() const { return study_id_; }
   // What the stopping rules see of each trial (tests).
-  StoppingState& stopping_state() { return stopping_; }
+  stopping::StoppingState& stopping_state() { return stopping_; }
   const slurm::SlurmClient::Stats& slurm_stats() const { return client_.stats(); }
   const slurm::CountingTransport::Counts& cluster_calls() const { return transport_.counts(); }
 
@@ -258,7 +258,7 @@ class Runner {
   Status StopFailureStorm(std::vector<store::TrialRecord>& trials);
   // Early stopping's series of each trial it has seen: rebuilt from the store on first use (a
   // restarted run decides as the one that stopped), then extended by each tick's new points.
-  StoppingState stopping_;
+  stopping::StoppingState stopping_;
   int tick_ = 0;
   // Submit quotas (QOSMaxSubmitJobPerUserLimit, ...): no sbatch before this time; arrays no larger
   // than submit_chunk_ until one is accepted again.

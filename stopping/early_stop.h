@@ -79,7 +79,8 @@
 // against a rival's measured loss at the budget lost the best trial one after another.
 //
 // Lower is better everywhere (a loss), unless StoppingConfig::maximize. Not thread-safe; no shared state, so one per
-// thread is fine. Module stopping/: early-stopping rules; uses base/ only.
+// thread is fine. Module stopping/ (namespace sweep::stopping): early-stopping rules; uses base/ only. This is its
+// one public header; statistics.h, series.h and rules.h are internal to the module.
 #pragma once
 
 #include <cstdint>
@@ -91,10 +92,10 @@
 #include <vector>
 
 #include "base/metric_point.h"
-#include "base/stopping_config.h"
 #include "base/status.h"
+#include "base/stopping_settings.h"
 
-namespace sweep {
+namespace sweep::stopping {
 
 // The rules' points (base/metric_point.h): time_s is training time since the trial's first
 // logged iteration, as stored; the rules multiply it by the GPU count when axis = gpu_time.
@@ -130,7 +131,7 @@ struct StopDecision {
 // rules after it, so two rivals are never both stopped for each other's sake.
 std::vector<StopDecision> EvaluateStopping(const StoppingConfig& config, const std::vector<TrialProgress>& trials);
 
-struct StoppingSeries;  // early_stop.cc
+struct Series;  // series.h
 
 // The run loop's early stopping across ticks. Each trial's series (smoothed curve, running
 // integral, noise and rate statistics) is extended by the points logged since the last call and
@@ -139,7 +140,7 @@ struct StoppingSeries;  // early_stop.cc
 // the same code, point by point (so a state rebuilt from the stored curves after a restart is the
 // one that died). Up to 1024 finite points a trial every statistic is exact; beyond, a trial's
 // series keeps at most 1024 knots of the smoothed curve (every 2^k-th point and the latest) and
-// histograms for its medians, about 45 KB whatever the curve's length (early_stop.cc).
+// histograms for its medians, about 45 KB whatever the curve's length (series.h).
 class StoppingState {
  public:
   explicit StoppingState(StoppingConfig config);
@@ -183,7 +184,7 @@ class StoppingState {
 
  private:
   StoppingConfig config_;
-  std::map<int64_t, std::unique_ptr<StoppingSeries>> series_;
+  std::map<int64_t, std::unique_ptr<Series>> series_;
 };
 
 // The smoothed values of `curve`, point for point; non-finite points keep their raw value and
@@ -199,4 +200,4 @@ std::optional<double> TimeToTarget(const std::vector<CurvePoint>& curve, double 
 // would have run, for the report's GPU-hours saved. nullopt without two points with time between.
 std::optional<double> ProjectedTime(const std::vector<CurvePoint>& curve, int64_t step);
 
-}  // namespace sweep
+}  // namespace sweep::stopping

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace sweep {
+namespace sweep::stopping {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -1024,4 +1024,4 @@ TEST_CASE("maximise: divergence by a fall below the best / spike_factor, and NaN
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::stopping

@@ -13,7 +13,7 @@
 
 #include "stopping/early_stop.h"
 
-namespace sweep {
+namespace sweep::stopping {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -202,4 +202,4 @@ TEST_CASE("stopping state: a long curve holds a bounded series; Forget starts a 
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::stopping

@@ -8,7 +8,7 @@
 #include <toml++/toml.h>
 
 #include "base/status.h"
-#include "base/stopping_config.h"
+#include "base/stopping_settings.h"
 
 namespace sweep {
 

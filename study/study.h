@@ -16,7 +16,7 @@
 #include "base/metric_format.h"
 #include "base/params.h"
 #include "base/status.h"
-#include "base/stopping_config.h"
+#include "base/stopping_settings.h"
 
 namespace sweep {
 

@@ -172,7 +172,7 @@ int CheckSeriesAsStored(Runner& runner, const Study& study, store::Store& db, co
       REQUIRE(rows.ok());
       for (const auto& r : *rows) curves[k].push_back({r.step, r.time_s, r.value});
     }
-    StoppingState rebuilt(study.stopping);
+    stopping::StoppingState rebuilt(study.stopping);
     rebuilt.Append(id, 1, curves[0], curves[1]);
     CHECK(seen->points == curves[0].size());
     auto want = *rebuilt.Inspect(id);

@@ -1,7 +1,7 @@
-// What a study asks of early stopping: the time axis, smoothing, the evidence every comparison
-// waits for, and each rule's settings. The study file (study/stopping_config.h) fills it in from
-// [stopping]; the rules (stopping/early_stop.h) follow it. Vocabulary shared by both, so neither
-// module depends on the other.
+// Early stopping's settings (StoppingConfig): what a study asks of it, the time axis, smoothing,
+// the evidence every comparison waits for, and each rule's settings. The study file
+// (study/stopping_config.h) fills them in from [stopping]; the rules (stopping/early_stop.h) follow
+// them. Vocabulary shared by both, so neither module depends on the other.
 // Module base/: uses the standard library only.
 #pragma once
 

@@ -1,0 +1,92 @@
+// What the stopping rules share during one evaluation (Context), and the rules themselves, each a
+// pass over the trials that stops some of them (early_stop.h describes them). Internal to stopping/:
+// early_stop.cc runs them in order; rules.cc holds divergence, race, halving, median and patience,
+// throughput_rule.cc the throughput rule.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/stopping_settings.h"
+#include "stopping/early_stop.h"
+#include "stopping/series.h"
+
+namespace sweep::stopping {
+
+// Shared by the rules during one evaluation.
+struct Context {
+  const StoppingConfig& config;
+  const std::vector<TrialProgress>& trials;
+  // Each trial's series, not copied: the caller's (StoppingState) or built for this evaluation.
+  struct SeriesList {
+    std::vector<const Series*> of;
+    const Series& operator[](size_t i) const { return *of[i]; }
+    size_t size() const { return of.size(); }
+  } series;
+  std::vector<bool> live;     // running or completed, and not stopped during this evaluation
+  std::vector<bool> decided;  // stopped during this evaluation
+  std::vector<StopDecision> decisions;
+  int64_t stall_period = 0;  // the longest any trial has shown
+  // Per trial: noise_z as a Student-t quantile for its loss noise (df = points - 1) and for its
+  // rate's spread (df = intervals - 1), so a curve of few points gets a wider margin.
+  std::vector<double> z_loss = {}, z_rate = {};
+  // A curve's standard error, and its rate's relative one, times that quantile.
+  double Se(size_t i) const { return z_loss[i] * series[i].se; }
+  double Noise(size_t i) const { return z_loss[i] * series[i].noise; }
+  double RateSe(size_t i) const { return z_rate[i] * series[i].rate_rse; }
+
+  bool Candidate(size_t i) const {
+    return trials[i].phase == TrialPhase::kRunning && !decided[i] && !series[i].empty();
+  }
+  // Trial i has shown enough to be compared, or to be compared with: min_points finite points
+  // and min_fraction of the budget run. A completed trial's curve is all there will be.
+  bool Evident(size_t i) const { return evident[i]; }
+  // EvidentNow of each trial, at the start of the evaluation (it does not change during one).
+  std::vector<bool> evident = {};
+  bool EvidentNow(size_t i) const {
+    return Shown(i, config.evidence.min_points) && (trials[i].phase == TrialPhase::kCompleted ||
+                                                    series[i].step.back() - series[i].step.front() >= 2 * stall_period);
+  }
+  // Trial i has `points` finite points and min_fraction of the budget, or has completed.
+  bool Shown(size_t i, int points) const {
+    const Series& s = series[i];
+    if (s.empty()) return false;
+    if (trials[i].phase == TrialPhase::kCompleted) return true;
+    if (static_cast<int>(s.points) < points) return false;
+    return config.budget_s <= 0 || s.last_t() >= config.evidence.min_fraction * config.budget_s;
+  }
+  // Enough to compare its loss at equal time with another's: min_loss_points and min_fraction, but
+  // not the stall window, which is for rates (a stall is already paid for in a curve's loss at a time).
+  bool LossEvident(size_t i) const { return loss_evident[i]; }
+  std::vector<bool> loss_evident = {};
+  bool LossEvidentNow(size_t i) const { return Shown(i, config.evidence.min_loss_points); }
+  // What a difference between smoothed values of trials i and j must exceed: `floor`, and
+  // noise_z standard errors of that difference (each curve's read as a Student-t quantile).
+  double Margin(size_t i, size_t j, double floor = 0) const { return std::max(floor, std::hypot(Se(i), Se(j))); }
+  // A value the rules judged, in the metric's own units (the rules see its negation when maximised).
+  double User(double v) const { return config.maximize ? -v : v; }
+  void Stop(size_t i, std::string rule, std::string reason, double value, double threshold, int refs) {
+    decided[i] = true;
+    live[i] = false;
+    decisions.push_back({trials[i].id, std::move(rule), std::move(reason), series[i].now, value, threshold, refs});
+  }
+};
+
+// Numbers and names as reasons show them.
+std::string Num(double v);
+// How a reason names another trial: its key when the caller gave one (what status and the
+// report show), else its id.
+std::string Name(const TrialProgress& t);
+std::string Secs(double v);
+
+void Divergence(Context& c);
+void Race(Context& c);
+void Halving(Context& c);
+void Median(Context& c);
+void Patience(Context& c);
+// Last, so that the rivals it stops trials for are known to live on.
+void Throughput(Context& c);
+
+}  // namespace sweep::stopping

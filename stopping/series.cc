@@ -1,0 +1,146 @@
+// A trial's series for the stopping rules; see series.h.
+#include "stopping/series.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sweep::stopping {
+
+void Series::AppendLoss(const CurvePoint& p) {
+  if (!std::isfinite(p.time_s)) return;
+  now = std::max(now, p.time_s * scale);
+  if (!std::isfinite(p.value)) {
+    if (!first_nonfinite) first_nonfinite = p;
+    return;
+  }
+  dirty_ = true;
+  double v = sign * p.value;
+  // The smoothing, as Smooth() computes it point by point.
+  double smoothed = v;
+  switch (smoothing.kind) {
+    case SmoothingKind::kNone:
+      break;
+    case SmoothingKind::kEma:
+      ema_ = (1 - smoothing.ema_alpha) * ema_ + smoothing.ema_alpha * v;
+      decay_ *= 1 - smoothing.ema_alpha;
+      smoothed = decay_ < 1 ? ema_ / (1 - decay_) : v;
+      break;
+    case SmoothingKind::kRunningMean: {
+      window_.push_back(v);
+      if (static_cast<int>(window_.size()) > smoothing.window) window_.erase(window_.begin());
+      double sum = 0;
+      for (double w : window_) sum += w;
+      smoothed = sum / static_cast<double>(window_.size());
+      break;
+    }
+  }
+  if (points >= 2) {
+    double d2 = std::abs(v - 2 * raw1_ + raw2_);
+    if (exact_) d2_.push_back(d2);
+    else d2_hist_.Add(d2);
+    if (recent_.size() < kRecent) recent_.push_back(d2);
+    else recent_[recent_next_] = d2;
+    recent_next_ = (recent_next_ + 1) % kRecent;
+    ++d2_count_;
+  }
+  raw2_ = raw1_, raw1_ = v;
+  // Time must not run backwards for interpolation; a restart glitch is clamped, not trusted.
+  double at = p.time_s * scale;
+  if (points > 0 && at < last_at_) at = last_at_;
+  if (points > 0) {
+    area_ += 0.5 * (last_s_ + smoothed) * (at - last_at_);
+    if (!exact_ && p.step > last_step_) {
+      double per = (at - last_at_) / static_cast<double>(p.step - last_step_);
+      per_hist_.Add(per);
+      per_n_ += 1;
+      double delta = per - per_mean_;
+      per_mean_ += delta / per_n_;
+      per_m2_ += delta * (per - per_mean_);
+      if (per > 1.5 * per_ref_) slow_.emplace_back(p.step, per);
+    }
+  }
+  min_s = std::min(min_s, smoothed);
+  Push(at, p.step, smoothed, area_);
+  last_at_ = at, last_s_ = smoothed, last_step_ = p.step;
+  ++points;
+  if (exact_ && points > kExactPoints) LeaveExact();
+}
+
+// Appends point number `points` (0-based) as a knot or as the tail, then thins the knots.
+void Series::Push(double at, int64_t n, double smoothed, double area) {
+  if (tail_) {
+    t.pop_back(), step.pop_back(), s.pop_back(), area_to.pop_back();
+    tail_ = false;
+  }
+  t.push_back(at), step.push_back(n), s.push_back(smoothed), area_to.push_back(area);
+  tail_ = points % static_cast<size_t>(stride_) != 0;
+  size_t knots = t.size() - (tail_ ? 1 : 0);
+  if (knots <= kMaxKnots) return;
+  // Every other knot goes (knot j is point j * stride); the latest point stays as the tail.
+  std::vector<double> t2, s2, a2;
+  std::vector<int64_t> n2;
+  for (auto* v : {&t2, &s2, &a2}) v->reserve(kMaxKnots + 2);
+  n2.reserve(kMaxKnots + 2);
+  for (size_t j = 0; j < t.size(); ++j) {
+    if (j % 2 != 0 && j + 1 != t.size()) continue;
+    t2.push_back(t[j]), n2.push_back(step[j]), s2.push_back(s[j]), a2.push_back(area_to[j]);
+  }
+  stride_ *= 2;
+  tail_ = points % static_cast<size_t>(stride_) != 0;
+  t.swap(t2), step.swap(n2), s.swap(s2), area_to.swap(a2);
+}
+
+// From here on the statistics are kept in bounded memory (see the struct's comment); they start
+// from every exact point, so the result does not depend on when the switch happened.
+void Series::LeaveExact() {
+  exact_ = false;
+  for (double d : d2_) d2_hist_.Add(d);
+  std::vector<double>().swap(d2_);
+  std::vector<double> per = PerInterval(t, step);  // every point is still a knot
+  per_ref_ = MedianOf(per);
+  size_t k = 0;
+  for (size_t j = 1; j < t.size(); ++j) {
+    if (step[j] <= step[j - 1]) continue;
+    double v = per[k++];
+    per_hist_.Add(v);
+    per_n_ += 1;
+    double delta = v - per_mean_;
+    per_mean_ += delta / per_n_;
+    per_m2_ += delta * (v - per_mean_);
+    if (v > 1.5 * per_ref_) slow_.emplace_back(step[j], v);
+  }
+}
+
+void Series::Refresh() {
+  if (!dirty_) return;
+  dirty_ = false;
+  if (exact_) {
+    noise = NoiseSigma(d2_);
+    std::vector<double> per = PerInterval(t, step);
+    rate_rse = RateRse(per);
+    stall_period = StallPeriod(t, step, per);
+  } else {
+    noise = kNoiseFromMad * d2_hist_.Median() / std::sqrt(6.0);
+    double mean = per_mean_, var = per_n_ > 1 ? per_m2_ / (per_n_ - 1) : 0;
+    rate_rse = per_n_ >= 2 && mean > 0 ? std::sqrt(var / per_n_) / mean : kInf;
+    double typical = per_hist_.Median();
+    int64_t last = step.front();
+    stall_period = 0;
+    for (const auto& [at_step, per] : slow_) {
+      if (per <= 3 * typical) continue;
+      stall_period = std::max(stall_period, at_step - last);
+      last = at_step;
+    }
+  }
+  // The recent noise: the last third of the second differences (at least 3, at most kRecent).
+  size_t k = std::min(recent_.size(), std::max<size_t>(3, std::min(kRecent, d2_count_ / 3)));
+  if (k >= 3) {
+    std::vector<double> last;
+    last.reserve(k);
+    for (size_t m = 0; m < k; ++m) last.push_back(recent_[(recent_next_ + kRecent - 1 - m) % kRecent]);
+    noise = std::max(noise, NoiseSigma(std::move(last)));
+  }
+  se = noise * SmoothedFraction(smoothing, points);
+}
+
+}  // namespace sweep::stopping

@@ -1,0 +1,133 @@
+// One trial's curve as the stopping rules see it, extended point by point. Internal to stopping/
+// (the module's face is early_stop.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "base/metric_point.h"
+#include "base/stopping_settings.h"
+#include "stopping/statistics.h"
+
+namespace sweep::stopping {
+
+// One trial's finite loss points on the rules' time axis, smoothed, extended point by point
+// (Append) and never rebuilt. Up to kExactPoints finite points every statistic is computed from
+// every point, exactly as a from-scratch computation of the whole curve does. Past that the
+// memory stays bounded (about 45 KB a trial, whatever its length):
+//  - the curve keeps every stride-th point (knots) and always the latest; the stride doubles
+//    (every other knot dropped) whenever there would be more than kMaxKnots, as the store's
+//    buckets do, so the knots depend on the points alone, not on how they were chunked. Each
+//    knot's smoothed value and running integral are those of the full curve at that point (the
+//    smoothing and the integral run over every point); between knots the rules interpolate.
+//  - the noise (median absolute second difference) and the typical seconds per iteration are
+//    medians of log histograms (within 2.2%); the rate's spread is a running variance (Welford);
+//  - stalls are remembered as the intervals slower than 1.5x the typical rate of the first
+//    kExactPoints points, and counted as today (over 3x the current typical rate).
+// Lowest smoothed value and NaN-iteration total run over every point.
+struct Series {
+  static constexpr size_t kExactPoints = 1024;
+  static constexpr size_t kMaxKnots = 1024;
+
+  Series(const StoppingConfig& config, int gpus)
+      : smoothing(config.smoothing),
+        scale(config.axis == TimeAxis::kGpuTime ? std::max(gpus, 1) : 1),
+        sign(config.maximize ? -1 : 1) {}
+
+  // The rules' view.
+  std::vector<double> t;
+  std::vector<int64_t> step;
+  std::vector<double> s;        // smoothed
+  std::vector<double> area_to;  // integral of s from the first point to each point
+  std::optional<CurvePoint> first_nonfinite;
+  double now = 0;  // latest time on the axis of any point, NaN loss or not
+  // Standard deviation of the raw points about their trend: the larger of the whole curve's and
+  // the recent points' (the last third, at most kRecent), since a loss often grows noisier as it
+  // falls (per-batch variation is a larger share of a lower loss) and its early flat points would
+  // hide that.
+  double noise = 0;
+  double se = 0;             // standard error of one smoothed value: noise times what smoothing leaves
+  double rate_rse = 0;       // relative standard error of Rate(): spread of the per-interval rates
+  int64_t stall_period = 0;  // iterations between the periodic stalls it has shown; 0: none seen
+  double min_s = kInf;       // lowest smoothed value of every point
+  double nan_total = 0;      // of Megatron's NaN-iteration counts (finite ones)
+  size_t points = 0;         // finite loss points appended
+
+  bool empty() const { return t.empty(); }
+  double first_t() const { return t.front(); }
+  double last_t() const { return t.back(); }
+  bool Reached(double at) const { return !empty() && first_t() <= at && last_t() >= at; }
+
+  // Linear interpolation; clamped to the ends.
+  double At(double at) const { return Lerp(t, s, at); }
+  // The same, with the step as abscissa.
+  double AtStep(double n) const { return Lerp(step, s, n); }
+  // Time-weighted mean of the smoothed curve over [first_t, at] (trapezoids).
+  double RunningAverage(double at) const {
+    at = std::min(at, t.back());
+    if (at <= t.front()) return s.front();
+    size_t hi = UpperBound(t, at);  // t[hi - 1] <= at
+    size_t lo = hi - 1;
+    // At(at), from the same search.
+    double here = s.back();
+    if (hi < t.size()) {
+      double span = t[hi] - t[lo];
+      here = span <= 0 ? s[hi] : s[lo] + (s[hi] - s[lo]) * (at - t[lo]) / span;
+    }
+    double area = area_to[lo] + 0.5 * (s[lo] + here) * (at - t[lo]);
+    return area / (at - t.front());
+  }
+  // Iterations per second of axis time, over the whole curve (warm-up is outside the axis): a
+  // stall, once seen, counts in full, and its spread widens the margin (rate_rse).
+  std::optional<double> Rate(int min_points) const {
+    if (static_cast<int>(points) < min_points || last_t() <= first_t() || step.back() <= step.front()) {
+      return std::nullopt;
+    }
+    return static_cast<double>(step.back() - step.front()) / (last_t() - first_t());
+  }
+
+  void AppendLoss(const CurvePoint& p);
+  void AppendNanIters(const CurvePoint& p) {
+    if (std::isfinite(p.value)) nan_total += p.value;
+  }
+  // Recomputes noise, se, rate_rse and stall_period if points came since the last call.
+  void Refresh();
+  // Heap bytes held (capacities).
+  size_t MemoryBytes() const {
+    return (t.capacity() + s.capacity() + area_to.capacity() + d2_.capacity() + window_.capacity() +
+            recent_.capacity()) *
+               sizeof(double) +
+           step.capacity() * sizeof(int64_t) + d2_hist_.MemoryBytes() + per_hist_.MemoryBytes() +
+           slow_.capacity() * sizeof(slow_[0]);
+  }
+
+ private:
+  void Push(double at, int64_t n, double smoothed, double area);
+  void LeaveExact();
+
+  Smoothing smoothing;
+  double scale, sign;
+  bool dirty_ = true;
+  bool exact_ = true;           // every point kept (points <= kExactPoints)
+  int64_t stride_ = 1;          // points between knots
+  bool tail_ = false;           // the last element of t/step/s/area_to is the latest point, not a knot
+  double ema_ = 0, decay_ = 1;  // EMA state and (1 - alpha)^k for debiasing
+  std::vector<double> window_;  // running mean's last points
+  double raw1_ = 0, raw2_ = 0;  // the last two raw finite values (raw1_ the latest)
+  double last_at_ = 0, last_s_ = 0, area_ = 0;
+  int64_t last_step_ = 0;
+  std::vector<double> d2_;  // exact: absolute second differences of the raw values
+  static constexpr size_t kRecent = 256;
+  std::vector<double> recent_;  // the last kRecent of them, a ring from recent_next_
+  size_t recent_next_ = 0, d2_count_ = 0;
+  // Past kExactPoints:
+  LogHistogram d2_hist_, per_hist_;
+  double per_n_ = 0, per_mean_ = 0, per_m2_ = 0;  // Welford over the per-interval seconds per iteration
+  double per_ref_ = 0;                            // median seconds per iteration of the exact points
+  std::vector<std::pair<int64_t, double>> slow_;  // intervals (end step, s/it) slower than 1.5 x per_ref_
+};
+
+}  // namespace sweep::stopping

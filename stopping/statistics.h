@@ -1,0 +1,141 @@
+// Statistics the stopping rules share: piecewise-linear curve lookups, medians and quantiles, a
+// curve's noise from its second differences, what smoothing leaves of it, Student-t margins, and
+// iteration-rate spread and stalls. Internal to stopping/ (the module's face is early_stop.h).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <vector>
+
+#include "base/stopping_settings.h"
+
+namespace sweep::stopping {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Curves
+
+// One trial's finite loss points on the rules' time axis, smoothed.
+// y at x on the piecewise-linear curve through (xs[k], ys[k]), xs ascending; clamped to the ends.
+// std::upper_bound(xs, x) (the first element above x) for xs ascending, found by starting where x
+// would be were the xs evenly spaced (knots of a curve logged at a steady pace nearly are) and
+// walking from there; a binary search when that guess is far off. The rules look up every trial's
+// curve at many times per tick, and a binary search over 1024 knots misses the cache at each step.
+template <class X>
+size_t UpperBound(const std::vector<X>& xs, double x) {
+  auto above = [](double v, X e) { return v < static_cast<double>(e); };
+  size_t n = xs.size();
+  double lo = static_cast<double>(xs.front()), span = static_cast<double>(xs.back()) - lo;
+  if (n < 16 || !(span > 0) || x < lo || x >= static_cast<double>(xs.back())) {
+    return std::upper_bound(xs.begin(), xs.end(), x, above) - xs.begin();
+  }
+  size_t g = std::min(n - 1, static_cast<size_t>((x - lo) / span * static_cast<double>(n - 1)));
+  for (int walk = 0; walk < 8; ++walk) {
+    if (static_cast<double>(xs[g]) <= x) {
+      ++g;  // g < n: x < xs.back()
+    } else if (g > 0 && static_cast<double>(xs[g - 1]) > x) {
+      --g;
+    } else {
+      return g;
+    }
+  }
+  return std::upper_bound(xs.begin(), xs.end(), x, above) - xs.begin();
+}
+
+template <class X, class Y>
+double Lerp(const std::vector<X>& xs, const std::vector<Y>& ys, double x) {
+  if (x <= static_cast<double>(xs.front())) return static_cast<double>(ys.front());
+  if (x >= static_cast<double>(xs.back())) return static_cast<double>(ys.back());
+  size_t hi = UpperBound(xs, x);
+  size_t lo = hi - 1;
+  double x0 = static_cast<double>(xs[lo]), span = static_cast<double>(xs[hi]) - x0;
+  double y0 = static_cast<double>(ys[lo]), y1 = static_cast<double>(ys[hi]);
+  return span <= 0 ? y1 : y0 + (y1 - y0) * (x - x0) / span;
+}
+
+// A robust scale kept in bounded memory once a curve is long: a histogram of log2(value) with
+// kBinsPerOctave bins per octave over [2^kMinOctave, 2^kMaxOctave) (values outside are clamped to the
+// end bins; zero has a bin of its own). Its median is the geometric middle of the bin holding the
+// middle value: within 2.2% of the exact one. Order-independent, so the same points give the same
+// histogram however they arrived.
+class LogHistogram {
+ public:
+  void Add(double v) {
+    if (counts_.empty()) counts_.assign(kBins + 1, 0);
+    ++counts_[Bin(v)];
+    ++total_;
+  }
+  bool empty() const { return total_ == 0; }
+  size_t MemoryBytes() const { return counts_.capacity() * sizeof(uint32_t); }
+  // The value of rank total / 2 (the upper median, as MedianOf).
+  double Median() const {
+    if (total_ == 0) return 0;
+    uint64_t rank = total_ / 2, seen = 0;
+    for (size_t b = 0; b < counts_.size(); ++b) {
+      seen += counts_[b];
+      if (seen > rank) return b == 0 ? 0 : std::exp2(kMinOctave + (static_cast<double>(b - 1) + 0.5) / kBinsPerOctave);
+    }
+    return 0;
+  }
+
+ private:
+  static constexpr int kBinsPerOctave = 16, kMinOctave = -48, kMaxOctave = 32;
+  static constexpr size_t kBins = static_cast<size_t>((kMaxOctave - kMinOctave) * kBinsPerOctave);
+  static size_t Bin(double v) {
+    if (!(v > 0)) return 0;
+    double x = (std::log2(v) - kMinOctave) * kBinsPerOctave;
+    if (x < 0) return 1;
+    if (x >= static_cast<double>(kBins)) return kBins;
+    return 1 + static_cast<size_t>(x);
+  }
+  std::vector<uint32_t> counts_;  // [0]: zeros; then the log bins
+  uint64_t total_ = 0;
+};
+
+double MedianOf(std::vector<double> v);
+
+// The q-quantile of `v` (linear between order statistics); v non-empty.
+double Quantile(std::vector<double> v, double q);
+
+constexpr double kNoiseFromMad = 1.4826;
+
+// Standard deviation of a curve's raw points about its trend, from the median absolute second
+// difference (a smooth trend's second differences are small; white noise's have variance 6
+// sigma^2), so a few steep early points or spikes do not inflate it.
+double NoiseSigma(std::vector<double> abs_d2);
+
+// What smoothing leaves of white noise of unit deviation, after n points.
+double SmoothedFraction(const Smoothing& smoothing, size_t n);
+
+// noise_z read as a Student-t quantile with `df` degrees of freedom: the quantile whose one-sided
+// probability is the normal's at noise_z (EvidenceConfig). Memoised per evaluation: boost's inverse
+// takes microseconds, and the rules ask it for every pair of trials. Past 1000 degrees of freedom
+// it is within 0.1% of noise_z.
+class StudentT {
+ public:
+  explicit StudentT(double z) : z_(z) {}
+  double operator()(size_t points_minus_one);
+
+ private:
+  double z_;
+  std::map<size_t, double> memo_;
+};
+
+// Seconds per iteration of each interval whose step advances.
+std::vector<double> PerInterval(const std::vector<double>& t, const std::vector<int64_t>& step);
+
+// Relative standard error of a curve's mean iteration rate: the spread of its per-interval
+// seconds per iteration over the mean, over the square root of the intervals.
+double RateRse(const std::vector<double>& per);
+
+// Iterations between a curve's stalls (checkpoints, evaluation, data-loader refills: intervals
+// taking over 3x the median time per iteration), the longest gap seen; with one stall, the
+// iterations before it. 0 when none has shown. Such stalls come every so many iterations, so a
+// rate is trusted only over a window of twice the longest period any trial of the study shows.
+int64_t StallPeriod(const std::vector<double>& t, const std::vector<int64_t>& step, const std::vector<double>& per);
+
+}  // namespace sweep::stopping

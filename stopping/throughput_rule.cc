@@ -1,0 +1,357 @@
+// The throughput rule (early_stop.h): trials that share a loss-per-iteration curve race on speed,
+// and a trial is stopped once a live rival will be lower at the budget, or, rule (6), is lower at
+// equal time by more than the noise and stays ahead however the gap closes.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "stopping/rules.h"
+
+namespace sweep::stopping {
+namespace {
+
+// Groups of trials that differ only in throughput parameters: their loss per iteration is one
+// curve, measured by whichever of them has gone furthest.
+class ThroughputModel {
+ public:
+  explicit ThroughputModel(const Context& c) : c_(c) {
+    const std::set<std::string> ignored(c.config.throughput.params.begin(), c.config.throughput.params.end());
+    std::map<std::string, int> ids;
+    for (size_t i = 0; i < c.trials.size(); ++i) {
+      std::vector<std::pair<std::string, std::string>> kept;
+      for (const auto& kv : c.trials[i].params) {
+        if (!ignored.count(kv.first)) kept.push_back(kv);
+      }
+      std::sort(kept.begin(), kept.end());
+      std::string key;
+      for (const auto& [k, v] : kept) key += fmt::format("{}={};", k, v);
+      int g = ids.emplace(key, static_cast<int>(ids.size())).first->second;
+      group_.push_back(g);
+      // A rate only from trials with the evidence to be compared (enough points, enough of the budget).
+      rate_.push_back(c.Evident(i) ? c.series[i].Rate(std::max(2, c.config.throughput.min_points)) : std::nullopt);
+      if (static_cast<size_t>(g) == members_.size()) {
+        members_.emplace_back();
+        min_step_.push_back(kInf);
+        max_step_.push_back(-kInf);
+      }
+      const Series& s = c.series[i];
+      if (s.empty()) continue;
+      members_[g].push_back(i);
+      min_step_[g] = std::min(min_step_[g], static_cast<double>(s.step.front()));
+      max_step_[g] = std::max(max_step_[g], static_cast<double>(s.step.back()));
+    }
+  }
+
+  int group(size_t i) const { return group_[i]; }
+  std::optional<double> rate(size_t i) const { return rate_[i]; }
+
+  // The group's smoothed loss at iteration n, averaged over the members that reached it.
+  std::optional<double> Pooled(int g, double n) const {
+    double sum = 0;
+    int count = 0;
+    for (size_t j : members_[g]) {
+      const Series& s = c_.series[j];
+      if (static_cast<double>(s.step.front()) > n || static_cast<double>(s.step.back()) < n) continue;
+      sum += s.AtStep(n);
+      ++count;
+    }
+    if (count == 0) return std::nullopt;
+    return sum / count;
+  }
+
+  // Iteration trial i will be at when its axis time reaches `budget`, or was at if it has run past
+  // it (then its own loss at the budget is measured, and it is judged on that, not on its later
+  // and lower loss).
+  std::optional<double> StepAt(size_t i, double budget) const {
+    const Series& s = c_.series[i];
+    if (!rate_[i]) return std::nullopt;
+    if (budget < s.last_t()) return Lerp(s.t, s.step, budget);
+    return static_cast<double>(s.step.back()) + *rate_[i] * (budget - s.last_t());
+  }
+
+  // How much less group a's loss has fallen than group b's, from the first iteration both
+  // logged to the furthest both reached, and that iteration: progress per iteration. Levels are
+  // not compared because first losses differ by initialisation and data order alone (up to 0.1
+  // nats on bench/data), an offset that washes out in training.
+  std::optional<std::pair<double, double>> GapPerIteration(int a, int b) const {
+    auto [it, fresh] = gaps_.try_emplace({a, b});
+    if (!fresh) return it->second;
+    double first = std::max(min_step_[a], min_step_[b]), last = std::min(max_step_[a], max_step_[b]);
+    if (!(last > first)) return std::nullopt;
+    auto a0 = Pooled(a, first), b0 = Pooled(b, first), a1 = Pooled(a, last), b1 = Pooled(b, last);
+    if (a0 && b0 && a1 && b1) it->second = std::pair{(*b0 - *b1) - (*a0 - *a1), last};
+    return it->second;
+  }
+
+  // Loss trial i will at most have at the budget, given that loss falls with iterations: what it
+  // has now, or its group's measured loss at the iteration it will reach, if measured.
+  // Cached per trial: the rule asks it of each rival for each trial it judges, always at budget_s.
+  double UpperBoundAtBudget(size_t i, double budget) const {
+    if (budget == c_.config.budget_s) {
+      if (upper_.empty()) upper_.resize(c_.trials.size());
+      if (!upper_[i]) upper_[i] = ComputeUpperBoundAtBudget(i, budget);
+      return *upper_[i];
+    }
+    return ComputeUpperBoundAtBudget(i, budget);
+  }
+  double ComputeUpperBoundAtBudget(size_t i, double budget) const {
+    const Series& s = c_.series[i];
+    double bound = s.s.back();
+    if (s.last_t() >= budget) return s.At(budget);
+    if (c_.trials[i].phase == TrialPhase::kCompleted) return bound;  // finished before the budget
+    if (auto n = StepAt(i, budget)) {
+      if (auto v = Pooled(group_[i], std::min(*n, max_step_[group_[i]]))) bound = std::min(bound, *v);
+    }
+    return bound;
+  }
+
+  // A lower bound for trial i's loss at the budget when its smoothed curve is in its convex
+  // phase: the secant slope over the last third of its iterations, no steeper than over the
+  // middle third (a warm-up plateau is concave and gets no bound), carried to the iteration the
+  // trial will reach by the budget. nullopt before six points, outside the convex phase, or when
+  // the budget lies further ahead (in iterations) than the curve has been observed.
+  std::optional<double> ConvexLowerBound(size_t i, double budget) const {
+    const Series& s = c_.series[i];
+    size_t k = s.s.size();
+    auto n = StepAt(i, budget);
+    if (k < 6 || !n) return std::nullopt;
+    size_t a = k / 3, b = 2 * k / 3;
+    auto slope = [&](size_t from, size_t to) {
+      return (s.s[to] - s.s[from]) / static_cast<double>(s.step[to] - s.step[from]);
+    };
+    if (s.step[b] <= s.step[a] || s.step[k - 1] <= s.step[b]) return std::nullopt;
+    double earlier = slope(a, b), recent = slope(b, k - 1);
+    if (recent > 0 || earlier > recent) return std::nullopt;
+    // No further ahead than it has been observed: early curves bend more than once.
+    double ahead = *n - static_cast<double>(s.step.back());
+    if (ahead > static_cast<double>(s.step.back() - s.step.front())) return std::nullopt;
+    return s.s.back() + recent * std::max(0.0, ahead);
+  }
+
+  // Loss trial i is expected to have at the budget, when its group has already been measured
+  // that far (by a faster or earlier sibling); nullopt otherwise.
+  std::optional<double> MeasuredAtBudget(size_t i, double budget) const {
+    auto n = StepAt(i, budget);
+    if (!n || *n > max_step_[group_[i]]) return std::nullopt;
+    return Pooled(group_[i], *n);
+  }
+
+ private:
+  const Context& c_;
+  std::vector<int> group_;                    // per trial
+  std::vector<std::optional<double>> rate_;   // per trial: iterations per axis second
+  std::vector<std::vector<size_t>> members_;  // per group: trials with a curve
+  std::vector<double> min_step_, max_step_;   // per group
+  mutable std::map<std::pair<int, int>, std::optional<std::pair<double, double>>> gaps_;
+  mutable std::vector<std::optional<double>> upper_;  // UpperBoundAtBudget at budget_s, per trial
+};
+
+// Rule (6) of the throughput rule (early_stop.h): the rival of trial i it is stopped for, if any.
+struct Lead {
+  size_t rival = 0;
+  double at = 0, gap = 0, margin = 0, closing = 0, projected = 0;
+};
+// Whether curve `s`'s secant slope over [b, at] is steeper (more negative) than over [a, b] by more
+// than `se` (one smoothed value's standard error, already times its quantile) explains: the slopes'
+// difference weighs s(b) by 1/(b-a) + 1/(at-b), s(a) by 1/(b-a) and s(at) by 1/(at-b).
+bool SteeperBeyondNoise(const Series& s, double se, double a, double b, double at) {
+  double early = 1 / (b - a), late = 1 / (at - b);
+  double steepening = (s.At(b) - s.At(a)) * early - (s.At(at) - s.At(b)) * late;
+  double noise = se * std::sqrt((early + late) * (early + late) + early * early + late * late);
+  return steepening > noise;
+}
+
+std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i) {
+  const Series& me = c.series[i];
+  const double budget = c.config.budget_s;
+  if (budget <= 0 || !c.LossEvident(i)) return std::nullopt;
+  std::optional<Lead> best;
+  for (size_t j = 0; j < c.trials.size(); ++j) {
+    if (j == i || !c.live[j] || !c.LossEvident(j)) continue;
+    const Series& them = c.series[j];
+    double at = std::min({me.last_t(), them.last_t(), budget});
+    double from = std::max(me.first_t(), them.first_t());
+    if (!(at > from)) continue;
+    double a = from + (at - from) / 3, b = from + 2 * (at - from) / 3;
+    // Both at the budget: the objective itself is measured, and the gap there decides; nothing is
+    // left to project, so neither the bend nor the closing pace matters.
+    bool at_budget = at >= budget;
+    // Bent: its recent slope in time no steeper than the one before, beyond what its noise explains.
+    // The difference of the two secant slopes, (s(b) - s(a)) / (b - a) - (s(at) - s(b)) / (at - b),
+    // carries the noise of three smoothed values; compared without it, a flat noisy curve looks
+    // steepening half the time, and the rule waited on it (issue 30). A real steepening (a warm-up,
+    // a cosine decay's late descent) is larger than that and still holds the rule back.
+    if (!at_budget && SteeperBeyondNoise(me, c.Se(i), a, b, at)) continue;
+    double gap = me.At(at) - them.At(at);
+    double m = c.Margin(i, j, c.config.throughput.margin);
+    if (gap <= m) continue;
+    if (at_budget) {
+      if (!best || gap > best->projected) best = Lead{j, at, gap, m, 0, gap};
+      continue;
+    }
+    double closing =
+        std::max(0.0, (me.At(b) - them.At(b)) - gap + std::sqrt(2.0) * std::hypot(c.Se(i), c.Se(j))) / (at - b);
+    double projected = gap - closing * (budget - at);
+    if (projected > m && (!best || projected > best->projected)) best = Lead{j, at, gap, m, closing, projected};
+  }
+  return best;
+}
+
+void StopForLead(Context& c, size_t i) {
+  if (!c.config.throughput.lead) return;
+  if (auto lead = LeadAtEqualTime(c, i)) {
+    std::string reason =
+        lead->at >= c.config.budget_s
+            ? fmt::format("at the budget t={}: trial {} is lower by {} (margin {})", Secs(lead->at),
+                          Name(c.trials[lead->rival]), Num(lead->gap), Num(lead->margin))
+            : fmt::format(
+                  "at t={}: trial {} is lower by {} at equal time (margin {}) and the gap, closing at most "
+                  "{} per second, is still {} at the budget",
+                  Secs(lead->at), Name(c.trials[lead->rival]), Num(lead->gap), Num(lead->margin), Num(lead->closing),
+                  Num(lead->projected));
+    c.Stop(i, "throughput", std::move(reason), lead->gap, lead->margin, 1);
+  }
+}
+
+}  // namespace
+
+void Throughput(Context& c) {
+  const ThroughputRuleConfig& cfg = c.config.throughput;
+  ThroughputModel model(c);
+  // Slowest first, so that a chain of siblings collapses onto the fastest one.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < c.trials.size(); ++i) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return model.rate(a).value_or(kInf) < model.rate(b).value_or(kInf); });
+  for (size_t i : order) {
+    if (!c.Candidate(i) || c.series[i].last_t() < cfg.grace_s) continue;
+    if (!model.rate(i)) {
+      StopForLead(c, i);  // (6) needs no rate
+      continue;
+    }
+    const Series& me = c.series[i];
+    double mine = *model.rate(i);
+    // A live sibling that is clearly faster reaches more iterations of the same curve in any time:
+    // faster by rate_margin plus noise_z standard errors of the two rates (a trial whose stalls
+    // have shown spreads its per-interval rates, and a rival measured over a short window is
+    // not trusted at all: see Evident).
+    std::optional<size_t> rival;
+    double needed = 0;
+    for (size_t j = 0; j < c.trials.size(); ++j) {
+      if (j == i || !c.live[j] || model.group(j) != model.group(i) || !model.rate(j)) continue;
+      double need = 1 + cfg.rate_margin + std::hypot(c.RateSe(i), c.RateSe(j));
+      if (*model.rate(j) >= mine * need && (!rival || *model.rate(j) > *model.rate(*rival))) rival = j, needed = need;
+    }
+    if (rival) {
+      double theirs = *model.rate(*rival);
+      c.Stop(i, "throughput",
+             fmt::format("at t={}: trial {} differs only in throughput parameters and runs {:.2f}x the "
+                         "iterations per second ({} vs {} it/s; needed {:.3f}x with the rates' noise)",
+                         Secs(me.last_t()), Name(c.trials[*rival]), theirs / mine, Num(theirs), Num(mine), needed),
+             mine, theirs, 1);
+      continue;
+    }
+    // Another configuration is only ever a reason to stop this one when it is lower *now, at
+    // equal time*, by more than the two curves' noise: progress per iteration and projections
+    // to the budget say how far ahead it will stay, not that it is ahead (a faster trial of
+    // another model can descend less per iteration and end higher).
+    // Equal time: the later of the two curves' ends is cut to the earlier one's.
+    auto lower_now = [&](size_t j, double floor) -> std::optional<double> {
+      const Series& them = c.series[j];
+      if (!c.Evident(j)) return std::nullopt;
+      double at = std::min(me.last_t(), them.last_t());
+      if (!me.Reached(at) || !them.Reached(at)) return std::nullopt;
+      double m = c.Margin(i, j, floor);
+      if (them.At(at) < me.At(at) - m) return m;
+      return std::nullopt;
+    };
+    // Another group's trial, compared on progress per iteration (how much the loss fell since
+    // the first iteration both logged; see GapPerIteration) and on speed. One that is much faster
+    // and has progressed no worse, or is no slower and has progressed clearly better, is expected
+    // to end lower: the iterations this trial lacks, or its deficit per iteration, would have to
+    // reverse by more than the margin before the budget.
+    std::optional<size_t> rival_group;
+    std::pair<double, double> gap;
+    double gap_margin = 0;
+    for (size_t j = 0; j < c.trials.size(); ++j) {
+      if (j == i || !c.live[j] || model.group(j) == model.group(i) || !model.rate(j)) continue;
+      double speedup = *model.rate(j) / mine;
+      if (speedup < 1) continue;
+      auto g = model.GapPerIteration(model.group(i), model.group(j));
+      if (!g) continue;
+      auto m = lower_now(j, cfg.margin);
+      if (!m) continue;
+      // Progress is a difference of differences: its first values are single raw points (the
+      // smoothing has nothing to average yet), so its noise is the raw noise of both curves at
+      // the start plus the smoothed noise at the end.
+      double progress_margin = std::max(cfg.margin, std::sqrt(c.Noise(i) * c.Noise(i) + c.Noise(j) * c.Noise(j) +
+                                                              c.Se(i) * c.Se(i) + c.Se(j) * c.Se(j)));
+      bool much_faster = cfg.rival_speedup > 0 && speedup >= cfg.rival_speedup && g->first >= -progress_margin;
+      bool better = g->first > progress_margin;
+      if ((much_faster || better) && (!rival_group || *model.rate(j) > *model.rate(*rival_group))) {
+        rival_group = j, gap = *g, gap_margin = *m;
+      }
+    }
+    if (rival_group) {
+      double theirs = *model.rate(*rival_group);
+      c.Stop(i, "throughput",
+             fmt::format("at t={}: trial {} is lower by more than the margin {} at equal time, runs {:.2f}x the "
+                         "iterations per second ({} vs {} it/s) and improved {:.4g} more by iteration {:.0f}",
+                         Secs(me.last_t()), Name(c.trials[*rival_group]), Num(gap_margin), theirs / mine, Num(theirs),
+                         Num(mine), gap.first, gap.second),
+             gap.first, gap.first > gap_margin ? gap_margin : -gap_margin, 1);
+      continue;
+    }
+    // Across groups: only with a measured prediction for this trial, against the upper bounds of
+    // rivals that are lower at equal time already.
+    if (c.config.budget_s <= 0) continue;
+    std::optional<size_t> best;
+    double best_bound = kInf, best_margin = 0;
+    for (size_t j = 0; j < c.trials.size(); ++j) {
+      if (j == i || !c.live[j] || c.series[j].empty()) continue;
+      auto m = lower_now(j, cfg.margin);
+      if (!m) continue;
+      double bound = model.UpperBoundAtBudget(j, c.config.budget_s);
+      if (bound + *m < best_bound + best_margin || !best) best_bound = bound, best_margin = *m, best = j;
+    }
+    if (!best) continue;
+    if (auto predicted = model.MeasuredAtBudget(i, c.config.budget_s);
+        predicted && *predicted > best_bound + best_margin) {
+      c.Stop(i, "throughput",
+             fmt::format("at t={}: predicted value at the budget {} (its group's at iteration {:.0f}) is worse than "
+                         "{} that trial {}, already better at equal time, will at most have, by more than {}",
+                         Secs(me.last_t()), Num(c.User(*predicted)), *model.StepAt(i, c.config.budget_s),
+                         Num(c.User(best_bound)), Name(c.trials[*best]), Num(best_margin)),
+             c.User(*predicted), c.User(best_bound), 1);
+      continue;
+    }
+    // (5) Its own descent continued in a straight line to the budget: once a curve bends (its
+    // recent slope per iteration no steeper than the one before), a loss that is convex in the
+    // iteration lies above that line, so the line is a lower bound for the loss at the budget.
+    if (cfg.extrapolate) {
+      if (auto bound = model.ConvexLowerBound(i, c.config.budget_s); bound && *bound > best_bound + best_margin) {
+        c.Stop(i, "throughput",
+               fmt::format("at t={}: even its recent descent continued in a straight line to iteration {:.0f} "
+                           "ends at {}, worse than {} that trial {}, already better at equal time, will at most have "
+                           "at the budget, by more than {}",
+                           Secs(me.last_t()), *model.StepAt(i, c.config.budget_s), Num(c.User(*bound)),
+                           Num(c.User(best_bound)), Name(c.trials[*best]), Num(best_margin)),
+               c.User(*bound), c.User(best_bound), 1);
+        continue;
+      }
+    }
+    // (6) A rival lower at equal time that this trial is not catching up with fast enough: its
+    // own curve has bent (so it will not suddenly descend faster), and the gap, closing at most
+    // at its recent rate (plus the noise of that rate), is still above the margin at the budget.
+    StopForLead(c, i);
+  }
+}
+
+}  // namespace sweep::stopping
