@@ -76,7 +76,10 @@
 // only a bound, and only once the curve has bent. For (6), replayed on the bench (issue 30): the gap's
 // closing carried linearly in log time (a power law's gap closes ever slower there) cost less but
 // underestimates a gap that closes at a steady pace; a straight line of the trial's own recent descent
-// against a rival's measured loss at the budget lost the best trial one after another.
+// against a rival's measured loss at the budget lost the best trial one after another. A power law fitted
+// to a bent curve predicts no lower than that line, so it was not built; and with nothing projected at all
+// (stopping_bench's bound row) the studies that still spend most would cost about as much: their trials stay
+// within the noise of the best, or steepen (bench/README.md).
 //
 // Lower is better everywhere (a loss), unless StoppingConfig::maximize. Not thread-safe; no shared state, so one per
 // thread is fine. Module stopping/ (namespace sweep::stopping): early-stopping rules; uses base/ only. This is its
