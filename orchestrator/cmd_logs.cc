@@ -11,22 +11,6 @@
 #include "orchestrator/commands.h"
 
 namespace sweep::cli {
-namespace {
-
-// A trial is named by its key or a beginning of it ("t-e23a"), so a mistyped name is compared with
-// the keys' beginnings of its length too: 't-e23x' is one edit from 't-e23a4b5c6d7e', not eight.
-std::string DidYouMeanTrial(std::string_view name, const std::vector<std::string_view>& keys) {
-  if (std::string whole = DidYouMean(name, keys); !whole.empty()) return whole;
-  std::vector<std::string_view> heads;
-  for (std::string_view k : keys) heads.push_back(k.substr(0, name.size()));
-  std::string_view best = ClosestWord(name, heads);
-  if (best.empty()) return "";
-  size_t i = std::find(heads.begin(), heads.end(), best) - heads.begin();
-  return fmt::format(" (did you mean '{}'?)", keys[i]);
-}
-
-}  // namespace
-
 void AddLogsFlags(CLI::App* sub, App& app, LogsFlags& flags) {
   AddStudyArgument(sub, app);
   sub->add_option("trial", flags.trial_name, "Trial key (t-...), a unique beginning of it, or its id")->required();

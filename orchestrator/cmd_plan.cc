@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "orchestrator/cockpit.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/phases.h"
+#include "orchestrator/study_files.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/report_files.h"
 #include "orchestrator/study_trials.h"
@@ -162,7 +164,7 @@ Status PlanTpe(App& app, const PlanFlags& flags) {
     auto doc = PlanJson(app, {}, refused);
     if (!doc.ok()) return doc.status();
     (*doc)["sampler"] = "tpe";
-    (*doc)["region"] = TpeRegionJson(*region);
+    (*doc)["region"] = TpeRegionJson(app.study, *region);
     (*doc)["trials"] = trials;
     (*doc)["counts"] = counts;
     std::cout << DumpJson(*doc);
@@ -176,15 +178,95 @@ Status PlanTpe(App& app, const PlanFlags& flags) {
   return refusal();
 }
 
+// The trials `plan --script` knows: a grid's or random study's every trial, a tpe study's first
+// proposals and those it proposed so far (stored).
+Result<std::vector<TrialSpec>> ScriptableTrials(App& app, const std::vector<store::TrialRecord>& stored) {
+  const Study& study = app.study;
+  if (study.sampler != "tpe") return ExpandStudy(study);
+  auto specs = FirstTpeProposals(study);
+  if (!specs.ok()) return specs.status();
+  auto checker = ConstraintChecker::Make(study);
+  if (!checker.ok()) return checker.status();
+  for (const auto& t : stored) {
+    auto x = PointOf(study, t.params_json);
+    if (!x) continue;
+    auto spec = checker->Check(ParamsOf(study, *x));
+    if (!spec.ok()) return spec.status();
+    bool listed = std::any_of(specs->begin(), specs->end(), [&](const TrialSpec& l) { return l.key == spec->key; });
+    if (spec->key == t.trial_key && !listed) specs->push_back(std::move(*spec));
+  }
+  return specs;
+}
+
+// `plan --script TRIAL`: the trial's script for its next attempt, rendered as `run` submits a trial
+// that goes alone (not as a job array's task): the same functions (trial_script.h), the same files.
+Status PrintTrialScript(App& app, const std::string& name) {
+  const Study& study = app.study;
+  std::vector<store::TrialRecord> stored;
+  if (std::filesystem::exists(study.database) && app.OpenStore(true).ok()) {
+    if (auto rec = app.store->GetStudy(study.name); rec.ok()) {
+      auto trials = app.store->ListTrials(rec->id);
+      if (!trials.ok()) return trials.status();
+      stored = std::move(*trials);
+    }
+  }
+  auto specs = ScriptableTrials(app, stored);
+  if (!specs.ok()) return specs.status();
+  std::vector<const TrialSpec*> matches;
+  std::vector<std::string_view> keys;
+  for (const TrialSpec& t : *specs) {
+    keys.push_back(t.key);
+    if (t.key == name) {
+      matches = {&t};
+      break;
+    }
+    if (t.key.starts_with(name)) matches.push_back(&t);
+  }
+  if (matches.empty()) {
+    return Status::NotFound(fmt::format("{}: no trial '{}'{} (`slurmsweep plan {}` lists them{})", study.path,
+                                        TerminalSafe(name), DidYouMeanTrial(name, keys), app.study_path,
+                                        study.sampler == "tpe" ? ": a tpe study's first proposals" : ""));
+  }
+  if (matches.size() > 1) {
+    return Status::InvalidArgument(fmt::format("'{}' is the beginning of {} trial keys ({}, {}, ...): give more of it",
+                                               TerminalSafe(name), matches.size(), matches[0]->key, matches[1]->key));
+  }
+  const TrialSpec& spec = *matches[0];
+  if (!spec.dropped_reason.empty()) {
+    return Status::InvalidArgument(fmt::format("trial {} is dropped ({}): `run` submits no script for it", spec.key,
+                                               TerminalSafe(spec.dropped_reason)));
+  }
+  store::TrialRecord trial;
+  trial.trial_key = spec.key;
+  trial.params_json = spec.params_json;
+  for (const auto& t : stored) {
+    if (t.trial_key == spec.key) trial = t;
+  }
+  StudyFiles files = FilesOf(study.cluster.workdir, study.name, stored);
+  trial.attempt += 1;
+  trial.log_path = files.TrialLog(trial.trial_key, trial.attempt);
+  auto body = RenderTrialBody(study, spec, trial, files.TrialDir(trial.trial_key));
+  if (!body.ok()) return body.status().WithContext(fmt::format("trial {}: `run` would refuse it", spec.key));
+  auto script = AddTrialHeader(study, trial, *body);
+  if (!script.ok()) return script.status().WithContext(fmt::format("trial {}: `run` would refuse it", spec.key));
+  std::cout << *script;
+  return Status::OK();
+}
+
 }  // namespace
 
 void AddPlanFlags(CLI::App* sub, App& app, PlanFlags& flags) {
   AddStudyArgument(sub, app);
   sub->add_flag("--json", flags.json, "Print JSON (schema version 1, see README)");
+  sub->add_option("--script", flags.script_trial,
+                  "Print trial TRIAL's sbatch script (its key or a unique beginning of it, as plan lists it) "
+                  "exactly as run would submit it for its next attempt, and nothing else")
+      ->type_name("TRIAL");
 }
 
 Status CmdPlan(App& app, PlanFlags& flags) {
   SWEEP_RETURN_IF_ERROR(app.LoadStudyFile());
+  if (!flags.script_trial.empty()) return PrintTrialScript(app, flags.script_trial);
   if (app.study.sampler == "tpe") return PlanTpe(app, flags);
   // What `run` would refuse before submitting anything: trials whose values their template
   // cannot carry.

@@ -1,9 +1,14 @@
 // The command line's shared context (commands.h): loading the study file, opening the store and
 // the transport, and the study positional most commands take.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <sys/ioctl.h>
 #include <unistd.h>
+
+#include <algorithm>
+
+#include "base/text.h"
 
 #include "orchestrator/commands.h"
 #include "orchestrator/connect.h"
@@ -44,6 +49,18 @@ Status App::Connect() {
 
 void AddStudyArgument(CLI::App* sub, App& app) {
   sub->add_option("study", app.study_path, "Study file (TOML)")->required()->check(CLI::ExistingFile);
+}
+
+// A mistyped name is compared with the keys' beginnings of its length too: 't-e23x' is one edit
+// from 't-e23a4b5c6d7e', not eight.
+std::string DidYouMeanTrial(std::string_view name, const std::vector<std::string_view>& keys) {
+  if (std::string whole = DidYouMean(name, keys); !whole.empty()) return whole;
+  std::vector<std::string_view> heads;
+  for (std::string_view k : keys) heads.push_back(k.substr(0, name.size()));
+  std::string_view best = ClosestWord(name, heads);
+  if (best.empty()) return "";
+  size_t i = std::find(heads.begin(), heads.end(), best) - heads.begin();
+  return fmt::format(" (did you mean '{}'?)", keys[i]);
 }
 
 int TerminalWidth() {

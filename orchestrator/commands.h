@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/clock.h"
@@ -107,6 +108,7 @@ Status CmdCancel(App& app, CancelFlags& flags);
 // cmd_plan.cc
 struct PlanFlags {
   bool json = false;
+  std::string script_trial;  // --script TRIAL
 };
 void AddPlanFlags(CLI::App* sub, App& app, PlanFlags& flags);
 Status CmdPlan(App& app, PlanFlags& flags);
@@ -144,6 +146,9 @@ struct MetricsFlags {
 };
 void AddMetricsFlags(CLI::App* sub, App& app, MetricsFlags& flags);
 Status CmdMetrics(App& app, MetricsFlags& flags);
+
+// " (did you mean 'KEY'?)" for a trial named by its key or a beginning of it ("t-e23a"), or "".
+std::string DidYouMeanTrial(std::string_view name, const std::vector<std::string_view>& keys);
 
 // The positional every command but metrics and compare takes.
 void AddStudyArgument(CLI::App* sub, App& app);

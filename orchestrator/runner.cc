@@ -102,11 +102,9 @@ void Runner::Event(std::optional<int64_t> trial_id, const std::string& kind, con
   if (on_event_) on_event_(trial_id, kind, message);
 }
 
-std::string Runner::JobName(const std::string& trial_key) const { return "ss-" + study_.name + "-" + trial_key; }
+std::string Runner::JobName(const std::string& trial_key) const { return TrialJobName(study_, trial_key); }
 
-std::string Runner::CommentTag(const store::TrialRecord& t) const {
-  return fmt::format("slurmsweep:study={}:trial={}:attempt={}", study_.name, t.trial_key, t.attempt);
-}
+std::string Runner::CommentTag(const store::TrialRecord& t) const { return TrialCommentTag(study_, t); }
 
 std::string Runner::ArrayTag(const std::string& array_name) const {
   return fmt::format("slurmsweep:study={}:array={}", study_.name, array_name);
@@ -218,9 +216,7 @@ Status Runner::Prepare() {
 Result<std::string> Runner::RenderBody(const store::TrialRecord& t) {
   auto spec = specs_.find(t.trial_key);
   if (spec == specs_.end()) return Status::Internal("trial " + t.trial_key + " is not in this study file");
-  return slurm::RenderTemplate(
-      study_.job.template_text, study_.job.template_path,
-      TrialTemplateVars(study_, spec->second, t.attempt, t.log_path, files_.TrialDir(t.trial_key)), TextNames(study_));
+  return RenderTrialBody(study_, spec->second, t, files_.TrialDir(t.trial_key));
 }
 
 Result<std::optional<std::vector<std::string>>> Runner::NextDirectives(const store::TrialRecord& t) {
@@ -243,33 +239,10 @@ Result<std::optional<std::vector<std::string>>> Runner::NextDirectives(const sto
   return std::optional<std::vector<std::string>>(std::move(directives));
 }
 
-slurm::SbatchHeader Runner::Header() const {
-  slurm::SbatchHeader h;
-  h.workdir = study_.cluster.workdir;
-  h.partition = study_.cluster.partition;
-  h.account = study_.cluster.account;
-  h.qos = study_.cluster.qos;
-  h.nodes = study_.job.nodes;
-  h.gpus_per_node = study_.job.gpus_per_node;
-  h.cpus_per_task = study_.job.cpus_per_task;
-  h.mem = study_.job.mem;
-  h.time_limit = study_.job.time_limit;
-  return h;
-}
+slurm::SbatchHeader Runner::Header() const { return StudyHeader(study_); }
 
 Result<std::string> Runner::RenderScript(const store::TrialRecord& t, std::string_view body) {
-  slurm::SbatchHeader h = Header();
-  h.job_name = JobName(t.trial_key);
-  h.output = t.log_path;
-  h.comment = CommentTag(t);
-  auto script = slurm::AddSbatchHeader(body, h);
-  if (!script.ok()) return script.status();
-  // The sampler first: the start mark, inserted at the same place, then goes before it.
-  if (study_.job.monitor)
-    *script = slurm::WithTelemetrySampler(*script, TelemetryPath(t), study_.job.monitor_interval_s);
-  // Each run of the job leaves a start mark beside its log: it finds a job Slurm has purged
-  // (Reconcile) and tells one run from the next when Slurm requeues it (HandleRestarts).
-  return WithStartMark(*script, MarksPath(t.log_path), {study_.name, t.trial_key, t.attempt});
+  return AddTrialHeader(study_, t, body);
 }
 
 // A crash between recording the intent and storing the job id leaves trials "submitting".
@@ -1060,24 +1033,10 @@ Status Runner::PlanProposed(const std::vector<TrialSpec>& specs) {
 }
 
 bool Runner::TpeFeasible(const TrialSpec& spec, const std::vector<const TrialSpec*>& ooms) {
-  if (!spec.dropped_reason.empty()) return false;
   for (const TrialSpec* oom : ooms) {
     if (DominatedByOom(spec, *oom)) return false;
   }
-  if (!study_.job.vars.count("model")) return true;
-  // The planner's verdict, as Prepare applies it to a grid: parallelism rules always, the memory
-  // plan unless --submit-predicted-oom.
-  auto plan = PlanTrials(study_, {spec});
-  if (!plan.ok() || plan->rows.size() != 1) return false;
-  auto verdict = plan->rows.front().verdict;
-  if (verdict == PlanRow::Verdict::kRule || verdict == PlanRow::Verdict::kConstraint) return false;
-  if (verdict == PlanRow::Verdict::kOom && !submit_predicted_oom_) return false;
-  if (plan->rows.front().memory && headroom_bytes_ > plan->headroom_gib * kGiB) {
-    // The plan's headroom, grown by what finished trials measured (CalibrateMemory).
-    double need = plan->rows.front().memory->Peak().Total() + headroom_bytes_;
-    if (need > plan->gpu_mem_gib * kGiB && !submit_predicted_oom_) return false;
-  }
-  return true;
+  return TpeAllows(study_, spec, submit_predicted_oom_, headroom_bytes_);
 }
 
 Status Runner::ProposeTrials(std::vector<store::TrialRecord>& trials, int free_slots) {
@@ -1108,12 +1067,7 @@ Status Runner::ProposeTrials(std::vector<store::TrialRecord>& trials, int free_s
     }
     return TpeFeasible(*spec, ooms);
   };
-  sampler::Options options;
-  options.seed = study_.seed;
-  // Optuna's ten random trials first, fewer in a small budget so the model gets its turn.
-  options.startup = std::clamp(study_.trials / 4, 2, 10);
-  auto space = SamplerSpace(study_);
-  auto points = sampler::Propose(space, history, k, options, feasible);
+  auto points = sampler::Propose(SamplerSpace(study_), history, k, TpeOptions(study_), feasible);
   SWEEP_RETURN_IF_ERROR(error);
   if (static_cast<int>(points.size()) < k) {
     tpe_exhausted_ = true;

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+#include <string_view>
+#include <utility>
 #include <nlohmann/json.hpp>
 
 #include "base/terminal.h"
@@ -153,12 +156,100 @@ Result<std::vector<sampler::Observation>> WarmStartObservations(const Study& stu
 
 namespace {
 
-// The region is listed up to this many combinations (the plan table is a line each).
+// The region is planned up to this many combinations (plan --json lists each).
 constexpr double kMaxListed = 10000;
+// The text shows a list's first values and the most frequent reasons a combination may not be proposed.
+constexpr size_t kValuesShown = 10;
+constexpr size_t kReasonsShown = 6;
 
 bool IsFloatRange(const ParamSpec& p) { return p.choices.empty() && !p.integer; }
 
+// The combinations of a region that may not be proposed, by reason, most frequent first: each
+// constraint, the parallelism rules and the memory plan (one group each, with an example: their
+// reasons carry each combination's numbers).
+struct RefusalGroup {
+  std::string verdict;  // as plan --json's: "dropped", "rule" or "oom"
+  std::string reason;
+  std::string example;
+  int n = 0;
+};
+std::vector<RefusalGroup> NotProposable(const TpeRegion& region) {
+  std::map<std::string, RefusalGroup> groups;
+  for (const PlanVerdict& v : PlanVerdicts(region.rows, region.plan ? &*region.plan : nullptr)) {
+    std::string_view verdict = v.verdict;
+    if (verdict == "run") continue;
+    std::string reason = verdict == "oom"    ? std::string("predicted out of memory")
+                         : verdict == "rule" ? std::string("break a parallelism rule")
+                                             : v.reason;
+    RefusalGroup& g = groups[reason];
+    if (g.n++ > 0) continue;
+    g.verdict = verdict;
+    g.reason = reason;
+    if (verdict != "dropped") g.example = v.reason;
+  }
+  std::vector<RefusalGroup> out;
+  for (auto& [reason, g] : groups) out.push_back(std::move(g));
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.n > b.n; });
+  return out;
+}
+
 }  // namespace
+
+sampler::Options TpeOptions(const Study& study) {
+  sampler::Options options;
+  options.seed = study.seed;
+  options.startup = std::clamp(study.trials / 4, 2, 10);
+  return options;
+}
+
+bool TpeAllows(const Study& study, const TrialSpec& spec, bool submit_predicted_oom, double headroom_bytes) {
+  if (!spec.dropped_reason.empty()) return false;
+  if (!study.job.vars.count("model")) return true;
+  // The planner's verdict, as Prepare applies it to a grid: parallelism rules always, the memory
+  // plan unless --submit-predicted-oom.
+  auto plan = PlanTrials(study, {spec});
+  if (!plan.ok() || plan->rows.size() != 1) return false;
+  auto verdict = plan->rows.front().verdict;
+  if (verdict == PlanRow::Verdict::kRule || verdict == PlanRow::Verdict::kConstraint) return false;
+  if (verdict == PlanRow::Verdict::kOom && !submit_predicted_oom) return false;
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  if (plan->rows.front().memory && headroom_bytes > plan->headroom_gib * kGiB) {
+    // The plan's headroom, grown by what finished trials measured (CalibrateMemory).
+    double need = plan->rows.front().memory->Peak().Total() + headroom_bytes;
+    if (need > plan->gpu_mem_gib * kGiB && !submit_predicted_oom) return false;
+  }
+  return true;
+}
+
+Result<std::vector<TrialSpec>> FirstTpeProposals(const Study& study) {
+  auto warm = WarmStartObservations(study);
+  if (!warm.ok()) return warm.status();
+  auto checker = ConstraintChecker::Make(study);
+  if (!checker.ok()) return checker.status();
+  sampler::Options options = TpeOptions(study);
+  // The first tick proposes one batch of max_concurrent before any trial ends; without a warm
+  // start the model takes over only after `startup` trials, however their results came in.
+  int k = std::min(study.cluster.max_concurrent, study.trials);
+  if (warm->empty()) k = std::max(k, std::min(options.startup, study.trials));
+  Status error;
+  auto feasible = [&](const sampler::Point& x) {
+    auto spec = checker->Check(ParamsOf(study, x));
+    if (!spec.ok()) {
+      if (error.ok()) error = spec.status();
+      return false;
+    }
+    return TpeAllows(study, *spec, false, 0);
+  };
+  auto points = sampler::Propose(SamplerSpace(study), *warm, k, options, feasible);
+  SWEEP_RETURN_IF_ERROR(error);
+  std::vector<TrialSpec> specs;
+  for (const auto& x : points) {
+    auto spec = checker->Check(ParamsOf(study, x));
+    if (!spec.ok()) return spec.status();
+    specs.push_back(std::move(*spec));
+  }
+  return specs;
+}
 
 int TpeRegion::Proposable() const {
   if (plan) return plan->Count(PlanRow::Verdict::kFits);
@@ -194,6 +285,9 @@ Result<TpeRegion> PlanTpeRegion(const Study& study) {
       knobs.constraints.push_back(c);
     }
   }
+  auto first = FirstTpeProposals(study);
+  if (!first.ok()) return first.status();
+  region.first = std::move(*first);
   if (region.combinations > kMaxListed) return region;
   for (ParamSpec& p : knobs.space) {
     if (!p.choices.empty()) continue;
@@ -212,54 +306,80 @@ Result<TpeRegion> PlanTpeRegion(const Study& study) {
 }
 
 std::string RenderTpeRegion(const Study& study, const TpeRegion& region) {
-  std::vector<std::string> names;
+  std::string out = "sampler = \"tpe\": trials are proposed as results come in, from this region:\n";
+  size_t width = 0;
+  for (const ParamSpec& p : study.space) width = std::max(width, p.name.size());
   for (const ParamSpec& p : study.space) {
-    if (!IsFloatRange(p)) names.push_back(p.name);
-  }
-  std::string out;
-  if (region.plan) {
-    out += RenderPlan(*region.plan, names);
-  } else {
-    for (const TrialSpec& t : region.rows) {
-      std::string params;
-      for (const auto& [name, value] : t.params) {
-        params += fmt::format("{}{}={}", params.empty() ? "" : " ", name, TerminalSafe(ParamToString(value)));
+    std::string what;
+    if (!p.choices.empty()) {
+      std::string values;
+      for (size_t i = 0; i < p.choices.size() && i < kValuesShown; ++i) {
+        values += fmt::format("{}{}", i ? ", " : "", TerminalSafe(ParamToString(p.choices[i])));
       }
-      out += fmt::format("{:<6} {:<9} {}{}\n", t.key, t.dropped_reason.empty() ? "may run" : "dropped", params,
-                         t.dropped_reason.empty() ? "" : "  [" + TerminalSafe(t.dropped_reason) + "]");
+      if (p.choices.size() > kValuesShown) values += fmt::format(", ... ({} values)", p.choices.size());
+      what = (p.choices.size() == 1 ? "value " : "values ") + values;
+    } else if (p.integer) {
+      what = fmt::format("integers {:g} to {:g}{}", std::ceil(*p.min), std::floor(*p.max), p.log ? ", log scale" : "");
+    } else {
+      what =
+          fmt::format("floats in [{:g}, {:g}]{}, drawn within each combination", *p.min, *p.max, p.log ? " (log)" : "");
     }
+    out += fmt::format("  {:<{}}  {}\n", TerminalSafe(p.name), width, what);
   }
-  std::string what =
+  std::string checks =
       study.job.vars.count("model") ? "constraints, parallelism rules and the memory plan" : "constraints";
   if (region.rows.empty()) {
     out += fmt::format(
-        "sampler = \"tpe\": trials are proposed as results come in; its lists and integer ranges form {:.3g} "
-        "combinations, too many to list here, so {} are checked on each proposal\n",
-        region.combinations, what);
+        "its lists and integer ranges form {:.3g} combinations, too many to list here, so {} are checked on each "
+        "proposal\n",
+        region.combinations, checks);
   } else {
+    int may = region.Proposable();
+    int may_not = static_cast<int>(region.rows.size()) - may;
     out += fmt::format(
-        "sampler = \"tpe\": trials are proposed as results come in; the {} rows above are the combinations of its "
-        "lists and integer ranges, not trials: {} of them pass {} and may be proposed{}\n",
-        region.rows.size(), region.Proposable(), what,
-        region.Proposable() == 0 ? " (none: `run` would end at once, proposing nothing)" : "");
-  }
-  if (!region.floats.empty()) {
-    std::string ranges;
-    for (const ParamSpec* p : region.floats) {
-      ranges += fmt::format("{}{} in [{:g}, {:g}]{}", ranges.empty() ? "" : ", ", p->name, *p->min, *p->max,
-                            p->log ? " (log)" : "");
+        "its lists and integer ranges form {} combinations: {} of them pass {} and may be proposed{}{}\n",
+        region.rows.size(), may, checks, may == 0 ? " (none: `run` would end at once, proposing nothing)" : "",
+        may_not > 0 ? fmt::format("; {} may not:", may_not) : "");
+    std::vector<RefusalGroup> reasons = NotProposable(region);
+    int rest = 0;
+    for (size_t i = 0; i < reasons.size(); ++i) {
+      const RefusalGroup& g = reasons[i];
+      if (i >= kReasonsShown) {
+        rest += g.n;
+        continue;
+      }
+      out += fmt::format("  {:>6} {}{}\n", g.n, TerminalSafe(g.reason),
+                         g.example.empty() ? "" : ", e.g. " + TerminalSafe(g.example));
     }
-    out += fmt::format("drawn within each combination: {}\n", ranges);
+    if (rest > 0) {
+      out += fmt::format("  {:>6} for {} other reasons (plan --json lists every combination)\n", rest,
+                         reasons.size() - kReasonsShown);
+    }
   }
   for (const Constraint* c : region.per_proposal) {
     out += fmt::format("checked on each proposal (names a float range): constraint '{}' ({}:{})\n",
                        TerminalSafe(c->expr), study.path, c->line);
   }
+  if (region.plan) {
+    out += fmt::format("memory plan: model {}, {} GPUs of {:g} GiB each\n", TerminalSafe(region.plan->model.name),
+                       region.plan->world, region.plan->gpu_mem_gib);
+  }
+  if (!region.first.empty()) {
+    out += fmt::format("the first {} proposals `run` makes (seed {}), drawn before any result can change them:\n",
+                       region.first.size(), study.seed);
+    for (const TrialSpec& t : region.first) {
+      std::string params;
+      for (const auto& [name, value] : t.params) {
+        params += fmt::format("{}{}={}", params.empty() ? "" : " ", name, TerminalSafe(ParamToString(value)));
+      }
+      out += fmt::format("  {:<16} {}\n", t.key, params);
+    }
+  }
   out += fmt::format("budget: {} trials (seed {}); nothing was submitted\n", study.trials, study.seed);
   return out;
 }
 
-nlohmann::json TpeRegionJson(const TpeRegion& region) {
+nlohmann::json TpeRegionJson(const Study& study, const TpeRegion& region) {
   nlohmann::json rows = nlohmann::json::array();
   auto add = [&](const TrialSpec& t, const char* verdict, const std::string& reason, std::optional<double> gib) {
     nlohmann::json params = nlohmann::json::object();
@@ -281,8 +401,40 @@ nlohmann::json TpeRegionJson(const TpeRegion& region) {
   for (const Constraint* c : region.per_proposal) per_proposal.push_back(c->expr);
   nlohmann::json combinations = region.combinations;
   if (region.combinations < 0x1p53) combinations = static_cast<int64_t>(region.combinations);
+  // The summary plan's text shows: each parameter, the first proposals, and the combinations that may
+  // not be proposed counted by verdict and reason.
+  nlohmann::json parameters = nlohmann::json::array();
+  for (const ParamSpec& p : study.space) {
+    nlohmann::json param = {{"name", p.name}};
+    if (!p.choices.empty()) {
+      param["kind"] = "values";
+      param["values"] = nlohmann::json::array();
+      for (const ParamValue& v : p.choices) std::visit([&](const auto& x) { param["values"].push_back(x); }, v);
+    } else {
+      param["kind"] = p.integer ? "integers" : "floats";
+      param["min"] = *p.min;
+      param["max"] = *p.max;
+      param["log"] = p.log;
+    }
+    parameters.push_back(std::move(param));
+  }
+  nlohmann::json first = nlohmann::json::array();
+  for (const TrialSpec& t : region.first) {
+    nlohmann::json params = nlohmann::json::object();
+    for (const auto& [name, value] : t.params) {
+      std::visit([&](const auto& v) { params[name] = v; }, value);
+    }
+    first.push_back({{"key", t.key}, {"params", params}});
+  }
+  nlohmann::json not_proposable = nlohmann::json::array();
+  for (const RefusalGroup& g : NotProposable(region)) {
+    not_proposable.push_back({{"verdict", g.verdict}, {"reason", g.reason}, {"example", g.example}, {"count", g.n}});
+  }
   return {{"combinations", combinations},
           {"listed", !region.rows.empty()},
+          {"parameters", parameters},
+          {"first_proposals", first},
+          {"not_proposable", not_proposable},
           {"proposable", region.rows.empty() ? nlohmann::json() : nlohmann::json(region.Proposable())},
           {"configurations", rows},
           {"floats", floats},

@@ -34,6 +34,20 @@ Result<std::optional<sampler::Observation>> ObserveTrial(store::Store& store, co
 // are a point of this study's space, as observations of source 1. Errors name the seed_from line.
 Result<std::vector<sampler::Observation>> WarmStartObservations(const Study& study);
 
+// The sampler's settings as `run` proposes with them: the study's [search] seed, and Optuna's ten
+// random trials first, fewer in a small budget so the model gets its turn.
+sampler::Options TpeOptions(const Study& study);
+// Whether the sampler may propose `spec` by the study alone: not dropped by a constraint and, with a
+// model, the planner's parallelism rules and (unless `submit_predicted_oom`) its memory verdict, the
+// headroom grown to `headroom_bytes` when ended trials measured more (at most the plan's: as planned).
+// What ended trials' CUDA OOMs rule out is the caller's (DominatedByOom).
+bool TpeAllows(const Study& study, const TrialSpec& spec, bool submit_predicted_oom, double headroom_bytes);
+// The first proposals of a fresh `run`, as it makes them (TpeOptions, the warm start, TpeAllows
+// without --submit-predicted-oom): those no result can change, that is the random start-up and the
+// first tick's batch of max_concurrent. A CUDA OOM or a measured memory peak among them can still rule
+// out a later one, as it would in `run`.
+Result<std::vector<TrialSpec>> FirstTpeProposals(const Study& study);
+
 // `slurmsweep plan` for a tpe study. Its trials are proposed as results come in, so what can be
 // checked up front is the region proposals are drawn from: every combination of the space's lists
 // and integer ranges (the knobs constraints, parallelism rules and the memory plan read), each
@@ -45,12 +59,14 @@ struct TpeRegion {
   std::optional<Plan> plan;              // the memory plan of `rows` (a study with a model)
   std::vector<const ParamSpec*> floats;  // drawn within every combination
   std::vector<const Constraint*> per_proposal;
-  int Proposable() const;  // rows that may be proposed
+  std::vector<TrialSpec> first;  // FirstTpeProposals
+  int Proposable() const;        // rows that may be proposed
 };
 Result<TpeRegion> PlanTpeRegion(const Study& study);
-// The region as text: the plan's table (or one line per combination without a model) and what it means.
+// The region as text, in a bounded number of lines: each parameter's values or range, how many
+// combinations may be proposed and, by reason, how many may not, and the first proposals.
 std::string RenderTpeRegion(const Study& study, const TpeRegion& region);
-// `plan --json`'s "region" member.
-nlohmann::json TpeRegionJson(const TpeRegion& region);
+// `plan --json`'s "region" member: every combination with its verdict, and the summary the text shows.
+nlohmann::json TpeRegionJson(const Study& study, const TpeRegion& region);
 
 }  // namespace sweep

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/telemetry.h"
+#include "orchestrator/job_marks.h"
 #include "orchestrator/study_files.h"
 #include "slurm/sbatch_script.h"
 #include "slurm/telemetry_script.h"
@@ -108,6 +110,52 @@ std::map<std::string, std::string> RenderRefusals(const Study& study, const std:
     if (!r.ok()) out[spec.key] = r.status().message();
   }
   return out;
+}
+
+std::string TrialJobName(const Study& study, const std::string& trial_key) {
+  return "ss-" + study.name + "-" + trial_key;
+}
+
+std::string TrialCommentTag(const Study& study, const store::TrialRecord& trial) {
+  return fmt::format("slurmsweep:study={}:trial={}:attempt={}", study.name, trial.trial_key, trial.attempt);
+}
+
+slurm::SbatchHeader StudyHeader(const Study& study) {
+  slurm::SbatchHeader h;
+  h.workdir = study.cluster.workdir;
+  h.partition = study.cluster.partition;
+  h.account = study.cluster.account;
+  h.qos = study.cluster.qos;
+  h.nodes = study.job.nodes;
+  h.gpus_per_node = study.job.gpus_per_node;
+  h.cpus_per_task = study.job.cpus_per_task;
+  h.mem = study.job.mem;
+  h.time_limit = study.job.time_limit;
+  return h;
+}
+
+Result<std::string> RenderTrialBody(const Study& study, const TrialSpec& spec, const store::TrialRecord& trial,
+                                    const std::string& trial_dir) {
+  return slurm::RenderTemplate(study.job.template_text, study.job.template_path,
+                               TrialTemplateVars(study, spec, trial.attempt, trial.log_path, trial_dir),
+                               TextNames(study));
+}
+
+Result<std::string> AddTrialHeader(const Study& study, const store::TrialRecord& trial, std::string_view body) {
+  slurm::SbatchHeader h = StudyHeader(study);
+  h.job_name = TrialJobName(study, trial.trial_key);
+  h.output = trial.log_path;
+  h.comment = TrialCommentTag(study, trial);
+  auto script = slurm::AddSbatchHeader(body, h);
+  if (!script.ok()) return script.status();
+  // The sampler first: the start mark, inserted at the same place, then goes before it.
+  if (study.job.monitor) {
+    *script = slurm::WithTelemetrySampler(*script, trial.log_path + std::string(kTelemetrySuffix),
+                                          study.job.monitor_interval_s);
+  }
+  // Each run of the job leaves a start mark beside its log: it finds a job Slurm has purged
+  // (Reconcile) and tells one run from the next when Slurm requeues it (HandleRestarts).
+  return WithStartMark(*script, MarksPath(trial.log_path), {study.name, trial.trial_key, trial.attempt});
 }
 
 }  // namespace sweep

@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
+#include "slurm/sbatch_script.h"
+#include "store/store.h"
 #include "study/space.h"
 #include "study/study.h"
 
@@ -40,5 +43,18 @@ std::map<std::string, std::string> ValueRefusals(const Study& study);
 // Renders the template for every trial not dropped, as its first attempt: trial key -> the
 // renderer's refusal (file:line: placeholder, place, why), for the trials that cannot be.
 std::map<std::string, std::string> RenderRefusals(const Study& study, const std::vector<TrialSpec>& specs);
+
+// A trial's job as the run loop submits it. The job's name and --comment tag (matched on reconcile:
+// "slurmsweep:study=S:trial=T:attempt=N"), and the #SBATCH header's study-wide part (work dir,
+// partition/account/qos and [job] resources).
+std::string TrialJobName(const Study& study, const std::string& trial_key);
+std::string TrialCommentTag(const Study& study, const store::TrialRecord& trial);
+slurm::SbatchHeader StudyHeader(const Study& study);
+// The template rendered with the trial's values for its attempt and log path as `trial` holds them.
+Result<std::string> RenderTrialBody(const Study& study, const TrialSpec& spec, const store::TrialRecord& trial,
+                                    const std::string& trial_dir);
+// `body` with slurmsweep's #SBATCH header, the telemetry sampler ([job] monitor) and the start mark:
+// the script a trial's attempt is submitted with (its own, also when it runs as a job array's task).
+Result<std::string> AddTrialHeader(const Study& study, const store::TrialRecord& trial, std::string_view body);
 
 }  // namespace sweep

@@ -1,0 +1,184 @@
+// `plan` shows what `run` will do, checked against what a run then does (issue 31 §3): the script a
+// trial is submitted with (`plan --script`), and a tpe study's region and first proposals. Through
+// the built binary, with the local transport and a fake sbatch on PATH that keeps what it was given.
+// Tagged [cli].
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "store/store.h"
+#include "tests/test_util.h"
+
+using namespace sweep;
+
+namespace {
+
+const std::string kBinary = std::string(SLURMSWEEP_BINARY_DIR) + "/bin/slurmsweep";
+
+// Stdout and stderr, as a user sees them.
+std::pair<int, std::string> Shell(const std::string& cmd) { return testing::RunShell(cmd + " 2>&1"); }
+
+// A fake sbatch (in DIR/fake) that copies the script it is given into DIR/submitted/ and refuses the
+// job, so every trial fails at once and the run ends; squeue is never needed then.
+void FakeSbatch(const testing::TempDir& dir) {
+  std::filesystem::create_directories(dir.file("fake"));
+  std::filesystem::create_directories(dir.file("submitted"));
+  testing::WriteAll(dir.file("fake/sbatch"),
+                    "#!/bin/sh\nfor a; do last=$a; done\ncp \"$last\" '" + dir.file("submitted") +
+                        "/'\necho 'sbatch: error: Batch job submission failed: something broke' >&2\nexit 1\n");
+  testing::WriteAll(dir.file("fake/squeue"), "#!/bin/sh\necho 'squeue: error: fake' >&2\nexit 1\n");
+  for (const char* f : {"fake/sbatch", "fake/squeue"}) {
+    std::filesystem::permissions(dir.file(f), std::filesystem::perms::owner_all);
+  }
+}
+
+// `text` with `line` added at the top of table `table`.
+std::string AddToTable(std::string text, const std::string& table, const std::string& line) {
+  size_t at = text.find("[" + table + "]\n");
+  REQUIRE(at != std::string::npos);
+  at = text.find('\n', at) + 1;
+  return text.insert(at, line + "\n");
+}
+
+std::vector<store::TrialRecord> StoredTrials(const std::string& db, const std::string& study) {
+  auto s = store::Store::OpenReadOnly(db);
+  REQUIRE(s.ok());
+  auto rec = (*s)->GetStudy(study);
+  REQUIRE(rec.ok());
+  auto trials = (*s)->ListTrials(rec->id);
+  REQUIRE(trials.ok());
+  return *trials;
+}
+
+}  // namespace
+
+TEST_CASE("plan --script prints a trial's script byte for byte as run then submits it", "[cli]") {
+  testing::TempDir dir;
+  FakeSbatch(dir);
+  // One job per trial (no arrays), with a header of its own, a telemetry sampler and template variables.
+  std::string study = testing::WriteLocalStudyFile(
+      dir, "scripted", "#SBATCH --cpus-per-task=1\necho lr={{lr}} trial={{trial}} attempt={{attempt}} log={{log}}",
+      "time_limit = \"00:05:00\"\nmonitor = true\n\n[space]\nlr = [0.1, 0.25]\n");
+  testing::WriteAll(study, AddToTable(testing::ReadAll(study), "cluster", "arrays = false"));
+  auto [jrc, json] = Shell(kBinary + " plan --json " + study);
+  INFO(json);
+  REQUIRE(jrc == 0);
+  auto doc = nlohmann::json::parse(json);
+  REQUIRE(doc["trials"].size() == 2);
+  std::vector<std::string> keys, scripts;
+  for (const auto& t : doc["trials"]) {
+    std::string key = t["key"];
+    // Before anything ran, as a user checks a study; a unique beginning of the key names it too.
+    auto [rc, script] = testing::RunShell(kBinary + " plan --script " + key.substr(0, key.size() - 2) + " " + study);
+    INFO(script);
+    REQUIRE(rc == 0);
+    keys.push_back(key);
+    scripts.push_back(script);
+  }
+  CHECK_THAT(scripts[0],
+             Catch::StartsWith("#!/bin/bash\n") && Catch::Contains("#SBATCH --job-name=ss-scripted-" + keys[0]));
+  // The renderer quotes each value.
+  CHECK_THAT(scripts[0], Catch::Contains(fmt::format("echo lr='{}' trial='{}' attempt='1' log='",
+                                                     doc["trials"][0]["params"]["lr"].dump(), keys[0])));
+
+  auto [run_rc, run_out] = Shell(fmt::format("PATH={}:$PATH {} run {}", dir.file("fake"), kBinary, study));
+  INFO(run_out);
+  CHECK(run_rc == 5);  // every trial failed at sbatch
+  std::vector<std::string> submitted;
+  for (const auto& e : std::filesystem::directory_iterator(dir.file("submitted"))) submitted.push_back(e.path());
+  REQUIRE(submitted.size() == 2);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto it = std::find_if(submitted.begin(), submitted.end(),
+                           [&](const std::string& p) { return p.find(keys[i]) != std::string::npos; });
+    REQUIRE(it != submitted.end());
+    CHECK(testing::ReadAll(*it) == scripts[i]);
+  }
+
+  // Unknown, and dropped or refused trials: a message and exit 2, no script.
+  auto [unknown_rc, unknown] = Shell(kBinary + " plan --script t-nope " + study);
+  INFO(unknown);
+  CHECK(unknown_rc == 2);
+  CHECK_THAT(unknown, Catch::Contains("no trial 't-nope'") && !Catch::Contains("#SBATCH"));
+}
+
+TEST_CASE("plan --script refuses a trial its template cannot carry, with the renderer's reason", "[cli]") {
+  testing::TempDir dir;
+  std::string study =
+      testing::WriteLocalStudyFile(dir, "carry", "# tag: {{tag}}\nTAG={{tag}}\nprintf '%s\\n' \"$TAG\"",
+                                   "[space]\ntag = { values = [\"fine\", \"x\\ntouch PWNED\"], text = true }\n");
+  auto [jrc, json] = testing::RunShell(kBinary + " plan --json " + study + " 2>/dev/null");
+  CHECK(jrc == 2);  // a trial cannot be rendered
+  auto doc = nlohmann::json::parse(json);
+  std::string fine, refused;
+  for (const auto& t : doc["trials"]) (t["verdict"] == "refused" ? refused : fine) = t["key"];
+  REQUIRE(!fine.empty());
+  REQUIRE(!refused.empty());
+  auto [rc, out] = Shell(kBinary + " plan --script " + refused + " " + study);
+  INFO(out);
+  CHECK(rc == 2);
+  CHECK_THAT(out, Catch::Contains("trial " + refused + ": `run` would refuse it") && Catch::Contains("job.sbatch:2") &&
+                      Catch::Contains("line break"));
+  auto [frc, script] = Shell(kBinary + " plan --script " + fine + " " + study);
+  INFO(script);
+  CHECK(frc == 0);
+  CHECK_THAT(script, Catch::Contains("TAG='fine'"));
+}
+
+TEST_CASE("plan of a tpe study: the region in a few lines, and the first proposals run then makes", "[cli][sampler]") {
+  testing::TempDir dir;
+  FakeSbatch(dir);
+  // The issue's study: 61 batch sizes x 3 momentums = 183 combinations, a float lr, 12 trials.
+  std::string study = testing::WriteLocalStudyFile(
+      dir, "tpe12", "python3 train.py --lr {{lr}} --batch {{batch}} --momentum {{momentum}}",
+      "[search]\nsampler = \"tpe\"\ntrials = 12\nseed = 11\nconstraints = [\"batch <= 32 || momentum < 0.95\"]\n\n"
+      "[space]\nlr = { min = 1e-4, max = 0.3, log = true }\nbatch = { min = 4, max = 64, int = true }\n"
+      "momentum = [0.8, 0.9, 0.99]\n");
+  testing::WriteAll(study, AddToTable(testing::ReadAll(study), "cluster", "max_concurrent = 2\npoll_interval_s = 1"));
+  auto [rc, out] = Shell(kBinary + " plan " + study);
+  INFO(out);
+  REQUIRE(rc == 0);
+  CHECK(std::count(out.begin(), out.end(), '\n') <= 20);
+  CHECK_THAT(out, Catch::Contains("batch     integers 4 to 64") && Catch::Contains("momentum  values 0.8, 0.9, 0.99") &&
+                      Catch::Contains("lr        floats in [0.0001, 0.3] (log)"));
+  // The 32 batch sizes above 32 with momentum 0.99 break the constraint.
+  CHECK_THAT(out,
+             Catch::Contains("form 183 combinations: 151 of them pass constraints and may be proposed; 32 may not:"));
+  CHECK_THAT(out, Catch::Contains("32 constraint 'batch <= 32 || momentum < 0.95' is false"));
+  CHECK_THAT(out, Catch::Contains("the first 3 proposals `run` makes (seed 11)"));
+
+  auto [jrc, json] = Shell(kBinary + " plan --json " + study);
+  INFO(json);
+  REQUIRE(jrc == 0);
+  auto doc = nlohmann::json::parse(json);
+  CHECK(doc["region"]["combinations"] == 183);
+  CHECK(doc["region"]["configurations"].size() == 183);  // every combination, as before
+  CHECK(doc["region"]["proposable"] == 151);
+  REQUIRE(doc["region"]["not_proposable"].size() == 1);
+  CHECK(doc["region"]["not_proposable"][0]["count"] == 32);
+  CHECK(doc["region"]["parameters"].size() == 3);
+  const auto& first = doc["region"]["first_proposals"];
+  REQUIRE(first.size() == 3);
+  for (const auto& p : first) CHECK_THAT(out, Catch::Contains(p["key"].get<std::string>()));
+
+  // The run proposes exactly those first, in that order (every trial fails at the fake sbatch:
+  // the start-up draws do not depend on results).
+  auto [run_rc, run_out] = Shell(fmt::format("PATH={}:$PATH {} run {}", dir.file("fake"), kBinary, study));
+  INFO(run_out);
+  auto trials = StoredTrials(dir.file("tpe12.db"), "tpe12");
+  REQUIRE(trials.size() >= first.size());
+  for (size_t i = 0; i < first.size(); ++i) {
+    CHECK(trials[i].trial_key == first[i]["key"].get<std::string>());
+    CHECK(nlohmann::json::parse(trials[i].params_json) == first[i]["params"]);
+  }
+  // A proposal's script, as for a grid's trial.
+  auto [src, script] = Shell(kBinary + " plan --script " + first[0]["key"].get<std::string>() + " " + study);
+  INFO(script);
+  CHECK(src == 0);
+  CHECK_THAT(script, Catch::Contains("python3 train.py --lr "));
+}
