@@ -27,7 +27,7 @@ std::string Params(const StudyReport& r, const TrialSummary& t) {
   std::string s;
   for (size_t i = 0; i < r.meta.param_names.size(); ++i) {
     if (i) s += ", ";
-    s += r.meta.param_names[i] + "=" + (i < t.param_values.size() ? t.param_values[i] : "");
+    s += r.meta.param_names[i] + "=" + (i < t.param_values.size() ? t.param_values[i].text : "");
   }
   return s.empty() ? t.key : s;
 }

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <iterator>
 #include <map>
@@ -134,7 +133,7 @@ std::string ParamsText(const StudyReport& r, const TrialSummary& t, std::string_
   std::string s;
   for (size_t i = 0; i < r.meta.param_names.size(); ++i) {
     if (i) s.append(sep);
-    s += r.meta.param_names[i] + "=" + (i < t.param_values.size() ? t.param_values[i] : "");
+    s += r.meta.param_names[i] + "=" + (i < t.param_values.size() ? t.param_values[i].text : "");
   }
   return s.empty() ? t.key : s;
 }
@@ -455,7 +454,7 @@ class Page {
                      rank + 1, Esc(t.key), IsRecommended(i) ? "<br><span class=\"tag\">recommended</span>" : "",
                      IsBaseline(i) ? "<br><span class=\"tag base\">baseline</span>" : "");
       for (size_t p = 0; p < r_.meta.param_names.size(); ++p) {
-        const std::string value = p < t.param_values.size() ? t.param_values[p] : "";
+        const std::string value = p < t.param_values.size() ? t.param_values[p].text : "";
         if (value.size() > 24) {
           fmt::format_to(Out(out_), "<td title=\"{}\">{}</td>", Esc(value), Esc(Ellipsize(value, 24)));
         } else {
@@ -786,12 +785,6 @@ class Page {
                    base_ips ? " The factor is relative to the baseline." : "");
   }
 
-  static bool ParseNumber(const std::string& s, double& v) {
-    const char* end = s.data() + s.size();
-    auto [ptr, ec] = std::from_chars(s.data(), end, v);
-    return ec == std::errc() && ptr == end && std::isfinite(v);
-  }
-
   // A hyperparameter study whose trials all run within 10% of each other's speed: no
   // throughput charts, one sentence instead.
   bool FlatThroughput() const {
@@ -813,17 +806,19 @@ class Page {
     std::map<std::string, size_t> index;
   };
   std::optional<ParamAxis> AxisOf(size_t p) const {
-    std::set<std::string> distinct;
+    std::map<std::string, double> distinct;  // each value's text, and its number when numeric
     bool numeric = true, integers = true;
     double lo = 0, hi = 0;
     for (const auto& t : r_.trials) {
       if (OutcomeOf(t.state) == Outcome::kDropped || p >= t.param_values.size()) continue;
-      if (!distinct.insert(t.param_values[p]).second) continue;
-      double v;
-      if (!ParseNumber(t.param_values[p], v)) {
+      const ParamCell& cell = t.param_values[p];
+      std::optional<double> number = cell.Number();
+      if (!distinct.emplace(cell.text, number.value_or(0)).second) continue;
+      if (!number) {
         numeric = false;
         continue;
       }
+      double v = *number;
       integers = integers && v == std::floor(v);
       lo = distinct.size() == 1 ? v : std::min(lo, v);
       hi = distinct.size() == 1 ? v : std::max(hi, v);
@@ -837,14 +832,10 @@ class Page {
       return axis;
     }
     if (!numeric && distinct.size() > 24) return std::nullopt;
-    axis.categories.assign(distinct.begin(), distinct.end());
+    for (const auto& [text, number] : distinct) axis.categories.push_back(text);
     if (numeric) {
-      std::sort(axis.categories.begin(), axis.categories.end(), [](const std::string& x, const std::string& y) {
-        double a = 0, b = 0;
-        ParseNumber(x, a);
-        ParseNumber(y, b);
-        return a < b;
-      });
+      std::sort(axis.categories.begin(), axis.categories.end(),
+                [&](const std::string& x, const std::string& y) { return distinct[x] < distinct[y]; });
     }
     for (size_t c = 0; c < axis.categories.size(); ++c) axis.index[axis.categories[c]] = c;
     return axis;
@@ -854,11 +845,10 @@ class Page {
   double AxisValue(const ParamAxis& axis, const TrialSummary& t, size_t p) const {
     if (p >= t.param_values.size()) return std::nan("");
     if (!axis.categories.empty()) {
-      auto it = axis.index.find(t.param_values[p]);
+      auto it = axis.index.find(t.param_values[p].text);
       return it == axis.index.end() ? std::nan("") : static_cast<double>(it->second);
     }
-    double v;
-    return ParseNumber(t.param_values[p], v) ? v : std::nan("");
+    return t.param_values[p].Number().value_or(std::nan(""));
   }
 
   // Trials shown by the final-value views: completed ones, and those stopped early (pruned,
