@@ -2,6 +2,8 @@
 // costs; see study_report.h for the definitions.
 #include "reports/study_report.h"
 
+#include "reports/report_util.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -11,8 +13,6 @@
 
 namespace sweep::reports {
 namespace {
-
-bool Finite(const std::optional<double>& v) { return v && std::isfinite(*v); }
 
 // Order of the groups in the ranking: results first, then what may still produce one.
 int GroupRank(Outcome o) {
