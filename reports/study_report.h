@@ -39,7 +39,7 @@ struct TrialSummary {
   int64_t id = 0;
   std::string key;
   std::vector<ParamCell> param_values;  // same order as StudyMeta::param_names
-  std::string state;                      // store state: "completed", "out_of_memory", ...
+  std::string state;                    // store state: "completed", "out_of_memory", ...
   std::string reason, exit_code, job_id;
   std::optional<double> queue_s;       // started - submitted
   std::optional<double> wall_s;        // ended (or now, if running) - started
