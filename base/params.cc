@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string_view>
 #include <type_traits>
 #include <variant>
@@ -20,6 +21,13 @@ std::string ParamToString(const ParamValue& v) {
         else return std::to_string(x);
       },
       v);
+}
+
+std::optional<double> ParamCell::Number() const {
+  if (!value) return std::nullopt;
+  if (const auto* i = std::get_if<int64_t>(&*value)) return static_cast<double>(*i);
+  if (const auto* d = std::get_if<double>(&*value); d && std::isfinite(*d)) return *d;
+  return std::nullopt;
 }
 
 namespace {

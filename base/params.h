@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,6 +19,23 @@ using ParamValue = std::variant<int64_t, double, std::string, bool>;
 // As the template and the report show it: integers in full, floats shortest round-trip,
 // booleans "true"/"false".
 std::string ParamToString(const ParamValue& v);
+
+// One trial's value of one parameter as the application hands it to reports/: typed (none when
+// the trial has no value for it), with the text tables and CSV files show. Reports that need a
+// number (chart axes, importance groups) read Number(), never the text: the value crosses from the
+// study to the report without being printed and parsed back.
+struct ParamCell {
+  std::optional<ParamValue> value;
+  std::string text;  // as stored (a float keeps its decimal point: "1.0"); "" for no value
+
+  ParamCell() = default;
+  ParamCell(ParamValue v, std::string shown) : value(std::move(v)), text(std::move(shown)) {}
+  // Shown as the template shows it (ParamToString): for values made in code, such as tests'.
+  explicit ParamCell(ParamValue v) : value(v), text(ParamToString(v)) {}
+
+  // An integer or a finite float as a number; none for text, booleans and no value.
+  std::optional<double> Number() const;
+};
 
 // The safe alphabet of template values (README: Templates): ASCII letters, digits and
 // . _ + - , : / = @. A value drawn from it is data wherever a template puts it: as an argument, in

@@ -132,7 +132,7 @@ Status PrintStatus(App& app, int64_t study_id, const StudyView* view) {
     if (r.steps > 0 && !logging) logging = &r;
     std::string params;
     for (size_t i = 0; i < names.size(); ++i) {
-      params += fmt::format("{}{}={}", i ? " " : "", names[i], TerminalSafe(r.param_values[i]));
+      params += fmt::format("{}{}={}", i ? " " : "", names[i], TerminalSafe(r.param_values[i].text));
     }
     app.out() << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>{}} {:>8}  {}{}\n", r.trial_key, r.state,
                              r.job_id.empty() ? "-" : r.job_id, r.steps, value ? fmt::format("{:.5g}", *value) : "-",

@@ -21,17 +21,6 @@
 namespace sweep {
 namespace {
 
-std::string JsonScalarToString(const nlohmann::json& j) {
-  if (j.is_string()) return j.get<std::string>();
-  if (j.is_null()) return "";
-  return j.dump();
-}
-
-nlohmann::json ParseParams(const std::string& params_json) {
-  auto params = nlohmann::json::parse(params_json, nullptr, false);
-  return params.is_object() ? params : nlohmann::json::object();
-}
-
 // A stored trial as the planner reads a configuration: its values in `names`' order.
 TrialSpec SpecOfTrial(const store::TrialRecord& t, const std::vector<std::string>& names) {
   TrialSpec spec;
@@ -42,13 +31,11 @@ TrialSpec SpecOfTrial(const store::TrialRecord& t, const std::vector<std::string
 }
 
 // The trial's own columns: everything but what its metrics say (TrialRowFromSummary adds that).
-reports::TrialRow MakeTrialRow(const store::TrialRecord& t, const nlohmann::json& params,
-                               const std::vector<std::string>& param_names, double now) {
+reports::TrialRow MakeTrialRow(const store::TrialRecord& t, const std::vector<std::string>& param_names, double now) {
   reports::TrialRow r;
   r.trial_id = t.id;
   r.trial_key = t.trial_key;
-  for (const auto& name : param_names)
-    r.param_values.push_back(params.contains(name) ? JsonScalarToString(params[name]) : "");
+  r.param_values = StoredParamCells(t.params_json, param_names);
   r.state = t.state;
   r.reason = t.reason;
   // Asked to stop (pruned, or `slurmsweep cancel`) but not yet seen ending: only the run loop
@@ -65,10 +52,10 @@ reports::TrialRow MakeTrialRow(const store::TrialRecord& t, const nlohmann::json
 // training time are the same; the final objective is FinalFromTail's; the iteration time is the
 // summary's steady level (store::MetricSummary::SteadyLevel: the median of its bucket means,
 // start-up left out), not the median of every point.
-reports::TrialRow TrialRowFromSummary(const store::TrialRecord& t, const nlohmann::json& params,
-                                      const store::TrialSummary& summary, const std::optional<FinalObjective>& final,
+reports::TrialRow TrialRowFromSummary(const store::TrialRecord& t, const store::TrialSummary& summary,
+                                      const std::optional<FinalObjective>& final,
                                       const std::vector<std::string>& param_names, double now) {
-  reports::TrialRow r = MakeTrialRow(t, params, param_names, now);
+  reports::TrialRow r = MakeTrialRow(t, param_names, now);
   if (final) r.objective_value = final->value;
   r.steps = summary.max_step();
   r.train_time_s = summary.max_time_s();
@@ -95,21 +82,35 @@ struct SummaryContext : FactsContext {
   std::map<std::string, double> predicted_gib;
 };
 
-std::optional<double> NumberOf(const nlohmann::json& j) {
-  if (j.is_number()) return j.get<double>();
-  if (j.is_string()) {
-    try {
-      size_t used = 0;
-      double v = std::stod(j.get<std::string>(), &used);
-      if (used == j.get<std::string>().size()) return v;
-    } catch (const std::exception&) {
-    }
+// A [job.vars] value, or a parameter given as text, read as a number: template variables are
+// text by nature ("2048").
+std::optional<double> NumberOfText(const std::string& text) {
+  try {
+    size_t used = 0;
+    double v = std::stod(text, &used);
+    if (used == text.size()) return v;
+  } catch (const std::exception&) {
   }
   return std::nullopt;
 }
 
-reports::TrialSummary Summarize(const store::TrialRecord& t, const nlohmann::json& params, const reports::TrialRow& row,
-                                const TrialFacts& facts, const SummaryContext& ctx) {
+// A parameter's value as a number: integers and floats as they are, text read as a number.
+std::optional<double> NumberOf(const ParamCell& cell) {
+  if (cell.value && std::holds_alternative<std::string>(*cell.value)) return NumberOfText(cell.text);
+  return cell.Number();
+}
+
+// The trial's value of parameter `name`, when the study has that parameter and the trial a value.
+const ParamCell* CellOf(const std::vector<std::string>& names, const std::vector<ParamCell>& cells,
+                        std::string_view name) {
+  auto it = std::find(names.begin(), names.end(), name);
+  if (it == names.end() || static_cast<size_t>(it - names.begin()) >= cells.size()) return nullptr;
+  const ParamCell& cell = cells[it - names.begin()];
+  return cell.value ? &cell : nullptr;
+}
+
+reports::TrialSummary Summarize(const store::TrialRecord& t, const std::vector<std::string>& param_names,
+                                const reports::TrialRow& row, const TrialFacts& facts, const SummaryContext& ctx) {
   reports::TrialSummary s;
   s.id = t.id;
   s.key = t.trial_key;
@@ -131,7 +132,8 @@ reports::TrialSummary Summarize(const store::TrialRecord& t, const nlohmann::jso
   if (!s.tokens_per_s && s.iters_per_s) {
     std::optional<double> seq = ctx.seq_length;
     for (const char* name : {"seq_length", "seq_len"}) {
-      if (params.contains(name)) seq = NumberOf(params[name]).value_or(seq.value_or(0));
+      if (const ParamCell* cell = CellOf(param_names, row.param_values, name))
+        seq = NumberOf(*cell).value_or(seq.value_or(0));
     }
     const std::optional<double>& batch = facts.global_batch_size;
     if (seq && *seq > 0 && batch) s.tokens_per_s = *batch * *seq * *s.iters_per_s;
@@ -140,8 +142,8 @@ reports::TrialSummary Summarize(const store::TrialRecord& t, const nlohmann::jso
   // MFU against the peak the study gives: from the logged TFLOP/s per GPU when Megatron printed it
   // (--log-throughput), else from tokens/s and the model's FLOPs per token.
   std::optional<double> peak = ctx.peak_tflops;
-  if (params.contains("precision") && JsonScalarToString(params["precision"]).rfind("fp8", 0) == 0 &&
-      ctx.peak_tflops_fp8) {
+  const ParamCell* precision = CellOf(param_names, row.param_values, "precision");
+  if (precision && precision->text.rfind("fp8", 0) == 0 && ctx.peak_tflops_fp8) {
     peak = ctx.peak_tflops_fp8;
   }
   if (peak && *peak > 0) {
@@ -177,16 +179,9 @@ std::optional<size_t> FindBaseline(const std::vector<store::TrialRecord>& trials
     note = "the study names no baseline ([report] baseline = a trial key or a table of parameter values)";
     return std::nullopt;
   }
-  auto wanted = nlohmann::json::parse(spec, nullptr, false);
-  if (wanted.is_object()) {
+  if (nlohmann::json::parse(spec, nullptr, false).is_object()) {
     for (size_t i = 0; i < trials.size(); ++i) {
-      nlohmann::json params = ParseParams(trials[i].params_json);
-      bool match = true;
-      for (const auto& [name, value] : wanted.items()) {
-        match = match && params.contains(name) &&
-                (params[name] == value || JsonScalarToString(params[name]) == JsonScalarToString(value));
-      }
-      if (match) {
+      if (StoredParamsMatch(trials[i].params_json, spec)) {
         note = "named by the study: " + spec;
         return i;
       }
@@ -331,12 +326,12 @@ Result<ReportData> CollectReportData(store::Store& store, const Study& study, in
   ctx.curve_points = std::clamp<size_t>(kCurvePointBudget / std::max<size_t>(1, with_curves), 50, 500);
   for (const char* name : {"seq_length", "seq_len"}) {
     auto it = study.job.vars.find(name);
-    if (it != study.job.vars.end()) ctx.seq_length = NumberOf(nlohmann::json(it->second));
+    if (it != study.job.vars.end()) ctx.seq_length = NumberOfText(it->second);
   }
 
   auto var = [&](const char* name) -> std::optional<double> {
     auto it = study.job.vars.find(name);
-    return it == study.job.vars.end() ? std::nullopt : NumberOf(nlohmann::json(it->second));
+    return it == study.job.vars.end() ? std::nullopt : NumberOfText(it->second);
   };
   ctx.peak_tflops = var("peak_tflops");
   ctx.peak_tflops_fp8 = var("peak_tflops_fp8");
@@ -375,7 +370,6 @@ Result<ReportData> CollectReportData(store::Store& store, const Study& study, in
   for (const auto& t : *trials) {
     while (next != summaries->end() && next->trial_id < t.id) ++next;
     const store::TrialSummary& summary = next != summaries->end() && next->trial_id == t.id ? *next : none;
-    nlohmann::json params = ParseParams(t.params_json);
     bool from_points = summary.rows() <= raw_rows;
     Result<std::vector<store::MetricColumns>> metrics = std::vector<store::MetricColumns>();
     // Column-wise, each column allocated once (Store::MetricTable): no name string per point.
@@ -386,9 +380,9 @@ Result<ReportData> CollectReportData(store::Store& store, const Study& study, in
     else facts = SummaryFacts(store, t.id, summary, ctx);
     if (!facts.ok()) return facts.status();
     // The same final value as CollectTrialRows reads (FinalFromTail), from the points at hand.
-    c.rows.push_back(TrialRowFromSummary(t, params, summary, facts->final, meta.param_names, now));
+    c.rows.push_back(TrialRowFromSummary(t, summary, facts->final, meta.param_names, now));
     if (!from_points && summary.Find(ctx.objective)) ++meta.curves_from_buckets;
-    report.trials.push_back(Summarize(t, params, c.rows.back(), *facts, ctx));
+    report.trials.push_back(Summarize(t, meta.param_names, c.rows.back(), *facts, ctx));
     if (sink) SWEEP_RETURN_IF_ERROR(sink(t, *metrics));
   }
   return c;
@@ -414,7 +408,7 @@ Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, con
     const store::TrialSummary& s = next != summaries->end() && next->trial_id == t.id ? *next : none;
     auto final = FinalFromTail(store, t.id, s, metric);
     if (!final.ok()) return final.status();
-    rows.push_back(TrialRowFromSummary(t, ParseParams(t.params_json), s, *final, param_names, now));
+    rows.push_back(TrialRowFromSummary(t, s, *final, param_names, now));
   }
   return rows;
 }

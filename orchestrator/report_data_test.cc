@@ -113,7 +113,7 @@ TEST_CASE("Report values match the store's rows", "[report]") {
     auto cells = Cells(TableRow(html, s.key));
     // #, trial, 4 params, state, steps, iter/s, tokens/s, TFLOP/s, final, time to target, GPU-hours, queued
     REQUIRE(cells.size() == 15);
-    REQUIRE(cells[2] == reports::HtmlEscape(s.param_values[0]));
+    REQUIRE(cells[2] == reports::HtmlEscape(s.param_values[0].text));
     REQUIRE(cells[6].find(reports::StateLabel(s.state)) != std::string::npos);
     REQUIRE(cells[8] == reports::FormatSigOr(s.iters_per_s, 3));
     REQUIRE(cells[11] == (s.final_value ? reports::FormatSig(*s.final_value, 4) : "–"));
@@ -226,7 +226,7 @@ TEST_CASE("A hostile parameter value from the store reaches the HTML escaped", "
   Fixture f(o);
   auto report = CollectReport(*f.store, f.study, f.study_id, {}, f.options.now);
   REQUIRE(report.ok());
-  REQUIRE(report->trials[1].param_values[2] == o.hostile_value);
+  REQUIRE(report->trials[1].param_values[2].text == o.hostile_value);
   std::string html = reports::RenderHtmlReport(*report);
   REQUIRE(html.find(o.hostile_value) == std::string::npos);
   REQUIRE(html.find("<img") == std::string::npos);

@@ -15,4 +15,14 @@ namespace sweep {
 // boolean); a name the trial has no value for is left out.
 Params StoredParams(const std::string& params_json, const std::vector<std::string>& names);
 
+// The same values as the reports carry them (base/params.h's ParamCell), with the text the store
+// keeps ("1.0" for a float 1, not the template's "1"); an empty cell for a name the trial has no
+// value for.
+std::vector<ParamCell> StoredParamCells(const std::string& params_json, const std::vector<std::string>& names);
+
+// Whether the trial's stored values hold each value of `wanted_json`, a JSON object of parameter
+// values ([report] baseline given as a table): equal as JSON, or as text (a number may be given as
+// text). False when `wanted_json` is no JSON object.
+bool StoredParamsMatch(const std::string& params_json, const std::string& wanted_json);
+
 }  // namespace sweep

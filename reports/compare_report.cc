@@ -12,6 +12,7 @@
 #include "reports/csv.h"
 #include "reports/html_report.h"
 #include "reports/html_text.h"
+#include "reports/report_util.h"
 #include "reports/svg_chart.h"
 
 namespace sweep::reports {
@@ -20,28 +21,6 @@ namespace {
 constexpr const char* kColors[] = {"#24292f", "#1a7f37", "#4e79a7", "#f28e2b", "#e15759", "#b07aa1", "#9c755f"};
 
 using Out = std::back_insert_iterator<std::string>;
-std::string Esc(std::string_view s) { return HtmlEscape(s); }
-bool Finite(const std::optional<double>& v) { return v && std::isfinite(*v); }
-
-std::string Params(const StudyReport& r, const TrialSummary& t) {
-  std::string s;
-  for (size_t i = 0; i < r.meta.param_names.size(); ++i) {
-    if (i) s += ", ";
-    s += r.meta.param_names[i] + "=" + (i < t.param_values.size() ? t.param_values[i] : "");
-  }
-  return s.empty() ? t.key : s;
-}
-
-std::string Value(const std::optional<double>& v) {
-  if (!v) return "–";
-  if (std::isnan(*v)) return "NaN";
-  return FormatSig(*v, 4);
-}
-
-std::string HoursText(double h) { return h >= 1000 ? fmt::format("{:.0f}", h) : FormatSig(h, 3); }
-
-std::string Unit(const StudyReport& r) { return r.meta.gpus_per_node > 0 ? "GPU-hours" : "CPU-hours"; }
-
 int CountCompleted(const StudyReport& r) {
   return static_cast<int>(std::count_if(r.trials.begin(), r.trials.end(), [](const TrialSummary& t) {
     return OutcomeOf(t.state) == Outcome::kCompleted;
@@ -152,8 +131,8 @@ std::string RenderCompareHtml(const Comparison& c) {
            d.time_to_target >= 1 ? "total" : "total slower");
     if (b.cost_factor) {
       factor(FormatFactor(*b.cost_factor), "cost to target",
-             fmt::format("{} vs {} {} ({} vs {} {} per trial)", HoursText(*b.hours_to_target),
-                         HoursText(*best[0].hours_to_target), Unit(r), b.gpus, best[0].gpus,
+             fmt::format("{} vs {} {} ({} vs {} {} per trial)", FormatHours(*b.hours_to_target),
+                         FormatHours(*best[0].hours_to_target), HoursUnit(r.meta), b.gpus, best[0].gpus,
                          r.meta.gpus_per_node > 0 ? "GPUs" : "CPUs"),
              "");
     }
@@ -165,7 +144,7 @@ std::string RenderCompareHtml(const Comparison& c) {
                    FormatFactor(d.time_to_target >= 1 ? d.time_to_target : 1 / d.time_to_target),
                    d.time_to_target >= 1 ? "faster" : "<em>slower</em>", Esc(m0.study_name), FormatFactor(d.throughput),
                    100.0 / d.convergence,
-                   b.cost_factor ? fmt::format(" In {}, {} {}.", Unit(r),
+                   b.cost_factor ? fmt::format(" In {}, {} {}.", HoursUnit(r.meta),
                                                FormatFactor(*b.cost_factor >= 1 ? *b.cost_factor : 1 / *b.cost_factor),
                                                *b.cost_factor >= 1 ? "cheaper" : "dearer")
                                  : std::string());
@@ -199,14 +178,15 @@ std::string RenderCompareHtml(const Comparison& c) {
                      "class=\"n\">{}{}</td><td class=\"n\">{}</td>"
                      "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
                      "<td class=\"n\">{}</td>",
-                     Esc(t.key), Esc(Params(r, t)), Value(t.final_value), Esc(spread), FormatSigOr(t.iters_per_s, 3),
-                     t.tokens_per_s ? FormatCompact(*t.tokens_per_s) : "–",
+                     Esc(t.key), Esc(ParamsText(r, t)), FormatObjective(t.final_value), Esc(spread),
+                     FormatSigOr(t.iters_per_s, 3), t.tokens_per_s ? FormatCompact(*t.tokens_per_s) : "–",
                      t.steps_to_target ? std::to_string(*t.steps_to_target) : "not reached",
                      b.time_to_target_s ? FormatDuration(*b.time_to_target_s) : "–", b.gpus,
-                     b.hours_to_target ? HoursText(*b.hours_to_target) + " " + Unit(r) : "–");
+                     b.hours_to_target ? FormatHours(*b.hours_to_target) + " " + HoursUnit(r.meta) : "–");
     }
     fmt::format_to(Out(out), "<td class=\"n\">{} {}</td><td class=\"n\">{} of {}</td></tr>",
-                   HoursText(c.studies[i].analysis.cost.resource_hours), Unit(r), CountCompleted(r), r.trials.size());
+                   FormatHours(c.studies[i].analysis.cost.resource_hours), HoursUnit(r.meta), CountCompleted(r),
+                   r.trials.size());
   }
   out.append("</tbody></table></div></section>\n");
 
@@ -245,7 +225,7 @@ std::string RenderCompareHtml(const Comparison& c) {
       b.value = *t.iters_per_s;
       b.color = color;
       b.value_text = FormatSig(b.value, 3);
-      b.tooltip = r.meta.study_name + ": " + Params(r, t);
+      b.tooltip = r.meta.study_name + ": " + ParamsText(r, t);
       bars.bars.push_back(std::move(b));
     }
     fmt::format_to(Out(legend),
@@ -297,7 +277,7 @@ std::string RenderCompareCsv(const Comparison& c) {
     const TrialSummary* t = b.trial ? &r.trials[*b.trial] : nullptr;
     if (t) AppendCsvText(t->key, out);
     out.push_back(',');
-    if (t) AppendCsvText(Params(r, *t), out);
+    if (t) AppendCsvText(ParamsText(r, *t), out);
     for (std::optional<double> v :
          {t ? t->final_value : std::nullopt, t ? t->final_spread : std::nullopt, t ? t->iters_per_s : std::nullopt,
           t ? t->tokens_per_s : std::nullopt,

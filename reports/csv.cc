@@ -99,7 +99,7 @@ std::string RenderTrialsCsv(const std::vector<std::string>& param_names, const s
     AppendText(row.trial_key, out);
     for (size_t i = 0; i < param_names.size(); ++i) {
       out.push_back(',');
-      if (i < row.param_values.size()) AppendText(row.param_values[i], out);
+      if (i < row.param_values.size()) AppendText(row.param_values[i].text, out);
     }
     for (const std::string* text : {&row.state, &row.reason, &row.job_id, &row.exit_code}) {
       out.push_back(',');

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/params.h"
+
 namespace sweep::reports {
 
 // Version 2 columns:
@@ -23,7 +25,7 @@ inline constexpr int kTrialsCsvVersion = 2;
 struct TrialRow {
   int64_t trial_id = 0;
   std::string trial_key;
-  std::vector<std::string> param_values;  // same order as param_names
+  std::vector<ParamCell> param_values;  // same order as param_names
   std::string state, reason, job_id, exit_code;
   int64_t steps = 0;  // last logged step
   std::optional<double> median_iter_time_ms;

@@ -12,6 +12,11 @@
 namespace sweep::reports {
 namespace {
 
+// A trial's parameter values as the application hands them over (typed, shown as the template shows them).
+std::vector<ParamCell> Cells(std::initializer_list<ParamValue> values) {
+  return std::vector<ParamCell>(values.begin(), values.end());
+}
+
 std::vector<std::string> Lines(const std::string& csv) {
   std::vector<std::string> lines;
   std::istringstream in(csv);
@@ -24,7 +29,7 @@ TrialRow FullRow() {
   TrialRow row;
   row.trial_id = 3;
   row.trial_key = "lr=0.001,bs=32";
-  row.param_values = {"0.001", "32"};
+  row.param_values = Cells({0.001, 32});
   row.state = "COMPLETED";
   row.job_id = "4242";
   row.exit_code = "0:0";
@@ -58,30 +63,30 @@ TEST_CASE("trials.csv leaves missing values empty", "[csv]") {
   TrialRow row;
   row.trial_id = 7;
   row.trial_key = "k";
-  row.param_values = {"a"};  // one value short: the column stays, empty
+  row.param_values = Cells({"a"});  // one value short: the column stays, empty
   row.state = "PENDING";
   auto lines = Lines(RenderTrialsCsv({"x", "y"}, {row}));
   REQUIRE(lines[1] == "7,k,a,,PENDING,,,,0,,,,,");
-  row.param_values = {"a", "b", "c"};  // one too many: cut, so columns stay aligned
+  row.param_values = Cells({"a", "b", "c"});  // one too many: cut, so columns stay aligned
   lines = Lines(RenderTrialsCsv({"x", "y"}, {row}));
   REQUIRE(lines[1] == "7,k,a,b,PENDING,,,,0,,,,,");
 }
 
 TEST_CASE("trials.csv quotes commas, quotes and line breaks per RFC 4180", "[csv]") {
   TrialRow row = FullRow();
-  row.param_values = {"a,b", "say \"hi\""};
+  row.param_values = Cells({"a,b", "say \"hi\""});
   row.reason = "OOM\nkilled\r\nby cgroup";
   std::string csv = RenderTrialsCsv({"p,1", "p2"}, {row});
   REQUIRE(csv.starts_with("trial_id,trial_key,\"p,1\",p2,state,"));
   REQUIRE(csv.find(",\"a,b\",\"say \"\"hi\"\"\",COMPLETED,\"OOM\nkilled\r\nby cgroup\",4242,") != std::string::npos);
-  row.param_values = {"plain", "text"};
+  row.param_values = Cells({"plain", "text"});
   row.reason = "";
   REQUIRE(Lines(RenderTrialsCsv({"p1", "p2"}, {row}))[1].find(",plain,text,COMPLETED,,") != std::string::npos);
 }
 
 TEST_CASE("trials.csv guards text that a spreadsheet would run as a formula", "[csv]") {
   TrialRow row = FullRow();
-  row.param_values = {"=HYPERLINK(\"http://x\")", "@SUM(A1)"};
+  row.param_values = Cells({"=HYPERLINK(\"http://x\")", "@SUM(A1)"});
   row.reason = "-cmd|' /C calc'!A0";
   auto lines = Lines(RenderTrialsCsv({"a", "b"}, {row}));
   REQUIRE(lines[1].find(",\"'=HYPERLINK(\"\"http://x\"\")\",'@SUM(A1),COMPLETED,'-cmd|' /C calc'!A0,") !=
@@ -89,7 +94,7 @@ TEST_CASE("trials.csv guards text that a spreadsheet would run as a formula", "[
 
   auto param_cell = [](const std::string& value) {
     TrialRow r;
-    r.param_values = {value};
+    r.param_values = Cells({value});
     std::string line = Lines(RenderTrialsCsv({"p"}, {r}))[1];
     size_t start = line.find(',', line.find(',') + 1) + 1;  // after trial_id and trial_key
     return line.substr(start, line.find(",,", start) - start);

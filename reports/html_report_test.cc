@@ -12,6 +12,11 @@
 namespace sweep::reports {
 namespace {
 
+// A trial's parameter values as the application hands them over (typed, shown as the template shows them).
+std::vector<ParamCell> Cells(std::initializer_list<ParamValue> values) {
+  return std::vector<ParamCell>(values.begin(), values.end());
+}
+
 const std::string kHostile = "</script><img src=x onerror=alert(1)>";
 
 size_t Count(const std::string& text, const std::string& what) {
@@ -43,8 +48,8 @@ StudyReport TwoTrialReport() {
   r.meta.param_names = {"micro_batch_size", "optimizer"};
   r.meta.gpus_per_node = 8;
   r.trials = {Completed(1, 2.50, 2.0, 900), Completed(2, 2.40, 3.4, 600)};
-  r.trials[0].param_values = {"1", "adamw"};
-  r.trials[1].param_values = {"4", "adamw"};
+  r.trials[0].param_values = Cells({1, "adamw"});
+  r.trials[1].param_values = Cells({4, "adamw"});
   r.baseline = 0;
   r.baseline_note = "the first completed trial";
   r.target = 2.5;
@@ -94,10 +99,10 @@ TEST_CASE("A parameter value that is markup appears escaped and inert", "[report
   r.meta.study_name = kHostile;
   r.meta.param_names[1] = "opt\"imizer";
   r.meta.cluster = kHostile;
-  r.trials[1].param_values[1] = kHostile;
+  r.trials[1].param_values[1] = ParamCell(kHostile);
   r.trials[1].reason = kHostile;
   r.trials[1].state = "failed";
-  r.trials[0].param_values[1] = kHostile;  // the baseline: in the headline and legend too
+  r.trials[0].param_values[1] = ParamCell(kHostile);  // the baseline: in the headline and legend too
   std::string html = RenderHtmlReport(r);
   REQUIRE(html.find(kHostile) == std::string::npos);
   REQUIRE(html.find("<img") == std::string::npos);
@@ -155,7 +160,7 @@ TEST_CASE("The ranking shows the top N and folds the rest", "[report]") {
   StudyReport r = TwoTrialReport();
   for (int i = 3; i <= 30; ++i) {
     r.trials.push_back(Completed(i, 3.0 + i, 1.0, 900));
-    r.trials.back().param_values = {std::to_string(i), "sgd"};
+    r.trials.back().param_values = Cells({i, "sgd"});
   }
   HtmlOptions o;
   o.top_n = 5;
@@ -251,7 +256,7 @@ TEST_CASE("Telemetry: a chart row per trial, measured GPU memory beside the plan
     CHECK(Count(html, "<section id=\"telemetry\">") == 1);
     CHECK_THAT(html, Catch::Contains("No telemetry sample stored yet"));
   }
-  r.trials[1].param_values = {"4", kHostile};
+  r.trials[1].param_values = Cells({4, kHostile});
   for (int gpu = 0; gpu < 2; ++gpu) {
     std::string g = "system/gpu" + std::to_string(gpu);
     r.trials[1].telemetry.push_back({g + "/mem_used_gib", {0, 10, 20}, {30, 61.5, 62}});

@@ -2,8 +2,9 @@
 // costs; see study_report.h for the definitions.
 #include "reports/study_report.h"
 
+#include "reports/report_util.h"
+
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <map>
 #include <tuple>
@@ -12,8 +13,6 @@
 
 namespace sweep::reports {
 namespace {
-
-bool Finite(const std::optional<double>& v) { return v && std::isfinite(*v); }
 
 // Order of the groups in the ranking: results first, then what may still produce one.
 int GroupRank(Outcome o) {
@@ -32,12 +31,6 @@ int GroupRank(Outcome o) {
       return 5;
   }
   return 6;
-}
-
-bool ParseDouble(const std::string& s, double& v) {
-  const char* end = s.data() + s.size();
-  auto [ptr, ec] = std::from_chars(s.data(), end, v);
-  return !s.empty() && ec == std::errc() && ptr == end && std::isfinite(v);
 }
 
 double Median(std::vector<double> v) {
@@ -239,8 +232,11 @@ Importances ParamImportances(const StudyReport& report) {
     bool numeric = true;
     for (size_t r = 0; r < n; ++r) {
       const TrialSummary& t = report.trials[rows[r]];
-      value[r] = p < t.param_values.size() ? t.param_values[p] : "";
-      numeric = numeric && ParseDouble(value[r], number[r]);
+      const ParamCell cell = p < t.param_values.size() ? t.param_values[p] : ParamCell();
+      value[r] = cell.text;
+      std::optional<double> n = cell.Number();
+      numeric = numeric && n.has_value();
+      number[r] = n.value_or(0);
     }
     std::map<std::string, int> distinct;
     for (const auto& v : value) distinct.emplace(v, 0);

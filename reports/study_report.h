@@ -26,6 +26,7 @@
 
 #include "base/final_objective.h"
 #include "base/metric_point.h"
+#include "base/params.h"
 #include "base/trial_state.h"
 
 namespace sweep::reports {
@@ -37,8 +38,8 @@ using CurvePoint = sweep::CurvePoint;  // base/metric_point.h
 struct TrialSummary {
   int64_t id = 0;
   std::string key;
-  std::vector<std::string> param_values;  // same order as StudyMeta::param_names
-  std::string state;                      // store state: "completed", "out_of_memory", ...
+  std::vector<ParamCell> param_values;  // same order as StudyMeta::param_names
+  std::string state;                    // store state: "completed", "out_of_memory", ...
   std::string reason, exit_code, job_id;
   std::optional<double> queue_s;       // started - submitted
   std::optional<double> wall_s;        // ended (or now, if running) - started

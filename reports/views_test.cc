@@ -15,6 +15,12 @@
 namespace sweep::reports {
 namespace {
 
+// A float parameter as a study file would give it: three significant digits.
+ParamCell Sig3(double v) {
+  std::string text = FormatSig(v, 3);
+  return ParamCell(std::stod(text), text);
+}
+
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -46,7 +52,7 @@ StudyReport HpoReport(int n = 24, bool minimize = true) {
     t.key = "t-" + std::to_string(100 + i);
     double lr = std::pow(10.0, -4 + 3.0 * i / (n - 1));
     bool adam = i % 2 == 0;
-    t.param_values = {FormatSig(lr, 3), adam ? "adam" : "sgd", std::to_string(i % 3)};
+    t.param_values = {Sig3(lr), ParamCell(adam ? "adam" : "sgd"), ParamCell(i % 3)};
     // Best near lr = 1e-2.5; adam slightly better.
     double loss = 0.3 + 0.2 * std::pow(std::log10(lr) + 2.5, 2) - (adam ? 0.01 : 0) + 0.001 * (i % 5);
     t.final_value = minimize ? loss : 1 - loss;
@@ -120,7 +126,7 @@ TEST_CASE("Importance: the parameter that drives the final value comes first, no
     if (r.meta.param_names[p.param] == "seed") CHECK(p.epsilon2 < 0.05);
   }
   // Made to depend on the optimizer alone, the optimizer comes first.
-  for (auto& t : r.trials) t.final_value = t.param_values[1] == "adam" ? 1.0 + 0.001 * t.id : 2.0;
+  for (auto& t : r.trials) t.final_value = t.param_values[1].text == "adam" ? 1.0 + 0.001 * t.id : 2.0;
   imp = ParamImportances(r);
   CHECK(r.meta.param_names[imp.params[0].param] == "optimizer");
   // Too few trials: no estimate, and the report says why.
@@ -150,7 +156,7 @@ TEST_CASE("Importance: groups that cannot carry an estimate say so, and stopped 
   CHECK(section.find("6 groups") == std::string::npos);
 
   // A categorical parameter with a value per trial cannot be estimated: said, not shown as 0%.
-  for (size_t i = 0; i < r.trials.size(); ++i) r.trials[i].param_values[1] = "opt" + std::to_string(i);
+  for (size_t i = 0; i < r.trials.size(); ++i) r.trials[i].param_values[1] = ParamCell("opt" + std::to_string(i));
   imp = ParamImportances(r);
   const ParamImportance* optimizer = nullptr;
   for (const auto& p : imp.params) {
@@ -206,7 +212,7 @@ TEST_CASE("Continuous parameters get a numeric axis, log where sampled so", "[re
   // A categorical parameter keeps its categories.
   CHECK(params.find(">adam</text>") != std::string::npos);
   // Not sampled on a log scale and spanning less than a factor of 20: a linear axis.
-  for (auto& t : r.trials) t.param_values[0] = FormatSig(0.01 + 0.001 * t.id, 3);
+  for (auto& t : r.trials) t.param_values[0] = Sig3(0.01 + 0.001 * t.id);
   r.meta.param_log = {false, false, false};
   params = Section(RenderHtmlReport(r), "parameters");
   CHECK(params.find("lr (log scale)") == std::string::npos);

@@ -586,7 +586,7 @@ TEST_CASE("a two-phase study: the race runs exactly the screen's fastest configu
   for (const auto& t : screened->trials) {
     REQUIRE(t.state == "completed");
     REQUIRE(t.iters_per_s);
-    speed.push_back({*t.iters_per_s, fmt::format("{},{}", t.param_values[0], t.param_values[1])});
+    speed.push_back({*t.iters_per_s, fmt::format("{},{}", t.param_values[0].text, t.param_values[1].text)});
   }
   std::sort(speed.rbegin(), speed.rend());
 
@@ -600,7 +600,8 @@ TEST_CASE("a two-phase study: the race runs exactly the screen's fastest configu
   REQUIRE(report.ok());
   REQUIRE(report->meta.param_names == std::vector<std::string>{"hidden", "micro_batch_size", "lr", "optimizer"});
   std::set<std::string> seeds;
-  for (const auto& t : report->trials) seeds.insert(fmt::format("{},{}", t.param_values[0], t.param_values[1]));
+  for (const auto& t : report->trials)
+    seeds.insert(fmt::format("{},{}", t.param_values[0].text, t.param_values[1].text));
   CHECK(seeds == std::set<std::string>{speed[0].second, speed[1].second});
   reports::Analysis a = reports::Analyze(*report);
   REQUIRE(a.recommended);

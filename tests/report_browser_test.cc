@@ -307,7 +307,7 @@ TEST_CASE("At 1280 px the Stopped early table and the importance bars stay insid
           "time, not the same step, as the trials run at different speeds; the trial's best was 0.5790 at t=170.2s";
     }
     if (t.state == "completed" && t.final_value) {
-      t.final_value = std::log10(std::stod(t.param_values[0])) + 0.02 * static_cast<double>(i % 4);
+      t.final_value = std::log10(t.param_values[0].Number().value_or(1)) + 0.02 * static_cast<double>(i % 4);
     }
   }
   REQUIRE(pruned >= 1);

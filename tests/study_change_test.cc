@@ -77,7 +77,7 @@ TEST_CASE("trials whose values left [space] are not listed, ranked or recommende
   REQUIRE(rows.ok());
   CHECK(left_out == 1);
   REQUIRE(rows->size() == 2);
-  for (const auto& r : *rows) CHECK(r.param_values[0] != "0.001");
+  for (const auto& r : *rows) CHECK(r.param_values[0].text != "0.001");
   auto report = CollectReport(**db, *study, rec->id, ReportOptionsFor(*study), 0);
   REQUIRE(report.ok());
   CHECK(report->trials.size() == 2);

@@ -1,0 +1,510 @@
+// The HTML report's charts: curves, telemetry, throughput, the effect of each parameter, parallel
+// coordinates and the best value found against hours spent; see html_page.h.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "reports/html_page.h"
+#include "reports/html_text.h"
+#include "reports/report_util.h"
+#include "reports/svg_chart.h"
+
+namespace sweep::reports {
+
+std::vector<LineSeries> HtmlPage::CurveSeries(bool by_time) const {
+  std::vector<LineSeries> grey, named;
+  for (size_t i = 0; i < r_.trials.size(); ++i) {
+    const TrialSummary& t = T(i);
+    if (t.curve.empty()) continue;
+    LineSeries s;
+    for (const CurvePoint& p : t.curve) {
+      s.x.push_back(by_time ? p.time_s : static_cast<double>(p.step));
+      s.y.push_back(p.value);
+    }
+    Outcome o = OutcomeOf(t.state);
+    bool stopped = o == Outcome::kCancelled || o == Outcome::kFailed;
+    s.end_marker = stopped;
+    s.tooltip = t.key + " (" + StateLabel(t.state) + "): " + ParamsText(r_, t);
+    auto color = colors_.find(i);
+    if (color != colors_.end()) {
+      s.color = color->second;
+      s.width = IsRecommended(i) ? 2.6 : 1.8;
+      s.dashed = IsBaseline(i) && !IsRecommended(i);
+      s.opacity = stopped ? 0.45 : 1;
+      named.push_back(std::move(s));
+    } else {
+      s.color = kOtherColor;
+      s.width = 1;
+      s.opacity = stopped ? 0.25 : 0.5;
+      grey.push_back(std::move(s));
+    }
+  }
+  // The recommendation last, on top of everything.
+  std::stable_partition(named.begin(), named.end(), [](const LineSeries& s) { return s.color != kRecommendedColor; });
+  grey.insert(grey.end(), std::make_move_iterator(named.begin()), std::make_move_iterator(named.end()));
+  return grey;
+}
+
+void HtmlPage::Curves() {
+  bool any = std::any_of(r_.trials.begin(), r_.trials.end(), [](const auto& t) { return !t.curve.empty(); });
+  out_.append("<section id=\"curves\"><h2>Training curves</h2>");
+  if (!any) {
+    fmt::format_to(Out(out_), "<p class=\"note\">No {} logged yet.</p></section>\n", Esc(metric_));
+    return;
+  }
+  LineChart by_step;
+  by_step.id = "curve-step";
+  by_step.title = metric_ + " by iteration";
+  by_step.x.label = "iteration";
+  by_step.y.label = metric_;
+  by_step.clip_y = r_.meta.minimize ? LineChart::Clip::kHigh : LineChart::Clip::kLow;
+  by_step.reference_y = r_.target;
+  by_step.reference_label = "target";
+  by_step.series = CurveSeries(false);
+  LineChart by_time = by_step;
+  by_time.id = "curve-time";
+  by_time.title = metric_ + " by training time";
+  by_time.x.label = "training time";
+  by_time.x.duration = true;
+  by_time.series = CurveSeries(true);
+  fmt::format_to(Out(out_),
+                 "<div class=\"grid2\"><figure><figcaption>{0} vs iteration</figcaption>{1}</figure>"
+                 "<figure><figcaption>{0} vs training time</figcaption>{2}</figure></div>",
+                 Esc(metric_), RenderLineChart(by_step), RenderLineChart(by_time));
+  Legend();
+  out_.append(
+      "<p class=\"note\">Smoothed curves (see below). Grey: other trials. Faded with × at the end: stopped "
+      "early (cancelled, pruned or failed). Dashed: the baseline. The y axis is cut above the 90th percentile of "
+      "the points so the ends of the curves, where trials differ, stay readable.</p></section>\n");
+}
+
+void HtmlPage::Telemetry() {
+  if (!r_.meta.monitor) return;
+  std::vector<size_t> order;
+  for (size_t i : a_.ranking) order.push_back(i);
+  for (size_t i = 0; i < r_.trials.size(); ++i) {
+    if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+  }
+  order.erase(std::remove_if(order.begin(), order.end(), [&](size_t i) { return T(i).telemetry.empty(); }),
+              order.end());
+  out_.append("<section id=\"telemetry\"><h2>Telemetry</h2>");
+  if (order.empty()) {
+    out_.append("<p class=\"note\">No telemetry sample stored yet ([job] monitor = true).</p></section>\n");
+    return;
+  }
+  size_t shown = std::min(order.size(), o_.top_n);
+  for (size_t k = 0; k < shown; ++k) TelemetryRow(order[k]);
+  if (shown < order.size()) {
+    fmt::format_to(Out(out_), "<p class=\"note\">{} more trials have telemetry: metrics.csv has every sample.</p>",
+                   order.size() - shown);
+  }
+  out_.append(
+      "<p class=\"note\">Sampled beside the trainer on the job's batch host every monitor_interval_s: GPUs by "
+      "nvidia-smi where it is on the PATH (utilization, memory used, power), the node's CPU busy share and memory "
+      "in use (MemTotal - MemAvailable) from /proc. Dashed: the memory planner's predicted peak per GPU for the "
+      "configuration, beside the measured GPU memory.</p></section>\n");
+}
+
+void HtmlPage::TelemetryRow(size_t i) {
+  const TrialSummary& t = T(i);
+  auto series_of = [&](std::string_view suffix, bool gpus) {
+    std::vector<LineSeries> out;
+    size_t color = 0;
+    for (const auto& s : t.telemetry) {
+      bool is_gpu = s.name.rfind("system/gpu", 0) == 0;
+      if (is_gpu != gpus || s.name.size() < suffix.size() ||
+          s.name.compare(s.name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+        continue;
+      }
+      LineSeries l;
+      l.x = s.t_s;
+      l.y = s.values;
+      l.color = kPalette[color++ % std::size(kPalette)];
+      l.width = 1.5;
+      // "system/gpu0/util_pct" -> "gpu0"
+      std::string who = s.name.substr(7, s.name.find('/', 7) - 7);
+      l.tooltip = who;
+      out.push_back(std::move(l));
+    }
+    return out;
+  };
+  auto chart = [&](std::string id, std::string title, std::string y, std::vector<LineSeries> series) {
+    LineChart c;
+    c.id = fmt::format("tel-{}-{}", t.id, id);
+    c.title = std::move(title);
+    c.x.label = "time since the first sample";
+    c.x.duration = true;
+    c.y.label = std::move(y);
+    c.y.min = 0;
+    c.clip_y = LineChart::Clip::kNone;
+    c.series = std::move(series);
+    c.width = 360;
+    c.height = 220;
+    return c;
+  };
+  std::vector<std::string> figures;
+  auto names = [](const std::vector<LineSeries>& v) {
+    std::vector<std::string> n;
+    for (const auto& l : v) n.push_back(l.tooltip);
+    return n;
+  };
+  std::vector<LineSeries> util = series_of("/util_pct", true);
+  std::vector<LineSeries> cpu = series_of("/cpu_pct", false);
+  for (auto& l : cpu) l.tooltip = "node CPU", l.color = kBaselineColor, l.dashed = !util.empty();
+  std::vector<std::string> util_names = names(util);
+  if (!cpu.empty()) util_names.push_back("node CPU" + std::string(util.empty() ? "" : " (dashed)"));
+  util.insert(util.end(), cpu.begin(), cpu.end());
+  if (!util.empty()) {
+    LineChart c = chart("util", "utilization", "%", std::move(util));
+    c.y.max = 100;
+    figures.push_back(fmt::format("<figure><figcaption>Utilization: {}</figcaption>{}</figure>",
+                                  Esc(fmt::format("{}", fmt::join(util_names, ", "))), RenderLineChart(c)));
+  }
+  std::vector<LineSeries> mem = series_of("/mem_used_gib", true);
+  std::string what = "GPU memory used";
+  if (mem.empty()) {
+    mem = series_of("/mem_used_gib", false);
+    for (auto& l : mem) l.tooltip = "node";
+    what = "node memory in use";
+  }
+  std::vector<std::string> mem_names = names(mem);
+  if (!mem.empty() && t.predicted_gpu_mem_gib && what == "GPU memory used") {
+    double lo = 0, hi = 0;
+    for (const auto& l : mem) {
+      for (double x : l.x) lo = std::min(lo, x), hi = std::max(hi, x);
+    }
+    LineSeries p;
+    p.x = {lo, hi};
+    p.y = {*t.predicted_gpu_mem_gib, *t.predicted_gpu_mem_gib};
+    p.color = kBaselineColor;
+    p.dashed = true;
+    p.tooltip = fmt::format("planner's prediction {} GiB", FormatSig(*t.predicted_gpu_mem_gib, 3));
+    mem_names.push_back(p.tooltip + " (dashed)");
+    mem.push_back(std::move(p));
+  }
+  if (!mem.empty()) {
+    LineChart c = chart("mem", what, "GiB", std::move(mem));
+    figures.push_back(fmt::format("<figure><figcaption>{}: {}</figcaption>{}</figure>", Esc(what),
+                                  Esc(fmt::format("{}", fmt::join(mem_names, ", "))), RenderLineChart(c)));
+  }
+  std::vector<LineSeries> power = series_of("/power_w", true);
+  if (!power.empty()) {
+    std::vector<std::string> power_names = names(power);
+    LineChart c = chart("power", "power draw", "W", std::move(power));
+    figures.push_back(fmt::format("<figure><figcaption>Power draw: {}</figcaption>{}</figure>",
+                                  Esc(fmt::format("{}", fmt::join(power_names, ", "))), RenderLineChart(c)));
+  }
+  fmt::format_to(Out(out_), "<h3><span class=\"key\">{}</span> {}</h3><div class=\"grid3\">{}</div>", Esc(t.key),
+                 Esc(Ellipsize(ParamsText(r_, t), 90)), fmt::format("{}", fmt::join(figures, "")));
+}
+
+void HtmlPage::Legend() {
+  out_.append("<ul class=\"legend\">");
+  auto item = [&](size_t i) {
+    auto c = colors_.find(i);
+    if (c == colors_.end()) return;
+    std::string tag = IsRecommended(i) ? " <span class=\"tag\">recommended</span>"
+                      : IsBaseline(i)  ? " <span class=\"tag base\">baseline</span>"
+                                       : "";
+    fmt::format_to(Out(out_),
+                   "<li><span class=\"sw{}\" style=\"background:{}\"></span><span class=\"key\">{}</span> {}{}</li>",
+                   IsBaseline(i) && !IsRecommended(i) ? " dash" : "", c->second, Esc(T(i).key),
+                   Esc(Ellipsize(ParamsText(r_, T(i)), 70)), tag);
+  };
+  if (a_.recommended) item(*a_.recommended);
+  if (r_.baseline && !IsRecommended(*r_.baseline)) item(*r_.baseline);
+  for (size_t i : a_.ranking) {
+    if (!IsRecommended(i) && !IsBaseline(i)) item(i);
+  }
+  out_.append("</ul>");
+}
+
+void HtmlPage::Throughput() {
+  std::vector<size_t> with;
+  for (size_t i = 0; i < r_.trials.size(); ++i) {
+    if (Finite(T(i).iters_per_s)) with.push_back(i);
+  }
+  out_.append("<section id=\"throughput\"><h2>Throughput by configuration</h2>");
+  if (with.empty()) {
+    out_.append("<p class=\"note\">No iteration times logged yet.</p></section>\n");
+    return;
+  }
+  std::stable_sort(with.begin(), with.end(), [&](size_t x, size_t y) { return *T(x).iters_per_s > *T(y).iters_per_s; });
+  if (FlatThroughput()) {
+    fmt::format_to(Out(out_),
+                   "<p class=\"note\">Every configuration runs at the same speed within {:.0f}% ({} to {} "
+                   "iterations per second over {} trials): this study's parameters change what is learnt, not "
+                   "the speed.</p></section>\n",
+                   100 * (*T(with.front()).iters_per_s / *T(with.back()).iters_per_s - 1),
+                   FormatSig(*T(with.back()).iters_per_s, 3), FormatSig(*T(with.front()).iters_per_s, 3), with.size());
+    return;
+  }
+  size_t shown = std::min(o_.throughput_bars, with.size());
+  // The baseline always has a bar, as the reference the others are read against.
+  if (r_.baseline) {
+    auto it = std::find(with.begin(), with.end(), *r_.baseline);
+    if (it != with.end() && static_cast<size_t>(it - with.begin()) >= shown) {
+      std::rotate(with.begin() + static_cast<long>(shown) - 1, it, it + 1);
+    }
+  }
+  std::optional<double> base_ips;
+  if (r_.baseline && Finite(T(*r_.baseline).iters_per_s)) base_ips = T(*r_.baseline).iters_per_s;
+  BarChart chart;
+  chart.title = "iterations per second by configuration";
+  chart.x.label = "iterations per second (median iteration time)";
+  for (size_t k = 0; k < shown; ++k) {
+    const TrialSummary& t = T(with[k]);
+    Bar b;
+    b.label = ParamsText(r_, t, " ");
+    b.tooltip = t.key + " (" + StateLabel(t.state) + "): " + ParamsText(r_, t);
+    b.value = *t.iters_per_s;
+    b.value_text = FormatSig(b.value, 3);
+    if (base_ips && !IsBaseline(with[k])) b.value_text += " " + FormatFactor(b.value / *base_ips);
+    Outcome o = OutcomeOf(t.state);
+    b.color = IsRecommended(with[k])                               ? kRecommendedColor
+              : IsBaseline(with[k])                                ? kBaselineColor
+              : o == Outcome::kCompleted || o == Outcome::kRunning ? "#4e79a7"
+                                                                   : "#c3ccd6";
+    chart.bars.push_back(std::move(b));
+  }
+  chart.width = 1100;
+  chart.label_width = 420;
+  fmt::format_to(Out(out_), "<figure>{}</figure>", RenderBarChart(chart));
+  fmt::format_to(Out(out_),
+                 "<p class=\"note\">{} of {} trials with logged iteration times, fastest first{}. Green: the "
+                 "recommendation; {}pale: stopped or failed trials.{}</p></section>\n",
+                 shown, with.size(), shown < with.size() ? " (the rest are in the table and trials.csv)" : "",
+                 r_.baseline ? "black: the baseline; " : "",
+                 base_ips ? " The factor is relative to the baseline." : "");
+}
+
+bool HtmlPage::FlatThroughput() const {
+  if (!Hpo()) return false;
+  double lo = 0, hi = 0;
+  for (const auto& t : r_.trials) {
+    if (!Finite(t.iters_per_s) || *t.iters_per_s <= 0) continue;
+    lo = lo == 0 ? *t.iters_per_s : std::min(lo, *t.iters_per_s);
+    hi = std::max(hi, *t.iters_per_s);
+  }
+  return lo > 0 && hi / lo < 1.10;
+}
+
+std::optional<HtmlPage::ParamAxis> HtmlPage::AxisOf(size_t p) const {
+  std::map<std::string, double> distinct;  // each value's text, and its number when numeric
+  bool numeric = true, integers = true;
+  double lo = 0, hi = 0;
+  for (const auto& t : r_.trials) {
+    if (OutcomeOf(t.state) == Outcome::kDropped || p >= t.param_values.size()) continue;
+    const ParamCell& cell = t.param_values[p];
+    std::optional<double> number = cell.Number();
+    if (!distinct.emplace(cell.text, number.value_or(0)).second) continue;
+    if (!number) {
+      numeric = false;
+      continue;
+    }
+    double v = *number;
+    integers = integers && v == std::floor(v);
+    lo = distinct.size() == 1 ? v : std::min(lo, v);
+    hi = distinct.size() == 1 ? v : std::max(hi, v);
+  }
+  if (distinct.empty()) return std::nullopt;
+  bool sampled_log = p < r_.meta.param_log.size() && r_.meta.param_log[p];
+  ParamAxis axis;
+  bool continuous = numeric && (sampled_log || distinct.size() > 12 || (!integers && distinct.size() >= 3));
+  if (continuous) {
+    axis.log = lo > 0 && (sampled_log || hi / lo >= 20);
+    return axis;
+  }
+  if (!numeric && distinct.size() > 24) return std::nullopt;
+  for (const auto& [text, number] : distinct) axis.categories.push_back(text);
+  if (numeric) {
+    std::sort(axis.categories.begin(), axis.categories.end(),
+              [&](const std::string& x, const std::string& y) { return distinct[x] < distinct[y]; });
+  }
+  for (size_t c = 0; c < axis.categories.size(); ++c) axis.index[axis.categories[c]] = c;
+  return axis;
+}
+
+double HtmlPage::AxisValue(const ParamAxis& axis, const TrialSummary& t, size_t p) const {
+  if (p >= t.param_values.size()) return std::nan("");
+  if (!axis.categories.empty()) {
+    auto it = axis.index.find(t.param_values[p].text);
+    return it == axis.index.end() ? std::nan("") : static_cast<double>(it->second);
+  }
+  return t.param_values[p].Number().value_or(std::nan(""));
+}
+
+bool HtmlPage::HasFinal(const TrialSummary& t) {
+  Outcome o = OutcomeOf(t.state);
+  return Finite(t.final_value) && o != Outcome::kDropped && o != Outcome::kQueued;
+}
+
+void HtmlPage::ParameterEffects() {
+  if (r_.meta.param_names.empty()) return;
+  out_.append("<section id=\"parameters\"><h2>Effect of each parameter</h2><div class=\"grid3\">");
+  const bool flat = FlatThroughput();
+  for (size_t p = 0; p < r_.meta.param_names.size(); ++p) {
+    auto axis = AxisOf(p);
+    if (!axis) {
+      fmt::format_to(Out(out_), "<p class=\"note\">{}: too many distinct values to chart.</p>",
+                     Esc(r_.meta.param_names[p]));
+      continue;
+    }
+    auto chart = [&](bool throughput) {
+      DotChart d;
+      const std::string& name = r_.meta.param_names[p];
+      d.title = (throughput ? "iterations per second" : "final " + metric_) + " by " + name;
+      d.x.label = name + (axis->log ? " (log scale)" : "");
+      d.y.label = throughput ? "iter/s" : "final " + metric_;
+      if (throughput) d.y.min = 0;
+      d.x.log = axis->log;
+      d.categories = axis->categories;
+      for (size_t i = 0; i < r_.trials.size(); ++i) {
+        const TrialSummary& t = T(i);
+        Outcome o = OutcomeOf(t.state);
+        std::optional<double> y = throughput ? t.iters_per_s : t.final_value;
+        if (!Finite(y) || (!throughput && !HasFinal(t))) continue;
+        Dot dot;
+        dot.x = AxisValue(*axis, t, p);
+        if (!std::isfinite(dot.x)) continue;
+        dot.y = *y;
+        bool stopped = o != Outcome::kCompleted;
+        dot.hollow = !throughput && stopped;
+        dot.color = IsRecommended(i)                                     ? kRecommendedColor
+                    : IsBaseline(i)                                      ? kBaselineColor
+                    : o == Outcome::kCompleted || o == Outcome::kRunning ? "#4e79a7"
+                                                                         : "#8c959f";
+        dot.opacity = o == Outcome::kCompleted || IsBaseline(i) ? 0.85 : 0.6;
+        dot.tooltip = t.key + " (" + StateLabel(t.state) +
+                      (stopped ? fmt::format(" at step {}", t.steps) : std::string()) + "): " + FormatSig(*y, 4);
+        d.dots.push_back(std::move(dot));
+      }
+      if (d.dots.empty()) return std::string();
+      return fmt::format("<figure><figcaption>{}</figcaption>{}</figure>", Esc(d.title), RenderDotChart(d));
+    };
+    if (!flat) out_.append(chart(true));
+    out_.append(chart(false));
+  }
+  fmt::format_to(Out(out_),
+                 "</div><p class=\"note\">One dot per trial (green: recommended, black: baseline). Final value: "
+                 "filled dots completed, rings stopped early (pruned, cancelled, failed) or still running, at the "
+                 "value they had then (the last {} points' mean); the bar is the median of the completed trials "
+                 "of each value. Continuous parameters are on a numeric axis, logarithmic where sampled so."
+                 "{}</p></section>\n",
+                 kFinalWindow, flat ? "" : " Throughput includes running and stopped trials.");
+}
+
+std::string HtmlPage::RankColor(size_t rank, size_t n) {
+  double f = n > 1 ? static_cast<double>(rank) / static_cast<double>(n - 1) : 0;
+  auto mix = [&](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * f)); };
+  return fmt::format("#{:02x}{:02x}{:02x}", mix(0x08, 0xb8), mix(0x45, 0xcf), mix(0x94, 0xe4));
+}
+
+void HtmlPage::ParallelCoordinates() {
+  if (r_.meta.param_names.empty()) return;
+  ParallelChart chart;
+  chart.title = "parallel coordinates: parameters and final " + metric_;
+  std::vector<ParamAxis> axes;
+  std::vector<size_t> params;
+  for (size_t p = 0; p < r_.meta.param_names.size(); ++p) {
+    auto axis = AxisOf(p);
+    if (!axis) continue;
+    ParallelAxis pa;
+    pa.label = r_.meta.param_names[p];
+    pa.categories = axis->categories;
+    pa.log = axis->log;
+    chart.axes.push_back(pa);
+    axes.push_back(*axis);
+    params.push_back(p);
+  }
+  ParallelAxis objective;
+  objective.label = "final " + metric_;
+  objective.reversed = r_.meta.minimize;  // the best at the top
+  chart.axes.push_back(objective);
+  std::vector<size_t> completed, stopped;
+  for (size_t i : a_.ranking) {
+    if (!HasFinal(T(i))) continue;
+    (OutcomeOf(T(i).state) == Outcome::kCompleted ? completed : stopped).push_back(i);
+  }
+  if (completed.empty() && stopped.empty()) return;
+  auto line = [&](size_t i) {
+    ParallelLine l;
+    for (size_t k = 0; k < params.size(); ++k) l.values.push_back(AxisValue(axes[k], T(i), params[k]));
+    l.values.push_back(*T(i).final_value);
+    l.tooltip = T(i).key + " (" + StateLabel(T(i).state) + "): " + ParamsText(r_, T(i)) + "; final " +
+                FormatObjective(T(i).final_value);
+    return l;
+  };
+  for (size_t i : stopped) {
+    ParallelLine l = line(i);
+    l.color = "#8c959f";
+    l.opacity = 0.35;
+    l.dashed = true;
+    chart.lines.push_back(std::move(l));
+  }
+  // Worst first, so the best lie on top.
+  for (size_t k = completed.size(); k-- > 0;) {
+    ParallelLine l = line(completed[k]);
+    l.color = IsRecommended(completed[k]) ? kRecommendedColor : RankColor(k, completed.size());
+    l.width = IsRecommended(completed[k]) ? 2.6 : 1.4;
+    l.opacity = IsRecommended(completed[k]) ? 1 : 0.75;
+    chart.lines.push_back(std::move(l));
+  }
+  if (a_.recommended)
+    std::stable_partition(chart.lines.begin(), chart.lines.end(),
+                          [&](const ParallelLine& l) { return l.color != kRecommendedColor; });
+  fmt::format_to(Out(out_),
+                 "<section id=\"parallel\"><h2>Parallel coordinates</h2><figure>{}</figure><p class=\"note\">One "
+                 "line per trial through its parameter values to its final {} ({} at the top). Completed trials "
+                 "from dark (best) to pale (worst), the recommendation in green; dashed grey: stopped early or "
+                 "still running, at their value then.</p></section>\n",
+                 RenderParallelChart(chart), Esc(metric_), r_.meta.minimize ? "lowest" : "highest");
+}
+
+void HtmlPage::BestSoFarChart() {
+  auto points = BestSoFar(r_);
+  if (std::none_of(points.begin(), points.end(), [](const BestSoFarPoint& p) { return p.improved; })) return;
+  LineSeries s;
+  s.color = kRecommendedColor;
+  s.width = 2;
+  std::optional<double> prev;
+  double found_at = 0;
+  for (const BestSoFarPoint& p : points) {
+    if (!p.best) continue;
+    if (prev && p.improved) {
+      s.x.push_back(p.hours);
+      s.y.push_back(*prev);
+    }
+    s.x.push_back(p.hours);
+    s.y.push_back(*p.best);
+    prev = p.best;
+    if (p.improved && a_.recommended && p.trial == *a_.recommended) found_at = p.hours;
+  }
+  LineChart chart;
+  chart.id = "best-so-far";
+  chart.title = "best final " + metric_ + " so far by " + HoursUnit(r_.meta) + " spent";
+  chart.x.label = "cumulative " + HoursUnit(r_.meta) + " (trials in the order they ended)";
+  chart.y.label = "best final " + metric_;
+  chart.clip_y = LineChart::Clip::kNone;
+  chart.series.push_back(std::move(s));
+  chart.width = 1100;
+  chart.height = 300;
+  double total = points.back().hours;
+  std::string found;
+  if (found_at > 0 && total > 0) {
+    found = fmt::format(" The recommendation was found after {} of the {} {} spent on ended trials ({:.0f}%).",
+                        FormatHours(found_at), FormatHours(total), HoursUnit(r_.meta), 100 * found_at / total);
+  }
+  fmt::format_to(Out(out_),
+                 "<section id=\"best-so-far\"><h2>Best so far against cost</h2><figure>{}</figure><p "
+                 "class=\"note\">Each ended trial (completed, pruned or failed) adds its {} in the order the "
+                 "trials ended; the line is the best final {} among the completed ones by then: what the search "
+                 "cost to find its winner.{}</p></section>\n",
+                 RenderLineChart(chart), HoursUnit(r_.meta), Esc(metric_), found);
+}
+
+}  // namespace sweep::reports

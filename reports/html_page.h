@@ -1,0 +1,148 @@
+// The HTML report's page, section by section: the shell (head, header, about) in html_report.cc,
+// the headline in html_headline.cc, the ranking and cost tables in html_tables.cc, the charts in
+// html_charts.cc, parameter importance in html_importance.cc, the stylesheet in html_style.cc.
+// Internal to reports/: the public face is html_report.h.
+// Module reports/: rendering plain data into reports; uses base/ only.
+#pragma once
+
+#include <cstdint>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reports/html_report.h"
+#include "reports/study_report.h"
+#include "reports/svg_chart.h"
+
+namespace sweep::reports {
+
+inline constexpr const char* kRecommendedColor = "#1a7f37";
+inline constexpr const char* kBaselineColor = "#24292f";
+inline constexpr const char* kOtherColor = "#8c959f";
+// Tableau 10 without its green, which marks the recommendation.
+inline constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#edc948",
+                                           "#b07aa1", "#ff9da7", "#9c755f", "#59a1cf"};
+
+using Out = std::back_insert_iterator<std::string>;
+
+std::string ReplaceAll(std::string s, std::string_view from, std::string_view to);
+// The CSS class of a trial's state in tables: "s-completed", "s-failed", ...
+std::string OutcomeClass(Outcome o);
+// Whole numbers with thin thousands separators: 12 345.
+std::string FormatCount(int64_t n);
+
+// One report being rendered: the data, its analysis, the curves' colours, and the page so far.
+class HtmlPage {
+ public:
+  HtmlPage(const StudyReport& report, const HtmlOptions& options)
+      : r_(report), o_(options), a_(Analyze(report)), metric_(report.meta.objective_metric) {
+    AssignColors();
+  }
+
+  std::string Render();
+
+ private:
+  const TrialSummary& T(size_t i) const { return r_.trials[i]; }
+  bool IsRecommended(size_t i) const { return a_.recommended && *a_.recommended == i; }
+  bool IsBaseline(size_t i) const { return r_.baseline && *r_.baseline == i; }
+
+  // Colours for the curves worth naming: the recommendation, the baseline, the best ranked.
+  void AssignColors();
+
+  void Head();
+
+  void Header();
+
+  std::string TrialName(size_t i) const;
+
+  // `css`: "" for a factor, "total" for the product, "total slower" when the product is below 1.
+  void Factor(std::string_view value, std::string_view label, std::string_view detail, std::string_view css = "");
+
+  bool Hpo() const { return r_.meta.kind == StudyKind::kHyperparameter; }
+
+  // "0.1234 ± 0.0012"
+  std::string ValueSpread(const TrialSummary& t) const;
+
+  // A hyperparameter study: the best final value, how noisy its end is, and how far ahead of the
+  // runner-up it is. No speedup boxes: the trials run at the same speed.
+  void HpoHeadline();
+
+  void Headline();
+
+  void TargetLine();
+
+  int Completed() const;
+
+  std::string CompletedText() const;
+
+  void Ranking();
+
+  // Grey curves first, faded if stopped early, then the named ones on top.
+  std::vector<LineSeries> CurveSeries(bool by_time) const;
+
+  void Curves();
+
+  // One row per trial that has telemetry (ranked trials first, at most top_n): utilization, memory
+  // with the planner's prediction beside the measured GPU memory, and power when nvidia-smi gave it.
+  void Telemetry();
+
+  void TelemetryRow(size_t i);
+
+  void Legend();
+
+  void Throughput();
+
+  // A hyperparameter study whose trials all run within 10% of each other's speed: no
+  // throughput charts, one sentence instead.
+  bool FlatThroughput() const;
+
+  // How a parameter is drawn: categories, or a numeric axis (log where it was sampled on a log
+  // scale or spans a factor of 20 or more) for a continuous one.
+  struct ParamAxis {
+    std::vector<std::string> categories;  // empty: numeric
+    bool log = false;
+    std::map<std::string, size_t> index;
+  };
+  std::optional<ParamAxis> AxisOf(size_t p) const;
+
+  // The axis position of trial t's value of parameter p: a category index or the number.
+  double AxisValue(const ParamAxis& axis, const TrialSummary& t, size_t p) const;
+
+  // Trials shown by the final-value views: completed ones, and those stopped early (pruned,
+  // cancelled, failed) or still running, at the value they had when they stopped.
+  static bool HasFinal(const TrialSummary& t);
+
+  // One pair of charts per parameter: throughput and final objective by its value.
+  void ParameterEffects();
+
+  // Colour of the i-th best of n trials: dark blue for the best, pale for the worst.
+  static std::string RankColor(size_t rank, size_t n);
+
+  void ParallelCoordinates();
+
+  // Trials stopped early stopped at an earlier point of training than the completed ones: their
+  // values do not compare, and the reader is told how many the estimate leaves out.
+  static std::string StoppedLeftOut(int n);
+
+  void Importance();
+
+  void BestSoFarChart();
+
+  void Cost();
+
+  std::string ResourcesText() const;
+
+  void About();
+
+  const StudyReport& r_;
+  const HtmlOptions& o_;
+  Analysis a_;
+  std::string metric_;
+  std::map<size_t, std::string> colors_;
+  std::string out_;
+};
+
+}  // namespace sweep::reports
