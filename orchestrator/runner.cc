@@ -1282,7 +1282,7 @@ Status Runner::SubmitBatch(std::vector<store::TrialRecord*>& batch, int throttle
     // Reconcile looks for the job by name before anything is submitted again.
     return Status::OK();
   }
-  if (!job.ok() && slurm::IsStudyWideRefusal(job.status().message())) {
+  if (!job.ok() && job.status().cause() == Status::Cause::kStudyWideRefusal) {
     // No job of the study can go in until the study file is fixed: the trials are not to blame,
     // so they stay new and the run stops with the reason.
     SWEEP_RETURN_IF_ERROR(store_.InTransaction([&]() -> Status {
