@@ -35,6 +35,11 @@ struct TickReport {
   int64_t cluster_calls = 0;  // commands, file writes and reads sent to the cluster this tick
   bool done = false;          // every trial has ended
   bool unavailable = false;   // the cluster could not be reached; nothing was marked
+  // The trials of this study file as the tick left them (as StudyTrials, report_data.h, would list
+  // them from the store, `left_out` not among them), for the tick hook: the run's own view, valid
+  // until the next tick. Null where no tick produced them.
+  const std::vector<store::TrialRecord>* trials = nullptr;
+  int left_out = 0;
 };
 
 struct RunContext {

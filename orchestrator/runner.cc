@@ -210,6 +210,7 @@ Result<TickReport> Runner::Tick() {
     if (t.state == slurm::JobStateName(slurm::JobState::kRunning)) ++report.running;
     else ++report.queued;
   }
+  ViewOf(std::move(*trials), report);
   if (!tick_lines_) return report;
   log_ << fmt::format(
       "[{}] tick {}: {} running, {} queued, {} submitted, {} ended, {} points, {} squeue/sacct call(s), "
@@ -253,6 +254,25 @@ Status Runner::Run(int max_ticks) {
     clock_.SleepFor(schedule.Next(r->submitted + r->ended + r->changed > 0, r->unavailable));
   }
   return Status::OK();
+}
+
+// The trials as StudyTrials (report_data.h) lists them, from this tick's: those whose [space] values
+// are no longer in the study file are left out, unless none are (not the file that made them); a
+// tpe study, whose trials the file does not list, shows them all.
+void Runner::ViewOf(std::vector<store::TrialRecord> trials, TickReport& report) {
+  tick_trials_ = std::move(trials);
+  report.trials = &tick_trials_;
+  report.left_out = 0;
+  if (study_.sampler == "tpe") return;
+  auto listed = [&](const store::TrialRecord& t) { return ctx_.specs.count(t.trial_key) > 0; };
+  if (std::all_of(tick_trials_.begin(), tick_trials_.end(), listed) ||
+      std::none_of(tick_trials_.begin(), tick_trials_.end(), listed)) {
+    return;
+  }
+  view_.clear();
+  std::copy_if(tick_trials_.begin(), tick_trials_.end(), std::back_inserter(view_), listed);
+  report.left_out = static_cast<int>(tick_trials_.size() - view_.size());
+  report.trials = &view_;
 }
 
 Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickReport& report) {

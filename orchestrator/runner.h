@@ -77,8 +77,9 @@ class Runner {
   // cancelled; the jobs stay on Slurm) and records an "interrupted" event.
   void set_interrupted(std::function<bool()> interrupted) { interrupted_ = std::move(interrupted); }
 
-  // The cockpit's hooks (orchestrator/cockpit.h, notifications): called by Run after every tick,
-  // and for every event the run records (after it is logged and stored). They must not throw.
+  // The cockpit's hooks (orchestrator/cockpit.h, notifications): called by Run after every tick
+  // (with the tick's trials in TickReport::trials: no need to list them from the store), and for
+  // every event the run records (after it is logged and stored). They must not throw.
   using TickHook = std::function<void(const TickReport&)>;
   using EventHook = std::function<void(std::optional<int64_t> trial_id, const std::string& kind, const std::string&)>;
   void set_on_tick(TickHook hook) { on_tick_ = std::move(hook); }
@@ -110,6 +111,8 @@ class Runner {
   // learned from (OOM, memory), chained, counted for the failure storm or retried.
   Status RecordChanges(std::vector<store::TrialRecord>& trials, std::vector<Observed>& observed, TickReport& report);
   Status ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport& report);
+  // Keeps the tick's trials for the tick hook (TickReport::trials): this study file's.
+  void ViewOf(std::vector<store::TrialRecord> trials, TickReport& report);
   // Gives stopping_ the trial's stored curves, read once (after a start, a restart or a reset);
   // Ingester extends them from then on.
   Status LoadCurve(int64_t trial_id);
@@ -147,6 +150,8 @@ class Runner {
   EventHook on_event_;
   bool tick_lines_ = true;
   int tick_ = 0;
+  std::vector<store::TrialRecord> tick_trials_;  // the last tick's trials (TickReport::trials)
+  std::vector<store::TrialRecord> view_;         // of which this study file's, when some are not
   std::minstd_rand rng_{std::random_device{}()};
 };
 
