@@ -24,6 +24,14 @@ class Status {
     kInternal,
   };
 
+  // Why, where the code alone does not say: set where the failure is understood (the Slurm client
+  // parsing sbatch's refusal, the store meeting a lock), so callers branch on it, never on text.
+  enum class Cause {
+    kNone = 0,
+    kStudyWideRefusal,  // sbatch refused a setting every job of the study shares (partition, account, ...)
+    kDatabaseBusy,      // another process holds the database lock
+  };
+
   Status() = default;
   static Status OK() { return Status(); }
   static Status InvalidArgument(std::string msg) { return Status(Code::kInvalidArgument, std::move(msg)); }
@@ -40,17 +48,24 @@ class Status {
   bool IsUnavailable() const { return code_ == Code::kUnavailable; }
   bool IsNotFound() const { return code_ == Code::kNotFound; }
   bool IsResourceExhausted() const { return code_ == Code::kResourceExhausted; }
+  Cause cause() const { return cause_; }
+  Status WithCause(Cause cause) const {
+    Status s = *this;
+    if (!s.ok()) s.cause_ = cause;
+    return s;
+  }
 
   // "context: message"; keeps the code so callers can still branch on it.
   Status WithContext(std::string_view context) const {
     if (ok()) return *this;
-    return Status(code_, std::string(context) + ": " + message_);
+    return Status(code_, std::string(context) + ": " + message_).WithCause(cause_);
   }
   std::string ToString() const;
 
  private:
   Status(Code code, std::string msg) : code_(code), message_(std::move(msg)) {}
   Code code_ = Code::kOk;
+  Cause cause_ = Cause::kNone;
   std::string message_;
 };
 

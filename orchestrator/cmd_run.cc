@@ -167,10 +167,14 @@ Status CmdRun(App& app, RunFlags& flags) {
   // the view is refreshed when trials ended and otherwise at most so often that it takes no
   // more than a tenth of the run's time.
   double last_view_at = 0, last_view_cost = 0;
+  const std::vector<std::string> param_names = ParamNames(app.study);  // read once, not every tick
   runner.set_on_tick([&](const TickReport& report) {
     double now = app.clock.Now();
     if (!report.done && report.ended == 0 && now - last_view_at < 10 * last_view_cost) return;
-    auto view = ReadStudyView(*app.store, app.study, runner.study_id(), now);
+    // The tick's own trials: the store is not listed and the space not expanded again.
+    auto view = report.trials ? ReadStudyView(*app.store, app.study, runner.study_id(), now, *report.trials,
+                                              param_names, report.left_out)
+                              : ReadStudyView(*app.store, app.study, runner.study_id(), now);
     last_view_at = now, last_view_cost = app.clock.Now() - now;
     if (!view.ok()) return;  // the next tick shows it; the run goes on
     display.Show(ComputeProgress(view->progress, progress_options, now), progress_options,

@@ -10,20 +10,29 @@
 #include "base/terminal.h"
 #include "base/trial_state.h"
 #include "orchestrator/report_data.h"
+#include "orchestrator/study_trials.h"
 
 namespace sweep {
 
 std::optional<double> TrialObjective(const reports::TrialRow& row) { return row.objective_value; }
 
 Result<StudyView> ReadStudyView(store::Store& store, const Study& study, int64_t study_id, double now) {
+  int left_out = 0;
+  auto trials = StudyTrials(store, study, study_id, &left_out);
+  if (!trials.ok()) return trials.status();
+  return ReadStudyView(store, study, study_id, now, *trials, ParamNames(study), left_out);
+}
+
+Result<StudyView> ReadStudyView(store::Store& store, const Study& study, int64_t study_id, double now,
+                                const std::vector<store::TrialRecord>& trials,
+                                const std::vector<std::string>& param_names, int left_out) {
   StudyView view;
-  auto rows = CollectTrialRows(store, study, study_id, now, study.objective.metric, &view.left_out);
+  view.left_out = left_out;
+  auto rows = TrialRowsOf(store, study, study_id, trials, param_names, now, study.objective.metric);
   if (!rows.ok()) return rows.status();
   view.rows = std::move(*rows);
-  auto trials = store.ListTrials(study_id);
-  if (!trials.ok()) return trials.status();
   std::map<int64_t, const store::TrialRecord*> by_id;
-  for (const auto& t : *trials) by_id[t.id] = &t;
+  for (const auto& t : trials) by_id[t.id] = &t;
   for (const auto& r : view.rows) {
     ProgressTrial p;
     p.key = r.trial_key;

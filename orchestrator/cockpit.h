@@ -42,6 +42,11 @@ struct StudyView {
 // Reads the rows and, for trials that have not ended, their total iterations (Megatron's
 // train_iters metric) for the ETA.
 Result<StudyView> ReadStudyView(store::Store& store, const Study& study, int64_t study_id, double now);
+// The same of `trials` as the caller holds them (the run loop's tick: TickReport::trials, this study
+// file's trials) with `param_names` (ParamNames, read once): the trials are not listed again.
+Result<StudyView> ReadStudyView(store::Store& store, const Study& study, int64_t study_id, double now,
+                                const std::vector<store::TrialRecord>& trials,
+                                const std::vector<std::string>& param_names, int left_out);
 
 ProgressOptions ProgressOptionsFor(const Study& study);
 

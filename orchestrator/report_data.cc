@@ -392,18 +392,24 @@ Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, con
                                                         double now, const std::string& objective, int* left_out) {
   auto trials = StudyTrials(store, study, study_id, left_out);
   if (!trials.ok()) return trials.status();
+  return TrialRowsOf(store, study, study_id, *trials, ParamNames(study), now, objective);
+}
+
+Result<std::vector<reports::TrialRow>> TrialRowsOf(store::Store& store, const Study& study, int64_t study_id,
+                                                   const std::vector<store::TrialRecord>& trials,
+                                                   const std::vector<std::string>& param_names, double now,
+                                                   const std::string& objective) {
   const std::string& metric = objective.empty() ? study.objective.metric : objective;
   // What ingestion kept per trial and metric (two queries, then per trial one for the iteration
   // time's series and one for the objective's last kFinalWindow points): no other point is read,
   // however long the trials ran.
   auto summaries = store.Summaries(study_id, {"iter_time_ms"});
   if (!summaries.ok()) return summaries.status();
-  std::vector<std::string> param_names = ParamNames(study);
   std::vector<reports::TrialRow> rows;
-  rows.reserve(trials->size());
+  rows.reserve(trials.size());
   auto next = summaries->begin();
   const store::TrialSummary none;
-  for (const auto& t : *trials) {
+  for (const auto& t : trials) {
     while (next != summaries->end() && next->trial_id < t.id) ++next;
     const store::TrialSummary& s = next != summaries->end() && next->trial_id == t.id ? *next : none;
     auto final = FinalFromTail(store, t.id, s, metric);

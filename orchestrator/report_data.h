@@ -26,6 +26,13 @@ Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, con
                                                         double now, const std::string& objective = "",
                                                         int* left_out = nullptr);
 
+// CollectTrialRows of `trials` as they are (the run loop's own, StudyTrials already applied), their
+// parameters in the order of `param_names` (ParamNames): nothing else is listed or expanded.
+Result<std::vector<reports::TrialRow>> TrialRowsOf(store::Store& store, const Study& study, int64_t study_id,
+                                                   const std::vector<store::TrialRecord>& trials,
+                                                   const std::vector<std::string>& param_names, double now,
+                                                   const std::string& objective = "");
+
 struct ReportOptions {
   // The configuration the others are compared with: a trial key ("t-0123456789ab") or a JSON
   // object of parameter values ({"lr": 0.01, "optimizer": "adam"}; each given key must match, a

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "base/terminal.h"
+#include "base/trial_state.h"
 #include "logs/classify.h"
 #include "orchestrator/runner.h"
 #include "slurm/job_state.h"
@@ -19,15 +20,14 @@ Status Runner::StopFailureStorm(std::vector<store::TrialRecord>& trials) {
   const std::string cls = storm_.Storm();
   if (cls.empty()) return Status::OK();
   std::vector<store::TrialRecord*> queued;
-  int unsubmitted = 0, running = 0, own = 0;
+  int unsubmitted = 0, running = 0;
   for (auto& t : trials) {
-    if (!specs_.count(t.trial_key)) continue;
-    ++own;
+    if (!ctx_.specs.count(t.trial_key)) continue;
     if (t.state == "pending" && !t.job_id.empty() && t.stop_request.empty()) queued.push_back(&t);
     else if (t.state == kTrialNew) ++unsubmitted;
     else if (!t.job_id.empty() && !IsFinalTrialState(t.state)) ++running;
   }
-  bool to_propose = study_.sampler == "tpe" && !tpe_exhausted_ && own < study_.trials;
+  bool to_propose = tpe_.MoreToPropose(trials);
   // Nothing left to hold back: the sweep ends as it would, and its summary says how.
   if (queued.empty() && unsubmitted == 0 && !to_propose) return Status::OK();
 
@@ -43,7 +43,7 @@ Status Runner::StopFailureStorm(std::vector<store::TrialRecord>& trials) {
   SWEEP_RETURN_IF_ERROR(client_.Cancel(ids));
   // They never started: like trials never submitted, the next `run` submits them.
   SWEEP_RETURN_IF_ERROR(store_.InTransaction([&]() -> Status {
-    for (store::TrialRecord* t : queued) SWEEP_RETURN_IF_ERROR(StartOver(*t, why));
+    for (store::TrialRecord* t : queued) SWEEP_RETURN_IF_ERROR(retry_.StartOver(*t, why));
     return Status::OK();
   }));
 
@@ -51,7 +51,7 @@ Status Runner::StopFailureStorm(std::vector<store::TrialRecord>& trials) {
   auto failing = std::find_if(trials.begin(), trials.end(),
                               [&](const store::TrialRecord& t) { return t.id == storm_.first_trial(); });
   if (failing != trials.end()) {
-    auto tail = LogTail(*failing);
+    auto tail = ingester_.LogTail(*failing);
     if (!tail.ok()) return tail.status();
     std::string lines;
     for (const std::string& l : LastLogLines(*tail, 10)) lines += "\n    " + TerminalSafe(l);

@@ -14,6 +14,7 @@
 #include "base/terminal.h"
 #include "orchestrator/phases.h"
 #include "base/trial_state.h"
+#include "orchestrator/trial_script.h"
 #include "study/expr.h"
 
 namespace sweep {
@@ -439,6 +440,127 @@ nlohmann::json TpeRegionJson(const Study& study, const TpeRegion& region) {
           {"configurations", rows},
           {"floats", floats},
           {"per_proposal_constraints", per_proposal}};
+}
+
+Status TpeProposer::Prepare() {
+  const Study& study = ctx_.study;
+  auto trials = ctx_.store.ListTrials(ctx_.study_id);
+  if (!trials.ok()) return trials.status();
+  auto checker = ConstraintChecker::Make(study);
+  if (!checker.ok()) return checker.status();
+  // A trial is this study's when its values are a point of the file's [space] that maps back to
+  // its key: after an edit to [space], older trials stay history, as for a grid.
+  for (const auto& t : *trials) {
+    auto x = PointOf(study, t.params_json);
+    if (!x) continue;
+    auto spec = checker->Check(ParamsOf(study, *x));
+    if (!spec.ok()) return spec.status();
+    if (spec->key == t.trial_key) ctx_.specs[spec->key] = std::move(*spec);
+  }
+  std::vector<TrialSpec> own;
+  for (const auto& [key, spec] : ctx_.specs) own.push_back(spec);
+  SWEEP_RETURN_IF_ERROR(memory_.PlanProposed(own));
+  // The headroom as the trials that ended so far calibrated it, so that a resumed run rules out
+  // what an uninterrupted one would (their skip and calibrate events are in the store already).
+  for (const auto& t : *trials) {
+    if (!IsFinalTrialState(t.state) || !ctx_.specs.count(t.trial_key)) continue;
+    auto excess = memory_.MeasuredExcess(t);
+    if (!excess.ok()) return excess.status();
+    if (*excess) memory_.RaiseHeadroom(**excess);
+  }
+  auto warm = WarmStartObservations(study);
+  if (!warm.ok()) return warm.status();
+  warm_ = std::move(*warm);
+  if (!warm_.empty()) {
+    ctx_.Event(std::nullopt, "warm_start",
+               fmt::format("tpe starts from {} ended trial(s) of {}", warm_.size(), study.warm_start->study_path));
+  }
+  return Status::OK();
+}
+
+bool TpeProposer::Feasible(const TrialSpec& spec, const std::vector<const TrialSpec*>& ooms) {
+  for (const TrialSpec* oom : ooms) {
+    if (memory_.DominatedByOom(spec, *oom)) return false;
+  }
+  return TpeAllows(ctx_.study, spec, ctx_.submit_predicted_oom, memory_.headroom_bytes());
+}
+
+bool TpeProposer::MoreToPropose(const std::vector<store::TrialRecord>& trials) const {
+  if (ctx_.study.sampler != "tpe" || exhausted_) return false;
+  auto own = std::count_if(trials.begin(), trials.end(),
+                           [&](const store::TrialRecord& t) { return ctx_.specs.count(t.trial_key) > 0; });
+  return own < ctx_.study.trials;
+}
+
+Status TpeProposer::Propose(std::vector<store::TrialRecord>& trials, int free_slots) {
+  if (exhausted_) return Status::OK();
+  const Study& study = ctx_.study;
+  int own = 0, waiting = 0;
+  std::vector<sampler::Observation> history = warm_;
+  std::vector<const TrialSpec*> ooms;
+  for (const auto& t : trials) {  // in id order: the order they were proposed
+    auto spec = ctx_.specs.find(t.trial_key);
+    if (spec == ctx_.specs.end()) continue;
+    ++own;
+    if (t.state == kTrialNew) ++waiting;
+    if (t.state == kTrialCudaOom) ooms.push_back(&spec->second);
+    auto o = ObserveTrial(ctx_.store, study, t);
+    if (!o.ok()) return o.status();
+    if (*o) history.push_back(std::move(**o));
+  }
+  int k = std::min(free_slots - waiting, study.trials - own);
+  if (k <= 0) return Status::OK();
+  auto checker = ConstraintChecker::Make(study);
+  if (!checker.ok()) return checker.status();
+  Status error;
+  auto feasible = [&](const sampler::Point& x) {
+    auto spec = checker->Check(ParamsOf(study, x));
+    if (!spec.ok()) {
+      if (error.ok()) error = spec.status();
+      return false;
+    }
+    return Feasible(*spec, ooms);
+  };
+  auto points = sampler::Propose(SamplerSpace(study), history, k, TpeOptions(study), feasible);
+  SWEEP_RETURN_IF_ERROR(error);
+  if (static_cast<int>(points.size()) < k) {
+    exhausted_ = true;
+    ctx_.Event(std::nullopt, "exhausted",
+               fmt::format("tpe: no configuration left that constraints and the plan allow and no trial has tried; "
+                           "the study ends with {} of {} trials",
+                           own + static_cast<int>(points.size()), study.trials));
+  }
+  if (points.empty()) return Status::OK();
+  std::vector<TrialSpec> specs;
+  std::vector<store::TrialRecord> records;
+  for (const auto& x : points) {
+    auto spec = checker->Check(ParamsOf(study, x));
+    if (!spec.ok()) return spec.status();
+    store::TrialRecord r;
+    r.trial_key = spec->key;
+    r.params_json = spec->params_json;
+    r.state = std::string(kTrialNew);
+    records.push_back(std::move(r));
+    specs.push_back(std::move(*spec));
+  }
+  // Rendered before anything is stored, as a grid's trials are in Prepare.
+  if (auto refused = RenderRefusals(study, specs); !refused.empty()) {
+    return Status::InvalidArgument(fmt::format("tpe proposed trial {} that its template cannot carry: {}",
+                                               refused.begin()->first, refused.begin()->second));
+  }
+  SWEEP_RETURN_IF_ERROR(ctx_.store.InsertTrialsIfAbsent(ctx_.study_id, records));
+  SWEEP_RETURN_IF_ERROR(memory_.PlanProposed(specs));
+  int ended = static_cast<int>(std::count_if(history.begin(), history.end(), [](const sampler::Observation& o) {
+    return o.source == 0 && o.outcome != sampler::Outcome::kPending;
+  }));
+  for (size_t i = 0; i < records.size(); ++i) {
+    ctx_.specs[specs[i].key] = specs[i];
+    ctx_.Event(
+        records[i].id, "propose",
+        fmt::format("tpe proposed {} {} (from {} ended trial(s))", records[i].trial_key, specs[i].params_json, ended));
+    trials.push_back(std::move(records[i]));
+  }
+  return Status::OK();
 }
 
 }  // namespace sweep

@@ -10,6 +10,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "base/status.h"
+#include "orchestrator/memory_feedback.h"
+#include "orchestrator/run_context.h"
 #include "planner/planner.h"
 #include "sampler/tpe.h"
 #include "store/store.h"
@@ -68,5 +70,32 @@ Result<TpeRegion> PlanTpeRegion(const Study& study);
 std::string RenderTpeRegion(const Study& study, const TpeRegion& region);
 // `plan --json`'s "region" member: every combination with its verdict, and the summary the text shows.
 nlohmann::json TpeRegionJson(const Study& study, const TpeRegion& region);
+
+// The run loop's tpe proposals (Runner owns one for a study with sampler = "tpe"): the study's
+// trials so far, rebuilt from the store, and the warm start; each proposal respects constraints,
+// the planner's rules and memory verdict (calibrated by MemoryFeedback), and no CUDA OOM of a trial
+// needing no more memory.
+class TpeProposer {
+ public:
+  TpeProposer(RunContext& ctx, MemoryFeedback& memory) : ctx_(ctx), memory_(memory) {}
+
+  // This study's trials so far (added to ctx.specs), their memory plan, the headroom they
+  // calibrated, and the warm start ([search] seed_from).
+  Status Prepare();
+  // Proposes up to `free_slots` new trials (fewer with trials already waiting, or near the budget)
+  // from every trial in the store, stores them new and appends them to `trials`.
+  Status Propose(std::vector<store::TrialRecord>& trials, int free_slots);
+  // Whether the sampler may propose `spec`: constraints, the planner's rules and memory verdict,
+  // and no CUDA OOM of a trial needing no more memory (`ooms`).
+  bool Feasible(const TrialSpec& spec, const std::vector<const TrialSpec*>& ooms);
+  // A tpe study with budget left and configurations left to propose (false for other samplers).
+  bool MoreToPropose(const std::vector<store::TrialRecord>& trials) const;
+
+ private:
+  RunContext& ctx_;
+  MemoryFeedback& memory_;
+  std::vector<sampler::Observation> warm_;  // another study's trials ([search] seed_from)
+  bool exhausted_ = false;                  // no feasible configuration left to propose
+};
 
 }  // namespace sweep

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "slurm/sbatch_script.h"
 
 namespace sweep::slurm {
@@ -24,6 +26,25 @@ std::string ArrayDispatchBody(std::string_view study_name, const std::vector<std
       "  *) echo \"slurmsweep: array task ${{SLURM_ARRAY_TASK_ID:-?}} has no trial\" >&2; exit 2 ;;\nesac\n",
       study_name, dispatch);
   return body;
+}
+
+}  // namespace sweep::slurm
+
+namespace sweep::slurm {
+
+std::vector<std::vector<size_t>> GroupByDirectives(const std::vector<std::optional<std::vector<std::string>>>& keys) {
+  std::vector<std::vector<size_t>> groups;
+  std::vector<size_t> first;  // of each group: the index whose key it has
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto g = std::find_if(first.begin(), first.end(), [&](size_t f) { return keys[f] && keys[f] == keys[i]; });
+    if (g != first.end()) {
+      groups[g - first.begin()].push_back(i);
+      continue;
+    }
+    first.push_back(i);
+    groups.push_back({i});
+  }
+  return groups;
 }
 
 }  // namespace sweep::slurm

@@ -3,6 +3,7 @@
 // Module slurm/: reaching the cluster and speaking Slurm; uses base/ only.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,5 +24,15 @@ struct ArrayTask {
 // shell-quoted.
 std::string ArrayDispatchBody(std::string_view study_name, const std::vector<std::string>& directives,
                               const std::vector<ArrayTask>& tasks);
+
+}  // namespace sweep::slurm
+
+namespace sweep::slurm {
+
+// Scripts that carry the same #SBATCH directives (SbatchDirectives) can share a job array: the
+// indices of `keys` grouped by equal key, groups in order of their first member; an empty key
+// (std::nullopt: a script that must not share, e.g. one whose directives name its own log) is a
+// group of its own.
+std::vector<std::vector<size_t>> GroupByDirectives(const std::vector<std::optional<std::vector<std::string>>>& keys);
 
 }  // namespace sweep::slurm

@@ -254,6 +254,7 @@ Result<std::string> SlurmClient::Submit(const std::string& script_path) {
     if (r->exit_code == kTimeoutExit) {
       return Status::Unavailable(fmt::format("sbatch {} gave no answer within {} s", script_path, kSbatchTimeoutS));
     }
+    if (IsStudyWideRefusal(r->err)) return Status::InvalidArgument(msg).WithCause(Status::Cause::kStudyWideRefusal);
     return Status::InvalidArgument(msg);
   }
   return ParseSbatchParsable(r->out);

@@ -64,7 +64,8 @@ class SlurmClient {
   // sbatch --parsable SCRIPT; the job id (of an array: the array's id). kUnavailable when the
   // controller cannot be reached or sbatch gave no answer in time (the caller looks for the job
   // before submitting again), kResourceExhausted when a submit quota is
-  // full (the caller waits), kInvalidArgument when sbatch rejects the script.
+  // full (the caller waits), kInvalidArgument when sbatch rejects the script (with the cause
+  // kStudyWideRefusal when it refuses a setting every job of the study shares: IsStudyWideRefusal).
   Result<std::string> Submit(const std::string& script_path);
 
   // The state of every job in `job_ids` ("123", or "123_4" for a task of array 123): one squeue

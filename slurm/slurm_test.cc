@@ -487,3 +487,24 @@ TEST_CASE("FindByName asks accounting for the names squeue has purged, and stops
     CHECK(no_accounting.stats().sacct == 1);  // learned once
   }
 }
+
+TEST_CASE("Submit classifies sbatch's refusal where it parses it: a study-wide setting carries its cause", "[slurm]") {
+  for (std::string v : kVersions) {
+    INFO("Slurm " << v);
+    auto [partition, partition_rc] = Refusal("sbatch_" + v + "_invalid_partition.txt");
+    auto [config, config_rc] = Refusal("sbatch_" + v + "_node_config.txt");
+    ScriptedTransport study_wide, one_job;
+    study_wide.rules = {{"sbatch", {partition_rc, "", partition}}};
+    one_job.rules = {{"sbatch", {config_rc, "", config}}};
+    SlurmClient a(study_wide), b(one_job);
+    auto refused = a.Submit("/w/s.sbatch");
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().code() == Status::Code::kInvalidArgument);
+    CHECK(refused.status().cause() == Status::Cause::kStudyWideRefusal);
+    CHECK(refused.status().WithContext("tick 3").cause() == Status::Cause::kStudyWideRefusal);
+    auto failed = b.Submit("/w/s.sbatch");
+    REQUIRE_FALSE(failed.ok());
+    CHECK(failed.status().code() == Status::Code::kInvalidArgument);
+    CHECK(failed.status().cause() == Status::Cause::kNone);  // the trial's job fails, the study goes on
+  }
+}

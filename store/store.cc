@@ -321,7 +321,7 @@ struct StmtFinalizer {
 };
 using StmtPtr = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
 
-// Ends the message of every "database locked" error, which IsDatabaseBusy recognises.
+// Ends the message of every "database locked" error (its cause, kDatabaseBusy, is what IsDatabaseBusy reads).
 constexpr std::string_view kBusyNote = " (another process holds the database lock)";
 
 // Maps a failed SQLite call to a Status naming the file and the operation. BUSY means another
@@ -331,7 +331,7 @@ Status SqliteError(sqlite3* db, const std::string& path, std::string_view what, 
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-      return Status::Unavailable(msg + std::string(kBusyNote));
+      return Status::Unavailable(msg + std::string(kBusyNote)).WithCause(Status::Cause::kDatabaseBusy);
     case SQLITE_CONSTRAINT:
       if (rc == SQLITE_CONSTRAINT_FOREIGNKEY) {
         return Status::NotFound(msg + " (it refers to a study or trial that does not exist)");
@@ -1544,7 +1544,7 @@ Result<std::vector<EventRecord>> SqliteStore::Events(int64_t study_id) {
 
 int SchemaVersion() { return static_cast<int>(std::size(kMigrations)); }
 
-bool IsDatabaseBusy(const Status& s) { return s.IsUnavailable() && s.message().ends_with(kBusyNote); }
+bool IsDatabaseBusy(const Status& s) { return s.cause() == Status::Cause::kDatabaseBusy; }
 
 Result<std::unique_ptr<Store>> Store::Open(const std::string& path) { return SqliteStore::Create(path, false); }
 

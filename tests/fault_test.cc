@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/trial_state.h"
 #include "base/clock.h"
 #include "logs/metrics_parser.h"
 #include "orchestrator/job_marks.h"
