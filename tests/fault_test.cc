@@ -481,7 +481,9 @@ class LockedOnceStore final : public store::Store {
   Status AppendMetrics(int64_t trial_id, const std::vector<store::MetricRow>& rows, int64_t new_offset) override {
     if (!rows.empty() && depth_ > 0 && !fired_ && appended_in_txn_ > 0) {
       fired_ = true;
-      return Status::Unavailable("test: database is locked (another process holds the database lock)");
+      // As the store says it (store.cc's SqliteError): the message, and the cause the run loop reads.
+      return Status::Unavailable("test: database is locked (another process holds the database lock)")
+          .WithCause(Status::Cause::kDatabaseBusy);
     }
     // Two lines or more (10 metrics a line): a one-line chunk parses to the same time either way.
     if (rows.size() >= 20 && depth_ > 0) ++appended_in_txn_;
