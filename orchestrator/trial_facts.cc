@@ -5,8 +5,8 @@
 #include <cmath>
 #include <tuple>
 
+#include "base/lttb.h"
 #include "base/telemetry.h"
-#include "reports/lttb.h"
 
 namespace sweep {
 namespace {
@@ -52,7 +52,7 @@ std::vector<reports::TrialSummary::TelemetrySeries> TelemetryOf(const std::vecto
     for (int64_t step : steps) x.push_back(static_cast<double>(step - *first));
     reports::TrialSummary::TelemetrySeries s;
     s.name = name;
-    for (size_t k : reports::LttbIndices(x, values, points)) {
+    for (size_t k : LttbIndices(x, values, points)) {
       s.t_s.push_back(x[k]);
       s.values.push_back(values[k]);
     }
@@ -107,7 +107,7 @@ std::vector<CurvePoint> Downsample(const std::vector<CurvePoint>& curve, size_t 
     y.push_back(curve[i].value);
   }
   std::vector<CurvePoint> out;
-  for (size_t k : reports::LttbIndices(x, y, budget)) out.push_back(curve[finite[k]]);
+  for (size_t k : LttbIndices(x, y, budget)) out.push_back(curve[finite[k]]);
   return out;
 }
 

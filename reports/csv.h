@@ -1,7 +1,8 @@
 // trials.csv (one row per trial) and metrics.csv (one row per logged metric point) of a study, for
 // spreadsheets and pandas. The columns are versioned formats (kTrialsCsvVersion,
 // kMetricsCsvVersion); reports only render plain data handed to them.
-// Module reports/: rendering plain data into reports; uses base/ only.
+// Module reports/: rendering plain data into reports; uses base/ only. One of its four public
+// headers (study_report.h, csv.h, html_report.h, compare_report.h); the rest is internal.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The HTML report's page, section by section: the shell (head, header, about) in html_report.cc,
 // the headline in html_headline.cc, the ranking and cost tables in html_tables.cc, the charts in
 // html_charts.cc, parameter importance in html_importance.cc, the stylesheet in html_style.cc.
-// Internal to reports/: the public face is html_report.h.
+// Internal to reports/ (its public headers: study_report.h, csv.h, html_report.h, compare_report.h).
 // Module reports/: rendering plain data into reports; uses base/ only.
 #pragma once
 

@@ -3,7 +3,8 @@
 // of each parameter, cost and study metadata. No script, no fonts, nothing fetched: inline CSS
 // and SVG, and a Content-Security-Policy that forbids any request, so it opens from an email
 // offline and prints well. Every text from the study, its parameters or its logs is escaped.
-// Module reports/: rendering plain data into reports; uses base/ only.
+// Module reports/: rendering plain data into reports; uses base/ only. One of its four public
+// headers (study_report.h, csv.h, html_report.h, compare_report.h); the rest is internal.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,6 @@
 // Helpers shared within reports/ (the HTML report's files, the comparison, the analysis): escaping,
-// finiteness, and the number and parameter texts both HTML reports show. Internal to reports/.
+// finiteness, and the number and parameter texts both HTML reports show. Internal to reports/ (its
+// public headers: study_report.h, csv.h, html_report.h, compare_report.h).
 // Module reports/: rendering plain data into reports; uses base/ only.
 #pragma once
 

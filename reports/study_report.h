@@ -16,7 +16,8 @@
 //   convergence factor = baseline steps to target / recommended steps to target
 //   time-to-target factor = baseline time to target / recommended time to target
 //                         = throughput factor × convergence factor (exactly, by these definitions)
-// Module reports/: rendering plain data into reports; uses base/ only.
+// Module reports/: rendering plain data into reports; uses base/ only. One of its four public
+// headers (study_report.h, csv.h, html_report.h, compare_report.h); the rest is internal.
 #pragma once
 
 #include <cstdint>

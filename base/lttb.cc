@@ -1,11 +1,11 @@
 // LTTB downsampling; see lttb.h.
-#include "reports/lttb.h"
+#include "base/lttb.h"
 
 #include <algorithm>
 #include <cassert>
 #include <cmath>
 
-namespace sweep::reports {
+namespace sweep {
 
 std::vector<size_t> LttbIndices(const std::vector<double>& x, const std::vector<double>& y, size_t max_points) {
   assert(x.size() == y.size());
@@ -50,4 +50,4 @@ std::vector<size_t> LttbIndices(const std::vector<double>& x, const std::vector<
   return kept;
 }
 
-}  // namespace sweep::reports
+}  // namespace sweep

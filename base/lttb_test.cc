@@ -1,11 +1,11 @@
 // Tests of LTTB downsampling: ends kept, size bounded, order kept, peaks survive.
-#include "reports/lttb.h"
+#include "base/lttb.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <vector>
 
-namespace sweep::reports {
+namespace sweep {
 namespace {
 
 TEST_CASE("LTTB keeps the first and last point and bounds the size", "[report]") {
@@ -45,4 +45,4 @@ TEST_CASE("LTTB keeps a lone spike that uniform sampling would miss", "[report]"
 }
 
 }  // namespace
-}  // namespace sweep::reports
+}  // namespace sweep
