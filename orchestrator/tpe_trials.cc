@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <map>
 #include <set>
@@ -222,16 +223,14 @@ bool TpeAllows(const Study& study, const TrialSpec& spec, bool submit_predicted_
   return true;
 }
 
-Result<std::vector<TrialSpec>> FirstTpeProposals(const Study& study) {
-  auto warm = WarmStartObservations(study);
-  if (!warm.ok()) return warm.status();
+namespace {
+
+// Up to `k` configurations the sampler proposes from `history` among those the constraints and
+// `allows` accept, as checked specs: what `run` proposes and what `plan` lists, one path for both.
+Result<std::vector<TrialSpec>> ProposeSpecs(const Study& study, const std::vector<sampler::Observation>& history, int k,
+                                            const std::function<bool(const TrialSpec&)>& allows) {
   auto checker = ConstraintChecker::Make(study);
   if (!checker.ok()) return checker.status();
-  sampler::Options options = TpeOptions(study);
-  // The first tick proposes one batch of max_concurrent before any trial ends; without a warm
-  // start the model takes over only after `startup` trials, however their results came in.
-  int k = std::min(study.cluster.max_concurrent, study.trials);
-  if (warm->empty()) k = std::max(k, std::min(options.startup, study.trials));
   Status error;
   auto feasible = [&](const sampler::Point& x) {
     auto spec = checker->Check(ParamsOf(study, x));
@@ -239,9 +238,9 @@ Result<std::vector<TrialSpec>> FirstTpeProposals(const Study& study) {
       if (error.ok()) error = spec.status();
       return false;
     }
-    return TpeAllows(study, *spec, false, 0);
+    return allows(*spec);
   };
-  auto points = sampler::Propose(SamplerSpace(study), *warm, k, options, feasible);
+  auto points = sampler::Propose(SamplerSpace(study), history, k, TpeOptions(study), feasible);
   SWEEP_RETURN_IF_ERROR(error);
   std::vector<TrialSpec> specs;
   for (const auto& x : points) {
@@ -250,6 +249,18 @@ Result<std::vector<TrialSpec>> FirstTpeProposals(const Study& study) {
     specs.push_back(std::move(*spec));
   }
   return specs;
+}
+
+}  // namespace
+
+Result<std::vector<TrialSpec>> FirstTpeProposals(const Study& study) {
+  auto warm = WarmStartObservations(study);
+  if (!warm.ok()) return warm.status();
+  // The first tick proposes one batch of max_concurrent before any trial ends; without a warm
+  // start the model takes over only after `startup` trials, however their results came in.
+  int k = std::min(study.cluster.max_concurrent, study.trials);
+  if (warm->empty()) k = std::max(k, std::min(TpeOptions(study).startup, study.trials));
+  return ProposeSpecs(study, *warm, k, [&](const TrialSpec& spec) { return TpeAllows(study, spec, false, 0); });
 }
 
 int TpeRegion::Proposable() const {
@@ -510,54 +521,39 @@ Status TpeProposer::Propose(std::vector<store::TrialRecord>& trials, int free_sl
   }
   int k = std::min(free_slots - waiting, study.trials - own);
   if (k <= 0) return Status::OK();
-  auto checker = ConstraintChecker::Make(study);
-  if (!checker.ok()) return checker.status();
-  Status error;
-  auto feasible = [&](const sampler::Point& x) {
-    auto spec = checker->Check(ParamsOf(study, x));
-    if (!spec.ok()) {
-      if (error.ok()) error = spec.status();
-      return false;
-    }
-    return Feasible(*spec, ooms);
-  };
-  auto points = sampler::Propose(SamplerSpace(study), history, k, TpeOptions(study), feasible);
-  SWEEP_RETURN_IF_ERROR(error);
-  if (static_cast<int>(points.size()) < k) {
+  auto specs = ProposeSpecs(study, history, k, [&](const TrialSpec& spec) { return Feasible(spec, ooms); });
+  if (!specs.ok()) return specs.status();
+  if (static_cast<int>(specs->size()) < k) {
     exhausted_ = true;
     ctx_.Event(std::nullopt, "exhausted",
                fmt::format("tpe: no configuration left that constraints and the plan allow and no trial has tried; "
                            "the study ends with {} of {} trials",
-                           own + static_cast<int>(points.size()), study.trials));
+                           own + static_cast<int>(specs->size()), study.trials));
   }
-  if (points.empty()) return Status::OK();
-  std::vector<TrialSpec> specs;
+  if (specs->empty()) return Status::OK();
   std::vector<store::TrialRecord> records;
-  for (const auto& x : points) {
-    auto spec = checker->Check(ParamsOf(study, x));
-    if (!spec.ok()) return spec.status();
+  for (const TrialSpec& spec : *specs) {
     store::TrialRecord r;
-    r.trial_key = spec->key;
-    r.params_json = spec->params_json;
+    r.trial_key = spec.key;
+    r.params_json = spec.params_json;
     r.state = std::string(kTrialNew);
     records.push_back(std::move(r));
-    specs.push_back(std::move(*spec));
   }
   // Rendered before anything is stored, as a grid's trials are in Prepare.
-  if (auto refused = RenderRefusals(study, specs); !refused.empty()) {
+  if (auto refused = RenderRefusals(study, *specs); !refused.empty()) {
     return Status::InvalidArgument(fmt::format("tpe proposed trial {} that its template cannot carry: {}",
                                                refused.begin()->first, refused.begin()->second));
   }
   SWEEP_RETURN_IF_ERROR(ctx_.store.InsertTrialsIfAbsent(ctx_.study_id, records));
-  SWEEP_RETURN_IF_ERROR(memory_.PlanProposed(specs));
+  SWEEP_RETURN_IF_ERROR(memory_.PlanProposed(*specs));
   int ended = static_cast<int>(std::count_if(history.begin(), history.end(), [](const sampler::Observation& o) {
     return o.source == 0 && o.outcome != sampler::Outcome::kPending;
   }));
   for (size_t i = 0; i < records.size(); ++i) {
-    ctx_.specs[specs[i].key] = specs[i];
-    ctx_.Event(
-        records[i].id, "propose",
-        fmt::format("tpe proposed {} {} (from {} ended trial(s))", records[i].trial_key, specs[i].params_json, ended));
+    ctx_.specs[(*specs)[i].key] = (*specs)[i];
+    ctx_.Event(records[i].id, "propose",
+               fmt::format("tpe proposed {} {} (from {} ended trial(s))", records[i].trial_key, (*specs)[i].params_json,
+                           ended));
     trials.push_back(std::move(records[i]));
   }
   return Status::OK();
