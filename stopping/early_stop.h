@@ -97,37 +97,9 @@
 #include "base/metric_point.h"
 #include "base/status.h"
 #include "base/stopping_settings.h"
+#include "stopping/trial_progress.h"
 
 namespace sweep::stopping {
-
-// The rules' points (base/metric_point.h): time_s is training time since the trial's first
-// logged iteration, as stored; the rules multiply it by the GPU count when axis = gpu_time.
-enum class TrialPhase {
-  kRunning,    // may be stopped
-  kCompleted,  // ran to its end: a reference, and a live competitor at the budget
-  kStopped,    // ended early (pruned, cancelled, failed): its curve is still evidence
-};
-
-struct TrialProgress {
-  int64_t id = 0;
-  std::string name;  // how reasons name it ("t-0123456789ab"); empty: by id
-  TrialPhase phase = TrialPhase::kRunning;
-  int gpus = 1;
-  // Parameter values as text; the throughput rule groups trials by those it is not told to ignore.
-  std::vector<std::pair<std::string, std::string>> params;
-  std::vector<CurvePoint> loss;       // the objective metric (lm_loss or loss), ordered by step
-  std::vector<CurvePoint> nan_iters;  // Megatron's per-interval NaN iteration counts, if logged
-};
-
-struct StopDecision {
-  int64_t trial_id = 0;
-  std::string rule;          // "divergence", "race", "halving", "median", "patience", "throughput"
-  std::string reason;        // one line with the numbers that decided it
-  double at_s = 0;           // the trial's time on the axis when decided
-  double value = 0;          // the trial's number that was judged (smoothed loss, average, prediction)
-  double threshold = 0;      // what it was compared with (median, rung cut-off, bound, rival's loss)
-  int reference_trials = 0;  // trials the comparison used
-};
 
 // The trials to stop now, at most one decision per trial, in the order of `trials`. Only
 // kRunning trials are stopped; a trial stopped by one rule no longer counts as live for the

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/stopping_settings.h"
-#include "stopping/early_stop.h"
+#include "stopping/trial_progress.h"
 #include "stopping/series.h"
 
 namespace sweep::stopping {
