@@ -30,6 +30,7 @@
 #include "base/text.h"
 #include "orchestrator/compare.h"
 #include "orchestrator/cockpit.h"
+#include "orchestrator/config_groups.h"
 #include "orchestrator/connect.h"
 #include "orchestrator/metrics_check.h"
 #include "orchestrator/notify.h"
@@ -79,6 +80,8 @@ struct App {
   bool detach = false;
   double cancel_wait_s = 30;
   std::string resubmit;  // run --resubmit: end states whose trials start over
+  int repeat_top = 0;    // run --repeat-top K: more seeds for the K best configurations (config_groups.h)
+  int repeat_count = 0;  // run --repeats N: to N seeds in all (0: twice the study's repeats)
   bool submit_predicted_oom = false;
   std::string accept_host_key;
   std::string log_path;     // metrics LOGFILE
@@ -218,6 +221,11 @@ struct App {
       auto n = runner.Resubmit(*resubmit_states);
       if (!n.ok()) return n.status();
       out() << fmt::format("{} trial(s) that ended {} start over\n", *n, resubmit);
+    }
+    if (repeat_top > 0 || repeat_count > 0) {
+      auto added = RepeatTop(*store, study, repeat_top, repeat_count, clock.Now());
+      if (!added.ok()) return added.status();
+      out() << *added;
     }
     Status run_status = runner.Run(max_ticks);
     display.Finish();
@@ -467,6 +475,7 @@ struct App {
     std::string summary;
     for (const auto& [state, n] : by_state) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, state);
     out() << fmt::format("{} trials: {}\n", rows->size(), summary);
+    if (auto configs = RankStudyConfigurations(study, *rows)) out() << RenderConfigurationsText(*configs);
     ProgressOptions options = ProgressOptionsFor(study);
     out() << RenderProgressBlock(ComputeProgress(view->progress, options, clock.Now()), options);
     if (left_out > 0) {
@@ -1008,6 +1017,15 @@ int main(int argc, char** argv) {
                                   "{}): a fresh attempt, metrics dropped, earlier run time kept in the cost",
                                   fmt::join(ResubmittableTrialStates(), ", ")))
           ->type_name("STATES");
+      sub->add_option("--repeat-top", app.repeat_top,
+                      "Before running, add seeds to the K best configurations so far (by their mean over seeds), "
+                      "up to --repeats in all; the trials that ran stay")
+          ->check(CLI::PositiveNumber)
+          ->type_name("K");
+      sub->add_option("--repeats", app.repeat_count,
+                      "With --repeat-top: seeds per configuration in all (default: twice [search] repeats)")
+          ->check(CLI::PositiveNumber)
+          ->type_name("N");
       sub->add_flag("--detach", app.detach,
                     "Run in the background: log to DATABASE.log, pid in DATABASE.pid; `status` works meanwhile");
     }

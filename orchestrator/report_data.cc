@@ -23,7 +23,9 @@
 #include "base/final_objective.h"
 #include "base/telemetry.h"
 #include "base/trial_state.h"
+#include "orchestrator/config_groups.h"
 #include "reports/lttb.h"
+#include "study/repeats.h"
 
 namespace sweep {
 namespace {
@@ -686,6 +688,7 @@ Result<Collected> Collect(store::Store& store, const Study& study, int64_t study
     report.trials.push_back(Summarize(t, params, c.rows.back(), *facts, ctx));
     if (sink) SWEEP_RETURN_IF_ERROR(sink(t, *metrics));
   }
+  c.report.configs = RankStudyConfigurations(study, c.rows);  // studies with repeats (config_groups.h)
   return c;
 }
 
@@ -703,6 +706,7 @@ std::vector<std::string> ParamNames(const Study& study) {
     }
   }
   for (const auto& p : study.space) names.push_back(p.name);
+  if (Seeded(study)) names.push_back(study.seed_var);  // the last of a repeat's params (study/repeats.h)
   return names;
 }
 
@@ -718,6 +722,7 @@ Result<std::vector<store::TrialRecord>> StudyTrials(store::Store& store, const S
   if (!specs.ok()) return trials;
   std::set<std::string> keys;
   for (const auto& spec : *specs) keys.insert(spec.key);
+  for (const auto& spec : StoredRepeats(study, *specs, *trials)) keys.insert(spec.key);  // run --repeat-top's
   if (std::none_of(trials->begin(), trials->end(),
                    [&](const store::TrialRecord& t) { return keys.count(t.trial_key); })) {
     return trials;
@@ -801,6 +806,11 @@ Status WriteReports(store::Store& store, const Study& study, int64_t study_id, c
     AtomicFile importance_csv((fs::path(csv_dir) / "importance.csv").string());
     importance_csv.Append(reports::RenderImportanceCsv(c->report));
     SWEEP_RETURN_IF_ERROR(importance_csv.Commit());
+    if (c->report.configs) {
+      AtomicFile configs_csv((fs::path(csv_dir) / "configs.csv").string());
+      configs_csv.Append(reports::RenderConfigsCsv(*c->report.configs, c->rows));
+      SWEEP_RETURN_IF_ERROR(configs_csv.Commit());
+    }
     SWEEP_RETURN_IF_ERROR(metrics_csv->Commit());
   }
   if (!html_path.empty()) {

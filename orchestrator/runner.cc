@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "logs/classify.h"
+#include "orchestrator/config_groups.h"
 #include "orchestrator/job_marks.h"
 #include "base/telemetry.h"
 #include "logs/telemetry_parser.h"
@@ -23,6 +24,7 @@
 #include "orchestrator/query_budget.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/tpe_trials.h"
+#include "study/repeats.h"
 #include "study/space.h"
 #include "slurm/array_script.h"
 #include "orchestrator/trial_script.h"
@@ -135,6 +137,9 @@ Status Runner::Prepare() {
 
   auto specs = ExpandStudy(study_);
   if (!specs.ok()) return specs.status();
+  auto stored_trials = store_.ListTrials(study_id_);
+  if (!stored_trials.ok()) return stored_trials.status();
+  for (auto& spec : StoredRepeats(study_, *specs, *stored_trials)) specs->push_back(std::move(spec));  // --repeat-top's
   // A study that names a model gets the memory planner's verdict before anything is queued:
   // configurations Megatron would refuse, or that cannot fit in GPU memory, are dropped.
   std::map<std::string, std::string> plan_drops;
@@ -1024,6 +1029,7 @@ Status Runner::PrepareTpe() {
     if (!x) continue;
     auto spec = checker->Check(ParamsOf(study_, *x));
     if (!spec.ok()) return spec.status();
+    if (Seeded(study_)) *spec = RepeatTrials(study_, *spec, SeedOf(study_, t.params_json), 1).front();
     if (spec->key == t.trial_key) specs_[spec->key] = std::move(*spec);
   }
   std::vector<TrialSpec> own;
@@ -1081,20 +1087,25 @@ bool Runner::TpeFeasible(const TrialSpec& spec, const std::vector<const TrialSpe
 
 Status Runner::ProposeTrials(std::vector<store::TrialRecord>& trials, int free_slots) {
   if (tpe_exhausted_) return Status::OK();
-  int own = 0, waiting = 0;
+  int waiting = 0;
   std::vector<sampler::Observation> history = warm_;
   std::vector<const TrialSpec*> ooms;
+  // A configuration's repeats are one point with its noise (config_groups.h); the budget counts configurations.
+  std::vector<std::pair<std::string, sampler::Observation>> observed;
+  std::set<std::string> own_configs;
   for (const auto& t : trials) {  // in id order: the order they were proposed
     auto spec = specs_.find(t.trial_key);
     if (spec == specs_.end()) continue;
-    ++own;
+    own_configs.insert(ConfigIdentity(study_, t.params_json));
     if (t.state == kTrialNew) ++waiting;
     if (t.state == kTrialCudaOom) ooms.push_back(&spec->second);
     auto o = ObserveTrial(store_, study_, t);
     if (!o.ok()) return o.status();
-    if (*o) history.push_back(std::move(**o));
+    if (*o) observed.emplace_back(ConfigIdentity(study_, t.params_json), std::move(**o));
   }
-  int k = std::min(free_slots - waiting, study_.trials - own);
+  for (auto& o : MergeRepeats(observed)) history.push_back(std::move(o));
+  int own = static_cast<int>(own_configs.size());
+  int k = std::min(ConfigsForSlots(free_slots - waiting, study_.repeats), study_.trials - own);
   if (k <= 0) return Status::OK();
   auto checker = ConstraintChecker::Make(study_);
   if (!checker.ok()) return checker.status();
@@ -1112,7 +1123,11 @@ Status Runner::ProposeTrials(std::vector<store::TrialRecord>& trials, int free_s
   // Optuna's ten random trials first, fewer in a small budget so the model gets its turn.
   options.startup = std::clamp(study_.trials / 4, 2, 10);
   auto space = SamplerSpace(study_);
-  auto points = sampler::Propose(space, history, k, options, feasible);
+  // [[search.enqueue]] first: evaluated before the sampler's own, which count them as pending.
+  auto points = PendingEnqueued(study_, own_configs, k);
+  for (const auto& x : points) history.push_back({x, sampler::Outcome::kPending, 0, 0});
+  auto proposed = sampler::Propose(space, history, k - static_cast<int>(points.size()), options, feasible);
+  points.insert(points.end(), proposed.begin(), proposed.end());
   SWEEP_RETURN_IF_ERROR(error);
   if (static_cast<int>(points.size()) < k) {
     tpe_exhausted_ = true;
@@ -1125,14 +1140,16 @@ Status Runner::ProposeTrials(std::vector<store::TrialRecord>& trials, int free_s
   std::vector<TrialSpec> specs;
   std::vector<store::TrialRecord> records;
   for (const auto& x : points) {
-    auto spec = checker->Check(ParamsOf(study_, x));
-    if (!spec.ok()) return spec.status();
-    store::TrialRecord r;
-    r.trial_key = spec->key;
-    r.params_json = spec->params_json;
-    r.state = std::string(kTrialNew);
-    records.push_back(std::move(r));
-    specs.push_back(std::move(*spec));
+    auto config = checker->Check(ParamsOf(study_, x));
+    if (!config.ok()) return config.status();
+    for (auto& spec : RepeatTrials(study_, *config, 0, study_.repeats)) {
+      store::TrialRecord r;
+      r.trial_key = spec.key;
+      r.params_json = spec.params_json;
+      r.state = std::string(kTrialNew);
+      records.push_back(std::move(r));
+      specs.push_back(std::move(spec));
+    }
   }
   // Rendered before anything is stored, as a grid's trials are in Prepare.
   if (auto refused = RenderRefusals(study_, specs); !refused.empty()) {
@@ -1474,6 +1491,7 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
   const StoppingConfig& cfg = study_.stopping;
   if (!cfg.AnyRule()) return Status::OK();
   std::vector<TrialProgress> progress;
+  std::vector<std::string> config_of;  // of each progress entry
   std::map<int64_t, store::TrialRecord*> by_id;
   for (auto& t : trials) {
     bool live = t.state == "running" && t.stop_request.empty();
@@ -1491,13 +1509,17 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
     p.name = t.trial_key;
     p.phase = live ? TrialPhase::kRunning : done ? TrialPhase::kCompleted : TrialPhase::kStopped;
     p.gpus = Gpus();
-    for (const auto& [name, v] : spec->second.params) p.params.emplace_back(name, ParamToString(v));
+    for (const auto& [name, v] : spec->second.params) {
+      if (name != study_.seed_var) p.params.emplace_back(name, ParamToString(v));  // repeats: one configuration
+    }
     SWEEP_RETURN_IF_ERROR(LoadCurve(t.id));  // its curves are stopping_'s: not copied
     by_id[t.id] = &t;
     progress.push_back(std::move(p));
+    config_of.push_back(ConfigIdentity(study_, t.params_json));
   }
   std::vector<std::string> jobs;
-  for (const StopDecision& d : stopping_.Evaluate(progress)) {
+  // A repeat is never judged against its siblings (config_groups.h).
+  for (const StopDecision& d : EvaluateApartFromSiblings(stopping_, std::move(progress), config_of)) {
     store::TrialRecord& t = *by_id.at(d.trial_id);
     t.stop_request = fmt::format("pruned by the {} rule: {}", d.rule, d.reason);
     SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));

@@ -190,6 +190,7 @@ class Page {
     out_.append("<body><main>");
     Header();
     Headline();
+    if (r_.configs) out_.append(RenderConfigsSection(*r_.configs, metric_));  // repeats over seeds
     Ranking();
     Curves();
     Telemetry();
