@@ -111,7 +111,7 @@ nlohmann::json StatusJson(const Study& study, const StudyView& view, const Progr
                           const std::optional<std::string>& run_pid) {
   nlohmann::json j = Document("status", study, view, progress);
   if (auto configs = RankStudyConfigurations(study, view.rows))
-    j["configurations"] = ConfigurationsJson(*configs, view.rows);
+    j["configurations"] = ConfigurationsJson(*configs, view.rows, view.params);
   nlohmann::json pid;
   if (run_pid) {
     char* end = nullptr;
@@ -126,7 +126,7 @@ nlohmann::json RunSummaryJson(const Study& study, const StudyView& view, const P
                               const nlohmann::json& slurm_commands) {
   nlohmann::json j = Document("run", study, view, progress);
   if (auto configs = RankStudyConfigurations(study, view.rows))
-    j["configurations"] = ConfigurationsJson(*configs, view.rows);
+    j["configurations"] = ConfigurationsJson(*configs, view.rows, view.params);
   j["exit_code"] = exit_code;
   j["slurm_commands"] = slurm_commands;
   return j;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "base/terminal.h"
 #include "orchestrator/report_data.h"
@@ -38,15 +39,18 @@ std::string RenderConfigurationsText(const reports::ConfigRanking& r) {
   return out;
 }
 
-nlohmann::json ConfigurationsJson(const reports::ConfigRanking& r, const std::vector<reports::TrialRow>& rows) {
+nlohmann::json ConfigurationsJson(const reports::ConfigRanking& r, const std::vector<reports::TrialRow>& rows,
+                                  const std::vector<nlohmann::json>& typed) {
   auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
   nlohmann::json ranking = nlohmann::json::array();
   int rank = 0;
   for (const reports::ConfigGroup& g : r.groups) {
-    nlohmann::json params = nlohmann::json::object();
-    for (size_t i = 0; i < r.param_names.size() && i < g.param_values.size(); ++i) {
-      params[r.param_names[i]] = g.param_values[i];
-    }
+    nlohmann::json params = g.rows.front() < typed.size() && typed[g.rows.front()].is_object()
+                                ? typed[g.rows.front()]
+                                : nlohmann::json::object();
+    params.erase(r.seed_name);
+    nlohmann::json seeds = nlohmann::json::array();
+    for (const std::string& seed : g.seeds) seeds.push_back(std::strtoll(seed.c_str(), nullptr, 10));
     nlohmann::json trials = nlohmann::json::array();
     for (size_t i : g.rows) trials.push_back(rows[i].trial_key);
     ranking.push_back({{"rank", g.mean ? nlohmann::json(++rank) : nlohmann::json()},
@@ -57,7 +61,7 @@ nlohmann::json ConfigurationsJson(const reports::ConfigRanking& r, const std::ve
                        {"std", opt(g.std)},
                        {"min", opt(g.min)},
                        {"max", opt(g.max)},
-                       {"seeds", g.seeds},
+                       {"seeds", seeds},
                        {"trials", trials}});
   }
   return {{"seed_var", r.seed_name},

@@ -35,8 +35,10 @@ std::optional<reports::ConfigRanking> RankStudyConfigurations(const Study& study
 // completed / repeats, values), then the separability sentence.
 std::string RenderConfigurationsText(const reports::ConfigRanking& ranking);
 // `status --json`'s "configurations" member: {seed_var, best_two_separable, ranking: [{rank,
-// params, repeats, completed, mean, std, min, max, seeds, trials}]}.
-nlohmann::json ConfigurationsJson(const reports::ConfigRanking& ranking, const std::vector<reports::TrialRow>& rows);
+// params, repeats, completed, mean, std, min, max, seeds, trials}]}. `params`: each row's stored
+// values (typed), as StudyView has them; a configuration's are its first trial's without the seed.
+nlohmann::json ConfigurationsJson(const reports::ConfigRanking& ranking, const std::vector<reports::TrialRow>& rows,
+                                  const std::vector<nlohmann::json>& params);
 
 // Each configuration of the study (ConfigIdentity -> its TrialSpec without a seed): a grid's or
 // random study's from its expansion, a tpe study's from its stored trials.
