@@ -19,6 +19,7 @@
 #include "base/trial_state.h"
 #include "orchestrator/cockpit.h"
 #include "orchestrator/commands.h"
+#include "orchestrator/config_groups.h"
 #include "orchestrator/notify.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/report_files.h"
@@ -113,6 +114,15 @@ void AddRunFlags(CLI::App* sub, App& app, RunFlags& flags) {
                               "{}): a fresh attempt, metrics dropped, earlier run time kept in the cost",
                               fmt::join(ResubmittableTrialStates(), ", ")))
       ->type_name("STATES");
+  sub->add_option("--repeat-top", flags.repeat_top,
+                  "Before running, add seeds to the K best configurations so far (by their mean over seeds), "
+                  "up to --repeats in all; the trials that ran stay")
+      ->check(CLI::PositiveNumber)
+      ->type_name("K");
+  sub->add_option("--repeats", flags.repeat_count,
+                  "With --repeat-top: seeds per configuration in all (default: twice [search] repeats)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("N");
   sub->add_flag("--detach", flags.detach,
                 "Run in the background: log to DATABASE.log, pid in DATABASE.pid; `status` works meanwhile");
   sub->add_flag("--json", flags.json,
@@ -197,6 +207,11 @@ Status CmdRun(App& app, RunFlags& flags) {
     auto n = runner.Resubmit(*resubmit_states);
     if (!n.ok()) return n.status();
     app.out() << fmt::format("{} trial(s) that ended {} start over\n", *n, flags.resubmit);
+  }
+  if (flags.repeat_top > 0 || flags.repeat_count > 0) {
+    auto added = RepeatTop(*app.store, app.study, flags.repeat_top, flags.repeat_count, app.clock.Now());
+    if (!added.ok()) return added.status();
+    app.out() << *added;
   }
   Status run_status = runner.Run(flags.max_ticks);
   display.Finish();

@@ -17,6 +17,7 @@
 #include "base/trial_state.h"
 #include "orchestrator/cockpit.h"
 #include "orchestrator/commands.h"
+#include "orchestrator/config_groups.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/report_files.h"
 #include "orchestrator/study_trials.h"
@@ -142,6 +143,7 @@ Status PrintStatus(App& app, int64_t study_id, const StudyView* view) {
   std::string summary;
   for (const auto& [state, n] : by_state) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, state);
   app.out() << fmt::format("{} trials: {}\n", rows->size(), summary);
+  if (auto configs = RankStudyConfigurations(app.study, *rows)) app.out() << RenderConfigurationsText(*configs);
   ProgressOptions options = ProgressOptionsFor(app.study);
   app.out() << RenderProgressBlock(ComputeProgress(view->progress, options, app.clock.Now()), options);
   if (left_out > 0) {

@@ -9,6 +9,7 @@
 
 #include "base/terminal.h"
 #include "base/trial_state.h"
+#include "orchestrator/config_groups.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/study_trials.h"
 
@@ -118,6 +119,8 @@ nlohmann::json Document(const char* kind, const Study& study, const StudyView& v
 nlohmann::json StatusJson(const Study& study, const StudyView& view, const Progress& progress,
                           const std::optional<std::string>& run_pid) {
   nlohmann::json j = Document("status", study, view, progress);
+  if (auto configs = RankStudyConfigurations(study, view.rows))
+    j["configurations"] = ConfigurationsJson(*configs, view.rows, view.params);
   nlohmann::json pid;
   if (run_pid) {
     char* end = nullptr;
@@ -131,6 +134,8 @@ nlohmann::json StatusJson(const Study& study, const StudyView& view, const Progr
 nlohmann::json RunSummaryJson(const Study& study, const StudyView& view, const Progress& progress, int exit_code,
                               const nlohmann::json& slurm_commands) {
   nlohmann::json j = Document("run", study, view, progress);
+  if (auto configs = RankStudyConfigurations(study, view.rows))
+    j["configurations"] = ConfigurationsJson(*configs, view.rows, view.params);
   j["exit_code"] = exit_code;
   j["slurm_commands"] = slurm_commands;
   return j;

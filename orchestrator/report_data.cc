@@ -11,6 +11,7 @@
 
 #include "base/final_objective.h"
 #include "base/trial_state.h"
+#include "orchestrator/config_groups.h"
 #include "orchestrator/phases.h"
 #include "orchestrator/stored_params.h"
 #include "orchestrator/study_trials.h"
@@ -385,6 +386,7 @@ Result<ReportData> CollectReportData(store::Store& store, const Study& study, in
     report.trials.push_back(Summarize(t, meta.param_names, c.rows.back(), *facts, ctx));
     if (sink) SWEEP_RETURN_IF_ERROR(sink(t, *metrics));
   }
+  c.report.configs = RankStudyConfigurations(study, c.rows);  // studies with repeats (config_groups.h)
   return c;
 }
 

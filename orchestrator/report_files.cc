@@ -9,6 +9,7 @@
 #include "base/atomic_file.h"
 #include "reports/csv.h"
 #include "reports/html_report.h"
+#include "reports/repeats.h"
 
 namespace sweep {
 
@@ -54,6 +55,11 @@ Status WriteReports(store::Store& store, const Study& study, int64_t study_id, c
     AtomicFile importance_csv((fs::path(csv_dir) / "importance.csv").string());
     importance_csv.Append(reports::RenderImportanceCsv(c->report));
     SWEEP_RETURN_IF_ERROR(importance_csv.Commit());
+    if (c->report.configs) {
+      AtomicFile configs_csv((fs::path(csv_dir) / "configs.csv").string());
+      configs_csv.Append(reports::RenderConfigsCsv(*c->report.configs, c->rows));
+      SWEEP_RETURN_IF_ERROR(configs_csv.Commit());
+    }
     SWEEP_RETURN_IF_ERROR(metrics_csv->Commit());
   }
   if (!html_path.empty()) {

@@ -12,12 +12,14 @@
 #include <utility>
 
 #include "base/trial_state.h"
+#include "orchestrator/config_groups.h"
 #include "orchestrator/phases.h"
 #include "orchestrator/poll_schedule.h"
 #include "orchestrator/query_budget.h"
 #include "orchestrator/study_trials.h"
 #include "orchestrator/trial_script.h"
 #include "slurm/job_state.h"
+#include "study/repeats.h"
 
 namespace sweep {
 namespace {
@@ -112,6 +114,9 @@ Status Runner::Prepare() {
 
   auto specs = ExpandStudy(study_);
   if (!specs.ok()) return specs.status();
+  auto stored_trials = store_.ListTrials(ctx_.study_id);
+  if (!stored_trials.ok()) return stored_trials.status();
+  for (auto& spec : StoredRepeats(study_, *specs, *stored_trials)) specs->push_back(std::move(spec));  // --repeat-top's
   // A study that names a model gets the memory planner's verdict before anything is queued:
   // configurations Megatron would refuse, or that cannot fit in GPU memory, are dropped.
   auto plan_drops = memory_.PlanStudy(ctx_.submit_predicted_oom);
@@ -426,6 +431,7 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
   const StoppingConfig& cfg = study_.stopping;
   if (!cfg.AnyRule()) return Status::OK();
   std::vector<stopping::TrialProgress> progress;
+  std::vector<std::string> config_of;  // of each progress entry
   std::map<int64_t, store::TrialRecord*> by_id;
   for (auto& t : trials) {
     bool live = t.state == "running" && t.stop_request.empty();
@@ -445,13 +451,17 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
               : done ? stopping::TrialPhase::kCompleted
                      : stopping::TrialPhase::kStopped;
     p.gpus = ctx_.Gpus();
-    for (const auto& [name, v] : spec->second.params) p.params.emplace_back(name, ParamToString(v));
+    for (const auto& [name, v] : spec->second.params) {
+      if (name != study_.seed_var) p.params.emplace_back(name, ParamToString(v));  // repeats: one configuration
+    }
     SWEEP_RETURN_IF_ERROR(LoadCurve(t.id));  // its curves are stopping_'s: not copied
     by_id[t.id] = &t;
     progress.push_back(std::move(p));
+    config_of.push_back(ConfigIdentity(study_, t.params_json));
   }
   std::vector<std::string> jobs;
-  for (const stopping::StopDecision& d : stopping_.Evaluate(progress)) {
+  // A repeat is never judged against its siblings (config_groups.h).
+  for (const stopping::StopDecision& d : EvaluateApartFromSiblings(stopping_, std::move(progress), config_of)) {
     store::TrialRecord& t = *by_id.at(d.trial_id);
     t.stop_request = fmt::format("pruned by the {} rule: {}", d.rule, d.reason);
     SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));

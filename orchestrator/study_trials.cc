@@ -10,9 +10,11 @@
 
 #include "base/clock.h"
 #include "base/trial_state.h"
+#include "orchestrator/config_groups.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/stored_params.h"
 #include "reports/study_report.h"
+#include "study/repeats.h"
 
 namespace sweep {
 
@@ -28,6 +30,7 @@ std::vector<std::string> ParamNames(const Study& study) {
     }
   }
   for (const auto& p : study.space) names.push_back(p.name);
+  if (Seeded(study)) names.push_back(study.seed_var);  // the last of a repeat's params (study/repeats.h)
   return names;
 }
 
@@ -43,6 +46,7 @@ Result<std::vector<store::TrialRecord>> StudyTrials(store::Store& store, const S
   if (!specs.ok()) return trials;
   std::set<std::string> keys;
   for (const auto& spec : *specs) keys.insert(spec.key);
+  for (const auto& spec : StoredRepeats(study, *specs, *trials)) keys.insert(spec.key);  // run --repeat-top's
   if (std::none_of(trials->begin(), trials->end(),
                    [&](const store::TrialRecord& t) { return keys.count(t.trial_key); })) {
     return trials;

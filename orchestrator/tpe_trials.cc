@@ -13,10 +13,12 @@
 #include <nlohmann/json.hpp>
 
 #include "base/terminal.h"
+#include "orchestrator/config_groups.h"
 #include "orchestrator/phases.h"
 #include "base/trial_state.h"
 #include "orchestrator/trial_script.h"
 #include "study/expr.h"
+#include "study/repeats.h"
 
 namespace sweep {
 
@@ -225,9 +227,12 @@ bool TpeAllows(const Study& study, const TrialSpec& spec, bool submit_predicted_
 
 namespace {
 
-// Up to `k` configurations the sampler proposes from `history` among those the constraints and
-// `allows` accept, as checked specs: what `run` proposes and what `plan` lists, one path for both.
-Result<std::vector<TrialSpec>> ProposeSpecs(const Study& study, const std::vector<sampler::Observation>& history, int k,
+// Up to `k` configurations, as checked specs: first the study's enqueued ones ([[search.enqueue]])
+// not in `own` (ConfigIdentity of its trials) yet, then what the sampler proposes from `history`
+// (which counts the enqueued as pending) among those the constraints and `allows` accept: what
+// `run` proposes and what `plan` lists, one path for both.
+Result<std::vector<TrialSpec>> ProposeSpecs(const Study& study, std::vector<sampler::Observation> history,
+                                            const std::set<std::string>& own, int k,
                                             const std::function<bool(const TrialSpec&)>& allows) {
   auto checker = ConstraintChecker::Make(study);
   if (!checker.ok()) return checker.status();
@@ -240,8 +245,12 @@ Result<std::vector<TrialSpec>> ProposeSpecs(const Study& study, const std::vecto
     }
     return allows(*spec);
   };
-  auto points = sampler::Propose(SamplerSpace(study), history, k, TpeOptions(study), feasible);
+  auto points = PendingEnqueued(study, own, k);
+  for (const auto& x : points) history.push_back({x, sampler::Outcome::kPending, 0, 0});
+  auto proposed =
+      sampler::Propose(SamplerSpace(study), history, k - static_cast<int>(points.size()), TpeOptions(study), feasible);
   SWEEP_RETURN_IF_ERROR(error);
+  points.insert(points.end(), proposed.begin(), proposed.end());
   std::vector<TrialSpec> specs;
   for (const auto& x : points) {
     auto spec = checker->Check(ParamsOf(study, x));
@@ -260,7 +269,7 @@ Result<std::vector<TrialSpec>> FirstTpeProposals(const Study& study) {
   // start the model takes over only after `startup` trials, however their results came in.
   int k = std::min(study.cluster.max_concurrent, study.trials);
   if (warm->empty()) k = std::max(k, std::min(TpeOptions(study).startup, study.trials));
-  return ProposeSpecs(study, *warm, k, [&](const TrialSpec& spec) { return TpeAllows(study, spec, false, 0); });
+  return ProposeSpecs(study, *warm, {}, k, [&](const TrialSpec& spec) { return TpeAllows(study, spec, false, 0); });
 }
 
 int TpeRegion::Proposable() const {
@@ -466,6 +475,7 @@ Status TpeProposer::Prepare() {
     if (!x) continue;
     auto spec = checker->Check(ParamsOf(study, *x));
     if (!spec.ok()) return spec.status();
+    if (Seeded(study)) *spec = RepeatTrials(study, *spec, SeedOf(study, t.params_json), 1).front();
     if (spec->key == t.trial_key) ctx_.specs[spec->key] = std::move(*spec);
   }
   std::vector<TrialSpec> own;
@@ -498,41 +508,54 @@ bool TpeProposer::Feasible(const TrialSpec& spec, const std::vector<const TrialS
 
 bool TpeProposer::MoreToPropose(const std::vector<store::TrialRecord>& trials) const {
   if (ctx_.study.sampler != "tpe" || exhausted_) return false;
-  auto own = std::count_if(trials.begin(), trials.end(),
-                           [&](const store::TrialRecord& t) { return ctx_.specs.count(t.trial_key) > 0; });
-  return own < ctx_.study.trials;
+  // The budget counts configurations: a study with repeats runs each as several trials.
+  std::set<std::string> own;
+  for (const auto& t : trials) {
+    if (ctx_.specs.count(t.trial_key)) own.insert(ConfigIdentity(ctx_.study, t.params_json));
+  }
+  return static_cast<int>(own.size()) < ctx_.study.trials;
 }
 
 Status TpeProposer::Propose(std::vector<store::TrialRecord>& trials, int free_slots) {
   if (exhausted_) return Status::OK();
   const Study& study = ctx_.study;
-  int own = 0, waiting = 0;
+  int waiting = 0;
   std::vector<sampler::Observation> history = warm_;
   std::vector<const TrialSpec*> ooms;
+  // A configuration's repeats are one point with its noise (config_groups.h); the budget counts configurations.
+  std::vector<std::pair<std::string, sampler::Observation>> observed;
+  std::set<std::string> own_configs;
   for (const auto& t : trials) {  // in id order: the order they were proposed
     auto spec = ctx_.specs.find(t.trial_key);
     if (spec == ctx_.specs.end()) continue;
-    ++own;
+    own_configs.insert(ConfigIdentity(study, t.params_json));
     if (t.state == kTrialNew) ++waiting;
     if (t.state == kTrialCudaOom) ooms.push_back(&spec->second);
     auto o = ObserveTrial(ctx_.store, study, t);
     if (!o.ok()) return o.status();
-    if (*o) history.push_back(std::move(**o));
+    if (*o) observed.emplace_back(ConfigIdentity(study, t.params_json), std::move(**o));
   }
-  int k = std::min(free_slots - waiting, study.trials - own);
+  for (auto& o : MergeRepeats(observed)) history.push_back(std::move(o));
+  int own = static_cast<int>(own_configs.size());
+  int k = std::min(ConfigsForSlots(free_slots - waiting, study.repeats), study.trials - own);
   if (k <= 0) return Status::OK();
-  auto specs = ProposeSpecs(study, history, k, [&](const TrialSpec& spec) { return Feasible(spec, ooms); });
-  if (!specs.ok()) return specs.status();
-  if (static_cast<int>(specs->size()) < k) {
+  auto configs =
+      ProposeSpecs(study, history, own_configs, k, [&](const TrialSpec& spec) { return Feasible(spec, ooms); });
+  if (!configs.ok()) return configs.status();
+  std::vector<TrialSpec> specs;  // each configuration's repeats
+  for (const TrialSpec& config : *configs) {
+    for (auto& spec : RepeatTrials(study, config, 0, study.repeats)) specs.push_back(std::move(spec));
+  }
+  if (static_cast<int>(configs->size()) < k) {
     exhausted_ = true;
     ctx_.Event(std::nullopt, "exhausted",
                fmt::format("tpe: no configuration left that constraints and the plan allow and no trial has tried; "
                            "the study ends with {} of {} trials",
-                           own + static_cast<int>(specs->size()), study.trials));
+                           own + static_cast<int>(configs->size()), study.trials));
   }
-  if (specs->empty()) return Status::OK();
+  if (specs.empty()) return Status::OK();
   std::vector<store::TrialRecord> records;
-  for (const TrialSpec& spec : *specs) {
+  for (const TrialSpec& spec : specs) {
     store::TrialRecord r;
     r.trial_key = spec.key;
     r.params_json = spec.params_json;
@@ -540,20 +563,20 @@ Status TpeProposer::Propose(std::vector<store::TrialRecord>& trials, int free_sl
     records.push_back(std::move(r));
   }
   // Rendered before anything is stored, as a grid's trials are in Prepare.
-  if (auto refused = RenderRefusals(study, *specs); !refused.empty()) {
+  if (auto refused = RenderRefusals(study, specs); !refused.empty()) {
     return Status::InvalidArgument(fmt::format("tpe proposed trial {} that its template cannot carry: {}",
                                                refused.begin()->first, refused.begin()->second));
   }
   SWEEP_RETURN_IF_ERROR(ctx_.store.InsertTrialsIfAbsent(ctx_.study_id, records));
-  SWEEP_RETURN_IF_ERROR(memory_.PlanProposed(*specs));
+  SWEEP_RETURN_IF_ERROR(memory_.PlanProposed(specs));
   int ended = static_cast<int>(std::count_if(history.begin(), history.end(), [](const sampler::Observation& o) {
     return o.source == 0 && o.outcome != sampler::Outcome::kPending;
   }));
   for (size_t i = 0; i < records.size(); ++i) {
-    ctx_.specs[(*specs)[i].key] = (*specs)[i];
-    ctx_.Event(records[i].id, "propose",
-               fmt::format("tpe proposed {} {} (from {} ended trial(s))", records[i].trial_key, (*specs)[i].params_json,
-                           ended));
+    ctx_.specs[specs[i].key] = specs[i];
+    ctx_.Event(
+        records[i].id, "propose",
+        fmt::format("tpe proposed {} {} (from {} ended trial(s))", records[i].trial_key, specs[i].params_json, ended));
     trials.push_back(std::move(records[i]));
   }
   return Status::OK();

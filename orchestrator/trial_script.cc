@@ -11,6 +11,7 @@
 #include "orchestrator/study_files.h"
 #include "slurm/sbatch_script.h"
 #include "slurm/telemetry_script.h"
+#include "study/repeats.h"
 #include "study/template_vars.h"
 
 namespace sweep {
@@ -21,6 +22,7 @@ Status CheckStudyTemplate(Study& study) {
   std::map<std::string, std::string> known = job.vars;
   for (const auto& p : study.space) known[p.name] = "";
   for (const auto& b : BuiltinTemplateVars()) known[b] = "";
+  if (Seeded(study)) known[study.seed_var] = "";
   // Phase 2 of a two-phase study: phase 1's parameters reach the template too.
   if (study.seed_from) {
     auto phase1 = LoadStudy(study.seed_from->study_path);
@@ -44,6 +46,14 @@ Status CheckStudyTemplate(Study& study) {
   if (!rendered.ok()) return rendered.status().WithContext(context);
   auto used = slurm::TemplatePlaceholders(job.template_text, job.template_path);
   if (!used.ok()) return used.status();
+  // Repeats that the template cannot tell apart would run the same job N times: nothing silently off.
+  if (Seeded(study) && std::find(used->begin(), used->end(), study.seed_var) == used->end()) {
+    return Status::InvalidArgument(fmt::format(
+        "{}:{}: key 'search.{}': the trials of a configuration differ only in {{{{{}}}}}, which {} never uses; "
+        "pass it to the program (--seed {{{{{}}}}})",
+        study.path, study.repeats_line, study.repeats > 1 ? "repeats" : "seed_var", study.seed_var, job.template_path,
+        study.seed_var));
+  }
   for (const auto& p : study.space) {
     if (std::find(used->begin(), used->end(), p.name) != used->end()) continue;
     study.warnings.push_back(
@@ -91,6 +101,7 @@ std::map<std::string, std::string> ValueRefusals(const Study& study) {
       TrialSpec spec;
       spec.key = "t-000000000000";
       for (const ParamSpec& p : study.space) spec.params.emplace_back(p.name, &p == &varied ? value : first(p));
+      if (Seeded(study)) spec.params.emplace_back(study.seed_var, int64_t{0});
       auto refused = RenderRefusals(study, {spec});
       if (!refused.empty()) {
         out[fmt::format("space.{} = {}", varied.name, ParamToString(value))] = refused.begin()->second;

@@ -58,6 +58,7 @@ std::string HtmlPage::Render() {
   out_.append("<body><main>");
   Header();
   Headline();
+  if (r_.configs) out_.append(RenderConfigsSection(*r_.configs, metric_));  // repeats over seeds
   Ranking();
   Curves();
   Telemetry();

@@ -29,6 +29,7 @@
 #include "base/metric_point.h"
 #include "base/params.h"
 #include "base/trial_state.h"
+#include "reports/repeats.h"
 
 namespace sweep::reports {
 
@@ -105,6 +106,8 @@ struct StudyReport {
   bool baseline_named = false;       // the study (or the caller) named it (CollectReport sets no other)
   std::optional<double> target;      // objective value that counts as "reached"
   std::string target_basis;          // how the target was chosen, for the reader
+  // A study with repeats: its configurations ranked by their mean over seeds (repeats.h).
+  std::optional<ConfigRanking> configs;
 };
 
 // Trial outcome classes used for colours, counts and costs.

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "study/expr.h"
+#include "study/repeats.h"
 
 namespace sweep {
 namespace {
@@ -95,6 +96,17 @@ Result<std::vector<TrialSpec>> ExpandSpace(const Study& study, const std::vector
       if (seen.insert(TrialKey(c)).second) configs.push_back(std::move(c));
     }
   }
+  // [[search.enqueue]] first, then the sampler's own (those not enqueued); a random budget counts both.
+  if (!study.enqueue.empty()) {
+    std::set<std::string> first;
+    for (const Params& c : study.enqueue) first.insert(TrialKey(c));
+    std::vector<Params> ordered = study.enqueue;
+    for (auto& c : configs) {
+      if (!first.count(TrialKey(c))) ordered.push_back(std::move(c));
+    }
+    if (study.sampler == "random" && static_cast<int>(ordered.size()) > study.trials) ordered.resize(study.trials);
+    configs = std::move(ordered);
+  }
 
   auto checker = ConstraintChecker::Make(study);
   if (!checker.ok()) return checker.status();
@@ -103,7 +115,9 @@ Result<std::vector<TrialSpec>> ExpandSpace(const Study& study, const std::vector
   for (auto& c : configs) {
     auto spec = checker->Check(std::move(c));
     if (!spec.ok()) return spec.status();
-    out.push_back(std::move(*spec));
+    // Each configuration is `repeats` trials (repeats.h); one that a constraint drops, one row.
+    int64_t repeats = spec->dropped_reason.empty() ? study.repeats : 1;
+    for (auto& t : RepeatTrials(study, *spec, 0, repeats)) out.push_back(std::move(t));
   }
   return out;
 }

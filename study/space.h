@@ -17,7 +17,8 @@ namespace sweep {
 
 // Grid: the cartesian product, last parameter varying fastest. Random: `trials` distinct
 // draws from a generator seeded by the study's seed (same study file, same trials). Tpe: none
-// (the run loop proposes them as results come in).
+// (the run loop proposes them as results come in). Enqueued configurations come first (a random
+// budget counts them), and each configuration is `repeats` trials, seed by seed (repeats.h).
 // Errors only for constraints that cannot be evaluated (e.g. comparing a string to a number).
 Result<std::vector<TrialSpec>> ExpandSpace(const Study& study);
 // The grid crossed with `seeds`: each seed's values (the winners of an earlier study, see

@@ -16,6 +16,7 @@
 #include "base/text.h"
 #include "base/trial_state.h"
 #include "study/expr.h"
+#include "study/repeats_load.h"
 #include "study/stopping_config.h"
 #include "study/template_vars.h"
 #include "study/toml_table.h"
@@ -220,6 +221,10 @@ class Loader {
     SWEEP_RETURN_IF_ERROR(LoadCluster(root, s));
     SWEEP_RETURN_IF_ERROR(LoadSearch(root, s));
     SWEEP_RETURN_IF_ERROR(LoadJob(root, s));
+    // After [space] and [job.vars]: the seed's name must not be theirs, enqueued values are checked against both.
+    if (const toml::table* search = root["search"].as_table()) {
+      SWEEP_RETURN_IF_ERROR(LoadRepeatsAndEnqueue(*search, path_, s));
+    }
     SWEEP_RETURN_IF_ERROR(LoadRetry(root, s));
     SWEEP_RETURN_IF_ERROR(LoadReport(root, s));
     SWEEP_RETURN_IF_ERROR(LoadNotify(root, s));
@@ -291,7 +296,8 @@ class Loader {
     if (!se.ok()) return se.status();
     if (*se) {
       const toml::table& t = **se;
-      SWEEP_RETURN_IF_ERROR(CheckKeys(t, "search", {"sampler", "trials", "seed", "constraints", "seed_from"}));
+      SWEEP_RETURN_IF_ERROR(CheckKeys(
+          t, "search", {"sampler", "trials", "seed", "constraints", "seed_from", "repeats", "seed_var", "enqueue"}));
       SWEEP_RETURN_IF_ERROR(String(t, "search", "sampler", &s.sampler, false));
       if (s.sampler != "grid" && s.sampler != "random" && s.sampler != "tpe") {
         return Error(t.get("sampler"), "search.sampler", "must be \"grid\", \"random\" or \"tpe\"");

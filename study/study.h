@@ -128,6 +128,15 @@ struct Study {
   int trials = 0;                // random, tpe: budget
   uint64_t seed = 1;
   std::vector<Constraint> constraints;
+  // [search] repeats and seed_var (study/repeats.h): each configuration runs as `repeats` trials
+  // that differ only in the seed the template gets as {{seed_var}} (0 .. repeats - 1). seed_var is
+  // empty when the trials carry no seed (repeats = 1 and no seed_var given).
+  int repeats = 1;
+  std::string seed_var;
+  int repeats_line = 0;  // of `repeats` (else `seed_var`): where the template check points
+  // [[search.enqueue]]: configurations that run before the sampler's own, in file order, each
+  // checked against [space] and the constraints at load.
+  std::vector<Params> enqueue;
   // Phase 2 of a two-phase study: the `top` configurations of an earlier study (its file, whose
   // trials must all have ended), ranked `by` "iters_per_s" (throughput screen), "final" or
   // "time_to_target", each crossed with this study's own [space].

@@ -8,15 +8,18 @@
 #include <cstdio>
 #include <filesystem>
 #include <algorithm>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
+#include "orchestrator/config_groups.h"
 #include "orchestrator/connect.h"
 #include "orchestrator/phases.h"
 #include "orchestrator/report_data.h"
+#include "orchestrator/report_files.h"
 #include "orchestrator/study_trials.h"
 #include "orchestrator/runner.h"
 #include "study/study.h"
@@ -752,4 +755,77 @@ TEST_CASE("monitor = true: the job's /proc telemetry is stored once, apart from 
   int64_t after = 0;
   for (const auto& t : again.Trials()) after += again.store->CountMetrics(t.id).value();
   CHECK(after == points);
+}
+
+TEST_CASE("repeats = 2: each configuration runs with seeds 0 and 1, ranked by its mean; --repeat-top adds a seed",
+          "[cluster]") {
+  testing::TempDir dir;
+  std::string tmpl = R"(#!/bin/bash
+set -euo pipefail
+exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --lr {{lr}} --optimizer {{optimizer}} --seed {{seed}} \
+  --hidden 16 --train-iters {{iters}} --log-interval 5 --sleep-ms {{sleep_ms}} --fail-at-iter {{fail_at}}
+)";
+  std::string path = WriteStudy(
+      dir, "repeats", "[search]\nrepeats = 2\n\n[space]\noptimizer = [\"adam\"]\nlr = [0.003, 0.05]\nmbs = [4]\n",
+      "iters = 30\nsleep_ms = 0\nfail_at = 0\n", 4, tmpl);
+  Harness h(path);
+  REQUIRE(h.runner->Run(240).ok());
+  auto trials = h.Trials();
+  INFO(h.log.str());
+  REQUIRE(trials.size() == 4);
+  std::map<double, std::set<int64_t>> seeds;  // lr -> seeds stored
+  std::map<double, std::vector<double>> finals;
+  auto rows = CollectTrialRows(*h.store, h.study, h.runner->study_id(), h.clock.Now());
+  REQUIRE(rows.ok());
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const auto& t = trials[i];
+    CHECK(t.state == "completed");
+    auto params = nlohmann::json::parse(t.params_json);
+    seeds[params["lr"].get<double>()].insert(params["seed"].get<int64_t>());
+    // The seed reached the program: mlp_train logs its arguments.
+    CHECK_THAT(testing::ReadAll(t.log_path),
+               Catch::Contains(fmt::format("  seed {} {}\n", std::string(44, '.'), params["seed"].get<int64_t>())));
+    REQUIRE((*rows)[i].objective_value);
+    finals[params["lr"].get<double>()].push_back(*(*rows)[i].objective_value);
+  }
+  CHECK(seeds[0.003] == std::set<int64_t>{0, 1});
+  CHECK(seeds[0.05] == std::set<int64_t>{0, 1});
+  // Two seeds of one configuration are two runs, not one run twice.
+  CHECK(finals[0.05][0] != finals[0.05][1]);
+
+  // The report ranks configurations by their mean over the two seeds.
+  auto report = CollectReport(*h.store, h.study, h.runner->study_id(), ReportOptionsFor(h.study), h.clock.Now());
+  REQUIRE(report.ok());
+  REQUIRE(report->configs);
+  REQUIRE(report->configs->groups.size() == 2);
+  double mean_a = (finals[0.003][0] + finals[0.003][1]) / 2, mean_b = (finals[0.05][0] + finals[0.05][1]) / 2;
+  const auto& best = report->configs->groups[0];
+  CHECK(best.param_values[0] == (mean_a < mean_b ? "0.003" : "0.05"));
+  CHECK(*best.mean == Approx(std::min(mean_a, mean_b)));
+  CHECK(*report->configs->groups[1].mean == Approx(std::max(mean_a, mean_b)));
+  REQUIRE(WriteReports(*h.store, h.study, h.runner->study_id(), dir.file("r.html"), dir.file("csv"), h.clock.Now(),
+                       ReportOptionsFor(h.study))
+              .ok());
+  std::string configs = testing::ReadAll(dir.file("csv/configs.csv"));
+  CHECK(configs.rfind("rank,lr,mbs,optimizer,repeats,completed,mean,std,min,max,seeds,trial_keys\n1,", 0) == 0);
+  CHECK_THAT(testing::ReadAll(dir.file("csv/trials.csv")), Catch::Contains(",lr,mbs,optimizer,seed,state,"));
+  CHECK_THAT(testing::ReadAll(dir.file("r.html")), Catch::Contains("Configurations over seeds"));
+
+  // --repeat-top 1 --repeats 3: the best configuration gets seed 2; nothing else runs again.
+  auto added = RepeatTop(*h.store, h.study, 1, 3, h.clock.Now());
+  REQUIRE(added.ok());
+  Harness more(path);
+  REQUIRE(more.runner->Run(240).ok());
+  auto after = more.Trials();
+  REQUIRE(after.size() == 5);
+  CHECK(more.runner->slurm_stats().sbatch == 1);
+  auto extra = nlohmann::json::parse(after.back().params_json);
+  CHECK(extra["seed"] == 2);
+  CHECK(extra["lr"].get<double>() == (mean_a < mean_b ? 0.003 : 0.05));
+  CHECK(after.back().state == "completed");
+  auto ranked =
+      CollectReport(*more.store, more.study, more.runner->study_id(), ReportOptionsFor(more.study), more.clock.Now());
+  REQUIRE(ranked.ok());
+  CHECK(ranked->configs->groups.size() == 2);
+  CHECK(ranked->configs->groups[0].rows.size() + ranked->configs->groups[1].rows.size() == 5);
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -466,4 +467,54 @@ TEST_CASE("tpe: what each end state teaches the sampler follows the table of tri
     INFO(s);
     CHECK(OutcomeOf(s) == Outcome::kPending);
   }
+}
+
+TEST_CASE("tpe with repeats: an enqueued configuration first, each proposal runs with seeds 0 and 1",
+          "[runner][sampler][repeats][enqueue]") {
+  testing::FakeSweep s(R"([search]
+sampler = "tpe"
+trials = 4
+seed = 3
+repeats = 2
+
+[[search.enqueue]]
+x = 0.5
+y = 0.25
+opt = "sgd"
+
+[space]
+x = { min = 0.0, max = 1.0 }
+y = { min = 0.0, max = 1.0 }
+opt = ["sgd", "adam"]
+)",
+                       4, "", "echo {{x}} {{y}} {{opt}} --seed {{seed}}", "tr");
+  // Four free slots: two configurations of two trials each, the enqueued one first.
+  TickReport first = s.Tick();
+  CHECK(first.submitted == 4);
+  auto trials = s.Trials();
+  REQUIRE(trials.size() == 4);
+  CHECK(trials[0].params_json == R"({"opt":"sgd","seed":0,"x":0.5,"y":0.25})");
+  CHECK(trials[1].params_json == R"({"opt":"sgd","seed":1,"x":0.5,"y":0.25})");
+  for (int tick = 0; tick < 50 && !s.Tick().done; ++tick) {
+    for (const auto& t : s.Trials()) {
+      if (t.state != "pending") continue;
+      auto p = nlohmann::json::parse(t.params_json);
+      s.slurm.Start(t.job_id);
+      s.slurm.AppendLog(t.job_id, MegatronLine(10, 10, p["x"].get<double>() + 0.01 * p["seed"].get<double>()));
+      s.slurm.End(t.job_id, "COMPLETED");
+    }
+  }
+  // The budget counts configurations: 4 of them, each with seeds 0 and 1, and no configuration twice.
+  trials = s.Trials();
+  REQUIRE(trials.size() == 8);
+  std::map<std::string, std::set<int>> seeds;
+  for (const auto& t : trials) {
+    CHECK(t.state == "completed");
+    auto p = nlohmann::json::parse(t.params_json);
+    int seed = p["seed"].get<int>();
+    p.erase("seed");
+    seeds[p.dump()].insert(seed);
+  }
+  REQUIRE(seeds.size() == 4);
+  for (const auto& [config, got] : seeds) CHECK(got == std::set<int>{0, 1});
 }
