@@ -80,6 +80,17 @@
 // to a bent curve predicts no lower than that line, so it was not built; and with nothing projected at all
 // (stopping_bench's bound row) the studies that still spend most would cost about as much: their trials stay
 // within the noise of the best, or steepen (bench/README.md).
+// Issue 30's ideas, built behind switches and replayed on all six folders (bench/README.md has the table; the
+// code is on branch h30-experiments): (a) a power law a + b (t - t0)^-c fitted to each curve with a residual
+// bootstrap, stopping when the trial's 5% quantile at the budget is above the rival's 95% one by the margin: alone
+// it cost 0.03 to 0.17 more all at once on five folders; beside the closing pace it met gpt-gb200's targets only
+// by the early lead the bound row shows, and one after another lost the best on three folders (folder means up to
+// 0.077 nats: a best trial that looked set to end above a completed rival, then bent again); capped to no further
+// ahead than observed, it lost nothing and saved at most 0.022 one after another, nothing all at once. (b) margins
+// from the noise at the current loss level (series.h). (c) the gap allowed to close as the gaps between completed
+// trials closed from that time to the budget: with 2 completed trials it lost the best (0.0154 nats, other-h100),
+// with 4 it saved under 0.01. None brought a missing folder nearer its evidence floor by more than 0.004 all at
+// once without losing the best, so none was kept.
 //
 // Lower is better everywhere (a loss), unless StoppingConfig::maximize. Not thread-safe; no shared state, so one per
 // thread is fine. Module stopping/ (namespace sweep::stopping): early-stopping rules; uses base/ only. This is its

@@ -47,7 +47,13 @@ struct Series {
   // Standard deviation of the raw points about their trend: the larger of the whole curve's and
   // the recent points' (the last third, at most kRecent), since a loss often grows noisier as it
   // falls (per-batch variation is a larger share of a lower loss) and its early flat points would
-  // hide that.
+  // hide that. Issue 30 replayed other estimates on the bench's six folders (bench/README.md): the last third
+  // or the last 8 or 16 second differences alone, their ratio to the loss times the current loss, and second
+  // differences detrended by their median (a bending curve's carry its curvature). Those that lost no best trial
+  // moved no folder more than 0.004 nearer the evidence floor all at once; the last 16 alone, the level-scaled and the
+  // detrended last third lost gpt-100it-pile's best (0.0395 nats). Rule (6)'s margin from each curve's noise at
+  // the time compared was safe but saved only one after another (gpt-gb200 0.82x to 0.77x of MedianPruner):
+  // a noise per knot was not worth its memory and tick for that.
   double noise = 0;
   double se = 0;             // standard error of one smoothed value: noise times what smoothing leaves
   double rate_rse = 0;       // relative standard error of Rate(): spread of the per-interval rates
