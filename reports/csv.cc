@@ -124,7 +124,7 @@ std::string RenderTrialsCsv(const std::vector<std::string>& param_names, const s
 void AppendCsvText(std::string_view text, std::string& out) { AppendText(text, out); }
 
 std::string RenderImportanceCsv(const StudyReport& report) {
-  std::string out = "param,log,groups,epsilon2,share,trials\n";
+  std::string out = "param,log,groups,epsilon2,share,trials,step\n";
   Importances imp = ParamImportances(report);
   if (!imp.why_none.empty()) return out;
   for (const ParamImportance& p : imp.params) {
@@ -135,7 +135,9 @@ std::string RenderImportanceCsv(const StudyReport& report) {
     if (p.estimable) AppendExact(p.epsilon2, out);
     out.push_back(',');
     if (p.estimable) AppendExact(p.share, out);
-    fmt::format_to(std::back_inserter(out), ",{}\n", imp.trials);
+    fmt::format_to(std::back_inserter(out), ",{},", imp.trials);
+    if (imp.at_step) fmt::format_to(std::back_inserter(out), "{}", *imp.at_step);
+    out.push_back('\n');
   }
   return out;
 }

@@ -51,9 +51,11 @@ std::string MetricsCsvHeader();
 void AppendMetricsCsvRow(int64_t trial_id, std::string_view trial_key, int64_t step, double time_s,
                          std::string_view name, double value, std::string& out);
 
-// importance.csv (version 1): param,log,groups,epsilon2,share,trials, one row per parameter,
+// importance.csv (version 2): param,log,groups,epsilon2,share,trials,step, one row per parameter,
 // largest share first (reports::ParamImportances); only the header when there are too few trials;
-// epsilon2 and share empty for a parameter that is not estimable (its groups cannot carry it).
+// epsilon2 and share empty for a parameter that is not estimable (its groups cannot carry it);
+// step: the step every trial was compared at when trials stopped early are compared (empty: the
+// completed trials' final values). Version 1 had no step column.
 struct StudyReport;
 std::string RenderImportanceCsv(const StudyReport& report);
 

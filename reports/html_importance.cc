@@ -14,12 +14,28 @@
 
 namespace sweep::reports {
 
-std::string HtmlPage::StoppedLeftOut(int n) {
-  if (n == 0) return "";
-  return fmt::format(
-      "; {} trial{} stopped early (pruned or cancelled) {} left out, {} value{} being from "
-      "earlier in training",
-      n, n == 1 ? "" : "s", n == 1 ? "is" : "are", n == 1 ? "its" : "their", n == 1 ? "" : "s");
+namespace {
+
+std::string Trials(int n) { return fmt::format("{} trial{}", n, n == 1 ? "" : "s"); }
+
+}  // namespace
+
+std::string HtmlPage::ImportanceLeftOut(const Importances& imp) {
+  std::string out;
+  std::vector<std::string> left;
+  if (imp.stopped_left_out > 0) {
+    left.push_back(
+        fmt::format("{} stopped early before step {} (a quarter of the completed trials' median length: "
+                    "comparing every trial there would compare the start of training)",
+                    Trials(imp.stopped_left_out), imp.min_step));
+  }
+  if (imp.running_left_out > 0) left.push_back(fmt::format("{} still running", Trials(imp.running_left_out)));
+  if (imp.failed_left_out > 0) {
+    left.push_back(
+        fmt::format("{} that failed (their values are from a run that broke off)", Trials(imp.failed_left_out)));
+  }
+  if (!left.empty()) fmt::format_to(Out(out), " Left out: {}.", fmt::join(left, "; "));
+  return out;
 }
 
 void HtmlPage::Importance() {
@@ -27,12 +43,14 @@ void HtmlPage::Importance() {
   Importances imp = ParamImportances(r_);
   out_.append("<section id=\"importance\"><h2>Parameter importance</h2>");
   if (!imp.why_none.empty()) {
-    fmt::format_to(Out(out_), "<p class=\"note\">Not estimated: {}{}.</p></section>\n", Esc(imp.why_none),
-                   StoppedLeftOut(imp.stopped_left_out));
+    fmt::format_to(Out(out_), "<p class=\"note\">Not estimated: {}.{}</p></section>\n", Esc(imp.why_none),
+                   ImportanceLeftOut(imp));
     return;
   }
   BarChart chart;
-  chart.title = "share of the variance of the final value explained by each parameter";
+  chart.title = imp.at_step ? fmt::format("share of the variance of the value at step {} explained by each parameter",
+                                          *imp.at_step)
+                            : "share of the variance of the final value explained by each parameter";
   chart.x.label = "share of the explained variance";
   chart.x.min = 0;
   chart.x.max = 1;
@@ -41,7 +59,8 @@ void HtmlPage::Importance() {
     b.label = r_.meta.param_names[p.param];
     b.value = p.share;
     if (p.estimable) {
-      b.value_text = fmt::format("{:.0f}% (ε² {:.2f}, {} groups)", 100 * p.share, p.epsilon2, p.groups);
+      b.value_text = fmt::format("{:.0f}% (ε² {:.2f}, {} groups{})", 100 * p.share, p.epsilon2, p.groups,
+                                 p.by_rank ? " by rank" : "");
     } else if (p.groups < 2) {
       b.value_text = "not estimable: one value";
     } else {
@@ -54,9 +73,17 @@ void HtmlPage::Importance() {
   }
   chart.width = 1100;
   chart.label_width = 260;
+  std::string basis =
+      imp.at_step ? fmt::format(
+                        "From {} trials' smoothed {} at step {}, the last step all of them reached ({} completed, {} "
+                        "stopped early by pruning or cancellation): compared at equal step, since a stopped trial's "
+                        "final value is from earlier in training than a completed one's, and leaving it out would "
+                        "hide what stopped it.",
+                        imp.trials, Esc(metric_), *imp.at_step, imp.trials - imp.stopped, imp.stopped)
+                  : fmt::format("From the {} completed trials' final {}.", imp.trials, Esc(metric_));
   fmt::format_to(Out(out_),
-                 "<figure>{}</figure><p class=\"note\">From the {} completed trials' final {}{}. Method: for "
-                 "each parameter alone, a one-way analysis of variance of the final value grouped by the "
+                 "<figure>{}</figure><p class=\"note\">{}{} Method: for "
+                 "each parameter alone, a one-way analysis of variance of the value grouped by the "
                  "parameter's value (a numeric parameter with more than 6 values, or fewer than 2 trials per "
                  "value: 2 to 5 groups of equal size by rank); not estimable with one value or fewer than 2 "
                  "trials per group; "
@@ -65,7 +92,7 @@ void HtmlPage::Importance() {
                  "would, clipped at 0; the bars are each ε² over their sum. Main effects only: an effect that "
                  "exists only in combination with another parameter is not shown. "
                  "<code>bench/importance_vs_optuna.py</code> checks it against Optuna's fANOVA.</p></section>\n",
-                 RenderBarChart(chart), imp.trials, Esc(metric_), StoppedLeftOut(imp.stopped_left_out));
+                 RenderBarChart(chart), basis, ImportanceLeftOut(imp));
 }
 
 }  // namespace sweep::reports

@@ -123,9 +123,8 @@ class HtmlPage {
 
   void ParallelCoordinates();
 
-  // Trials stopped early stopped at an earlier point of training than the completed ones: their
-  // values do not compare, and the reader is told how many the estimate leaves out.
-  static std::string StoppedLeftOut(int n);
+  // How many trials with a value the importance leaves out, and why: " Left out: ...", or "".
+  static std::string ImportanceLeftOut(const Importances& imp);
 
   void Importance();
 

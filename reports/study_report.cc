@@ -206,25 +206,88 @@ Analysis Analyze(const StudyReport& report) {
   return a;
 }
 
+namespace {
+
+// The last step of a trial's objective curve (its last logged step when it has none).
+int64_t LastCurveStep(const TrialSummary& t) { return t.curve.empty() ? t.steps : t.curve.back().step; }
+
+// A trial's smoothed objective at `step`: linear between the points of its downsampled curve, its
+// final value (the curve's last point) from its last step on.
+std::optional<double> SmoothedAt(const TrialSummary& t, int64_t step) {
+  if (t.curve.empty() || step >= t.curve.back().step) return t.final_value;
+  auto it =
+      std::lower_bound(t.curve.begin(), t.curve.end(), step, [](const CurvePoint& p, int64_t s) { return p.step < s; });
+  if (it == t.curve.begin() || it->step == step) return it->value;
+  const CurvePoint& a = *(it - 1);
+  double f = static_cast<double>(step - a.step) / static_cast<double>(it->step - a.step);
+  return a.value + f * (it->value - a.value);
+}
+
+}  // namespace
+
 Importances ParamImportances(const StudyReport& report) {
   Importances out;
-  std::vector<size_t> rows;
+  std::vector<size_t> completed, stopped;
   for (size_t i = 0; i < report.trials.size(); ++i) {
     const TrialSummary& t = report.trials[i];
-    if (OutcomeOf(t.state) == Outcome::kCompleted && Finite(t.final_value)) rows.push_back(i);
-    if (OutcomeOf(t.state) == Outcome::kCancelled && Finite(t.final_value)) ++out.stopped_left_out;
+    if (!Finite(t.final_value)) continue;
+    switch (OutcomeOf(t.state)) {
+      case Outcome::kCompleted:
+        completed.push_back(i);
+        break;
+      case Outcome::kCancelled:
+        stopped.push_back(i);
+        break;
+      case Outcome::kRunning:
+        ++out.running_left_out;
+        break;
+      case Outcome::kFailed:
+        ++out.failed_left_out;
+        break;
+      default:
+        break;
+    }
+  }
+  // Stopped trials compare at equal step; one stopped near the start would pull every trial back
+  // there: those before a quarter of the completed trials' median length are left out.
+  if (!stopped.empty()) {
+    std::vector<double> lengths;
+    for (size_t i : completed) lengths.push_back(static_cast<double>(LastCurveStep(report.trials[i])));
+    out.min_step = static_cast<int64_t>(Median(lengths) / 4);
+    const size_t stopped_with_value = stopped.size();
+    std::erase_if(stopped, [&](size_t i) { return LastCurveStep(report.trials[i]) < out.min_step; });
+    out.stopped_left_out = static_cast<int>(stopped_with_value - stopped.size());
+  }
+  std::vector<size_t> rows;
+  std::vector<double> values;
+  if (stopped.empty()) {
+    for (size_t i : completed) rows.push_back(i), values.push_back(*report.trials[i].final_value);
+  } else {
+    int64_t at = LastCurveStep(report.trials[stopped[0]]);
+    for (size_t i : completed) at = std::min(at, LastCurveStep(report.trials[i]));
+    for (size_t i : stopped) at = std::min(at, LastCurveStep(report.trials[i]));
+    out.at_step = at;
+    for (const auto* set : {&completed, &stopped}) {
+      for (size_t i : *set) {
+        std::optional<double> v = SmoothedAt(report.trials[i], at);
+        if (!Finite(v)) continue;
+        rows.push_back(i), values.push_back(*v);
+        if (set == &stopped) ++out.stopped;
+      }
+    }
   }
   out.trials = static_cast<int>(rows.size());
   const size_t n = rows.size();
   if (n < 4) {
-    out.why_none = fmt::format("{} completed trial{} with a final value: at least 4 are needed", n, n == 1 ? "" : "s");
+    out.why_none = fmt::format("{} {}trial{} with a value: at least 4 are needed", n, out.at_step ? "" : "completed ",
+                               n == 1 ? "" : "s");
     return out;
   }
   double mean = 0;
-  for (size_t i : rows) mean += *report.trials[i].final_value;
+  for (double v : values) mean += v;
   mean /= static_cast<double>(n);
   double ss_total = 0;
-  for (size_t i : rows) ss_total += std::pow(*report.trials[i].final_value - mean, 2);
+  for (double v : values) ss_total += std::pow(v - mean, 2);
   for (size_t p = 0; p < report.meta.param_names.size(); ++p) {
     // Group of each row: its value, or its rank bin for a numeric parameter with many values.
     std::vector<std::string> value(n);
@@ -242,9 +305,11 @@ Importances ParamImportances(const StudyReport& report) {
     for (const auto& v : value) distinct.emplace(v, 0);
     std::vector<int> group(n);
     int k = 0;
+    bool by_rank = false;
     // A numeric parameter with few trials per value (a continuous one sampled by tpe or random:
     // each trial its own value) is grouped by rank, so that every group holds trials to compare.
     if (numeric && (distinct.size() > 6 || n < 2 * distinct.size())) {
+      by_rank = true;
       k = static_cast<int>(std::clamp<size_t>(n / 4, 2, 5));
       std::vector<size_t> order(n);
       for (size_t r = 0; r < n; ++r) order[r] = r;
@@ -257,10 +322,11 @@ Importances ParamImportances(const StudyReport& report) {
     ParamImportance imp;
     imp.param = p;
     imp.groups = k;
+    imp.by_rank = by_rank;
     imp.estimable = k >= 2 && n >= 2 * static_cast<size_t>(k);
     if (imp.estimable && ss_total > 0) {
       std::vector<double> sum(k, 0), count(k, 0);
-      for (size_t r = 0; r < n; ++r) sum[group[r]] += *report.trials[rows[r]].final_value, ++count[group[r]];
+      for (size_t r = 0; r < n; ++r) sum[group[r]] += values[r], ++count[group[r]];
       double ss_between = 0;
       for (int g = 0; g < k; ++g) {
         if (count[g] > 0) ss_between += count[g] * std::pow(sum[g] / count[g] - mean, 2);
@@ -276,7 +342,10 @@ Importances ParamImportances(const StudyReport& report) {
   std::stable_sort(out.params.begin(), out.params.end(), [](const ParamImportance& x, const ParamImportance& y) {
     return std::make_tuple(x.estimable, x.epsilon2) > std::make_tuple(y.estimable, y.epsilon2);
   });
-  if (ss_total <= 0) out.why_none = "every completed trial has the same final value";
+  if (ss_total <= 0) {
+    out.why_none = out.at_step ? fmt::format("every compared trial has the same value at step {}", *out.at_step)
+                               : "every completed trial has the same final value";
+  }
   return out;
 }
 

@@ -143,7 +143,7 @@ struct CostSummary {
   double pruned_saved_hours = 0;
 };
 
-// How much of the spread of the completed trials' final values each parameter explains alone.
+// How much of the spread of the trials' values each parameter explains alone.
 // Method (epsilon-squared of a one-way analysis of variance): the trials are grouped by the
 // parameter's value (a numeric parameter with more than 6 distinct values, or with fewer than 2
 // trials per value on average: in 2 to 5 groups of equal count by rank, n / 4 of them, which is
@@ -153,19 +153,30 @@ struct CostSummary {
 // only, like fANOVA's single-parameter terms. A parameter whose groups cannot carry an estimate
 // (one value, or fewer than 2 trials per group on average: each trial its own group explains
 // everything by construction) is not estimable, which is not the same as explaining nothing.
-// Trials stopped early (pruned, cancelled) are left out, and counted: their values come from
-// earlier in training than the completed trials', so they do not compare.
+// Which values: the completed trials' final values when no trial stopped early. Trials stopped
+// early (pruned, cancelled) stopped because they were losing, so leaving them out would hide the
+// very effect that stopped them (a pruned low learning rate): with any, every trial is compared at
+// equal step instead, by its smoothed objective (the curve the report draws) at `at_step`, the
+// last step that every compared trial reached. A trial stopped before a quarter of the completed
+// trials' median length is left out and counted (`stopped_left_out`): comparing all at its step
+// would compare the start of training. Running and failed trials are left out and counted too.
 struct ParamImportance {
   size_t param = 0;        // index into StudyMeta::param_names
   double epsilon2 = 0;     // 0..1 (0 when not estimable)
   double share = 0;        // epsilon2 / sum over parameters (0 when all are 0)
   int groups = 0;          // k
+  bool by_rank = false;    // a numeric parameter grouped by rank (else one group per value)
   bool estimable = false;  // k >= 2 and n >= 2k
 };
 struct Importances {
   std::vector<ParamImportance> params;  // estimable ones largest share first, then the others
-  int trials = 0;                       // n: completed trials with a finite final value
-  int stopped_left_out = 0;             // pruned or cancelled trials with a value, left out
+  int trials = 0;                       // n: trials compared, completed and stopped early
+  int stopped = 0;                      // of them, stopped early (pruned, cancelled)
+  std::optional<int64_t> at_step;       // set when `stopped` > 0: the values are from this step
+  int stopped_left_out = 0;             // stopped early with a value, before `min_step`: left out
+  int64_t min_step = 0;                 // a quarter of the completed trials' median last step
+  int running_left_out = 0;             // still running, with a value: left out
+  int failed_left_out = 0;              // failed (timeout, OOM, node failure, ...) with a value: left out
   std::string why_none;                 // set when there are too few trials to say
 };
 Importances ParamImportances(const StudyReport& report);

@@ -114,11 +114,14 @@ TEST_CASE("Importance: the parameter that drives the final value comes first, no
   StudyReport r = HpoReport(30);
   Importances imp = ParamImportances(r);
   REQUIRE(imp.why_none.empty());
-  REQUIRE(imp.trials == 25);  // the pruned ones are left out
+  REQUIRE(imp.trials == 30);  // the 5 pruned ones at equal step, step 100
+  REQUIRE(imp.stopped == 5);
+  REQUIRE(imp.at_step == 100);
   REQUIRE(imp.params.size() == 3);
   CHECK(r.meta.param_names[imp.params[0].param] == "lr");
   CHECK(imp.params[0].epsilon2 > 0.5);
-  CHECK(imp.params[0].groups == 5);  // 25 distinct values in 5 groups by rank
+  CHECK(imp.params[0].groups == 5);  // 30 distinct values in 5 groups by rank
+  CHECK(imp.params[0].by_rank);
   double sum = 0;
   for (const auto& p : imp.params) sum += p.share;
   CHECK(sum == Approx(1));
@@ -126,7 +129,10 @@ TEST_CASE("Importance: the parameter that drives the final value comes first, no
     if (r.meta.param_names[p.param] == "seed") CHECK(p.epsilon2 < 0.05);
   }
   // Made to depend on the optimizer alone, the optimizer comes first.
-  for (auto& t : r.trials) t.final_value = t.param_values[1].text == "adam" ? 1.0 + 0.001 * t.id : 2.0;
+  for (auto& t : r.trials) {
+    t.state = "completed";
+    t.final_value = t.param_values[1].text == "adam" ? 1.0 + 0.001 * t.id : 2.0;
+  }
   imp = ParamImportances(r);
   CHECK(r.meta.param_names[imp.params[0].param] == "optimizer");
   // Too few trials: no estimate, and the report says why.
@@ -169,16 +175,129 @@ TEST_CASE("Importance: groups that cannot carry an estimate say so, and stopped 
   section = Section(RenderHtmlReport(r), "importance");
   CHECK(section.find("not estimable: 6 groups of 6 trials") != std::string::npos);
   CHECK(section.find("0% (ε² 0.00, 6 groups)") == std::string::npos);
-  // importance.csv leaves its numbers empty rather than 0.
-  CHECK(RenderImportanceCsv(r).find("optimizer,false,6,,,6\n") != std::string::npos);
+  // importance.csv leaves its numbers empty rather than 0 (and its step: final values).
+  CHECK(RenderImportanceCsv(r).find("optimizer,false,6,,,6,\n") != std::string::npos);
+}
 
-  // The pruned trials are left out, and the report says how many.
-  StudyReport with_pruned = HpoReport(30);
-  imp = ParamImportances(with_pruned);
-  CHECK(imp.stopped_left_out == 5);
-  CHECK(Section(RenderHtmlReport(with_pruned), "importance")
-            .find("5 trials stopped early (pruned or cancelled) are "
-                  "left out") != std::string::npos);
+// Issue 31's study: 6 completed trials of a tpe study, each its own lr, and the lowest lr pruned at
+// step 40 at 0.58. Among the survivors' final values lr shows nothing (0.33 to 0.36, no trend: what
+// stopped the low lr is gone); at step 40 every trial is behind in the order of its lr. Curves run
+// through (10, 1.0), (40, the value at 40) and (100, the final value); `batch` alternates, no effect.
+StudyReport PrunedLowLrReport() {
+  StudyReport r;
+  r.meta.study_name = "tpe";
+  r.meta.objective_metric = "lm_loss";
+  r.meta.param_names = {"lr", "batch"};
+  r.meta.param_log = {true, false};
+  r.meta.kind = StudyKind::kHyperparameter;
+  r.meta.cpus_per_task = 1;
+  const double lr[] = {0.001, 0.002, 0.005, 0.01, 0.03, 0.06, 0.12};
+  const double at40[] = {0.58, 0.52, 0.47, 0.43, 0.41, 0.40, 0.395};
+  const double final[] = {0, 0.36, 0.33, 0.35, 0.34, 0.36, 0.33};
+  for (int i = 0; i < 7; ++i) {
+    TrialSummary t;
+    t.id = i + 1;
+    t.key = "t-" + std::to_string(i);
+    t.param_values = {Sig3(lr[i]), ParamCell(i % 2 ? 32 : 64)};
+    t.state = i == 0 ? "pruned" : "completed";
+    t.steps = i == 0 ? 40 : 100;
+    t.final_value = i == 0 ? at40[0] : final[i];
+    t.iters_per_s = 10;
+    t.started_at = 1000.0 + 100 * i;
+    t.wall_s = t.steps / 10.0;
+    t.ended_at = *t.started_at + *t.wall_s;
+    for (int s = 10; s <= t.steps; s += 10) {
+      double v = s <= 40 ? 1.0 + (at40[i] - 1.0) * (s - 10) / 30.0 : at40[i] + (final[i] - at40[i]) * (s - 40) / 60.0;
+      t.curve.push_back({s, s / 10.0, v});
+    }
+    r.trials.push_back(t);
+  }
+  return r;
+}
+
+TEST_CASE("Importance: a pruned trial counts at equal step, so a continuous lr's effect shows", "[report]") {
+  StudyReport r = PrunedLowLrReport();
+  Importances imp = ParamImportances(r);
+  REQUIRE(imp.why_none.empty());
+  CHECK(imp.trials == 7);
+  CHECK(imp.stopped == 1);
+  CHECK(imp.stopped_left_out == 0);
+  REQUIRE(imp.at_step == 40);
+  REQUIRE(r.meta.param_names[imp.params[0].param] == "lr");
+  CHECK(imp.params[0].estimable);
+  CHECK(imp.params[0].by_rank);  // 7 values, one trial each: 2 groups by rank, not 7 of one
+  CHECK(imp.params[0].groups == 2);
+  CHECK(imp.params[0].epsilon2 > 0.4);  // 0.48: two groups of 4 and 3 trials, 0.50 against 0.40 at step 40
+  CHECK(imp.params[0].share > 0.9);
+  std::string section = Section(RenderHtmlReport(r), "importance");
+  CHECK(section.find("From 7 trials' smoothed lm_loss at step 40") != std::string::npos);
+  CHECK(section.find("6 completed, 1 stopped early") != std::string::npos);
+  CHECK(section.find("2 groups by rank") != std::string::npos);
+  CHECK(section.find("0% (ε² 0.00, 7 groups)") == std::string::npos);
+  CHECK(section.find("Left out") == std::string::npos);
+  CHECK(RenderImportanceCsv(r).starts_with("param,log,groups,epsilon2,share,trials,step\nlr,true,2,"));
+  CHECK(RenderImportanceCsv(r).find(",7,40\n") != std::string::npos);
+
+  // Left out, the pruned trial would take lr's effect with it: the survivors' final values alone
+  // give it nothing. (What the report showed before; the comparison above is what changed.)
+  StudyReport survivors = r;
+  survivors.trials.erase(survivors.trials.begin());
+  imp = ParamImportances(survivors);
+  REQUIRE(imp.why_none.empty());
+  CHECK(!imp.at_step);
+  CHECK(imp.trials == 6);
+  for (const auto& p : imp.params) {
+    if (survivors.meta.param_names[p.param] == "lr") CHECK(p.epsilon2 < 0.1);
+  }
+}
+
+TEST_CASE("Importance: trials it leaves out are counted in the report, with the reason", "[report]") {
+  // The pruned trial stopped at step 20, before a quarter of the completed trials' length (25):
+  // comparing there would compare the start of training, so it is left out, and said so.
+  StudyReport r = PrunedLowLrReport();
+  r.trials[0].curve.resize(2);
+  r.trials[0].steps = 20;
+  r.trials[0].final_value = r.trials[0].curve.back().value;
+  // A running trial and a failed one with values are left out too.
+  TrialSummary running = r.trials[1], failed = r.trials[2];
+  running.id = 8, failed.id = 9;
+  running.state = "running";
+  failed.state = "node_fail";
+  r.trials.push_back(running);
+  r.trials.push_back(failed);
+  Importances imp = ParamImportances(r);
+  CHECK(imp.stopped_left_out == 1);
+  CHECK(imp.min_step == 25);
+  CHECK(imp.running_left_out == 1);
+  CHECK(imp.failed_left_out == 1);
+  CHECK(imp.trials == 6);
+  CHECK(!imp.at_step);  // no stopped trial compared: the completed trials' final values
+  std::string section = Section(RenderHtmlReport(r), "importance");
+  CHECK(section.find("From the 6 completed trials' final lm_loss.") != std::string::npos);
+  CHECK(section.find("Left out: 1 trial stopped early before step 25") != std::string::npos);
+  CHECK(section.find("1 trial still running") != std::string::npos);
+  CHECK(section.find("1 trial that failed") != std::string::npos);
+
+  // Too few trials to say: what is left out is still counted.
+  r.trials.erase(r.trials.begin() + 1, r.trials.begin() + 5);
+  imp = ParamImportances(r);
+  REQUIRE(!imp.why_none.empty());
+  section = Section(RenderHtmlReport(r), "importance");
+  CHECK(section.find("Not estimated: 2 completed trials with a value") != std::string::npos);
+  CHECK(section.find("Left out: 1 trial stopped early before step 25") != std::string::npos);
+}
+
+TEST_CASE("Importance: the metric's and the parameters' names reach the HTML escaped", "[report]") {
+  StudyReport r = PrunedLowLrReport();
+  r.meta.objective_metric = "loss<script>";
+  r.meta.param_names = {"lr&<b>", "batch\"x"};
+  std::string section = Section(RenderHtmlReport(r), "importance");
+  REQUIRE(!section.empty());
+  CHECK(section.find("smoothed loss&lt;script&gt; at step 40") != std::string::npos);
+  CHECK(section.find("lr&amp;&lt;b&gt;") != std::string::npos);
+  CHECK(section.find("<script>") == std::string::npos);
+  CHECK(section.find("<b>") == std::string::npos);
+  CHECK(section.find("batch\"x") == std::string::npos);
 }
 
 TEST_CASE("Best so far against cumulative hours: monotone, every ended trial paid for", "[report]") {

@@ -64,7 +64,7 @@ TEST_CASE("Importance puts first the parameter Optuna's fANOVA puts first", "[re
   REQUIRE(WriteReports(store, study, id, "", dir.file("csv"), 5000).ok());
   std::string importance = testing::ReadAll(dir.file("csv/importance.csv"));
   INFO(importance);
-  REQUIRE(importance.starts_with("param,log,groups,epsilon2,share,trials\nlr,true,5,"));
+  REQUIRE(importance.starts_with("param,log,groups,epsilon2,share,trials,step\nlr,true,5,"));
 
   auto [rc, out] = testing::RunShell("/usr/bin/python3 " + std::string(SLURMSWEEP_SOURCE_DIR) +
                                      "/bench/importance_vs_optuna.py " + dir.file("csv") + " 2>&1");
