@@ -10,7 +10,7 @@
 
 #include "logs/parse_util.h"
 
-namespace sweep::logs_internal {
+namespace sweep::logs {
 namespace {
 
 void AddPoint(ParseOutput& out, int64_t step, double time_s, std::string name, double value) {
@@ -585,4 +585,4 @@ MetricFormat DetectFormat(std::string_view line) {
   return MetricFormat::kAuto;
 }
 
-}  // namespace sweep::logs_internal
+}  // namespace sweep::logs

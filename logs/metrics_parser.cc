@@ -15,11 +15,9 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
-namespace sweep {
+namespace sweep::logs {
 
 namespace {
-
-using namespace logs_internal;
 
 // Megatron's long field names, by their snake_case spelling, to the names the rest of
 // slurmsweep (objectives, reports, divergence checks) refers to.
@@ -515,4 +513,4 @@ ParseOutput ParseMetrics(std::string_view chunk, const LogFormat& format, Parser
   return out;
 }
 
-}  // namespace sweep
+}  // namespace sweep::logs

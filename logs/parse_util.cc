@@ -7,7 +7,7 @@
 #include <cstring>
 #include <system_error>
 
-namespace sweep::logs_internal {
+namespace sweep::logs {
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
@@ -130,4 +130,4 @@ std::string StripAnsi(std::string_view s) {
   return out;
 }
 
-}  // namespace sweep::logs_internal
+}  // namespace sweep::logs

@@ -1,5 +1,8 @@
 // Text helpers shared by the log parsers of logs/ (Megatron-LM, framework formats): spaces,
-// numbers as trainers print them, snake_case names, log-line timestamps. Internal to logs/.
+// numbers as trainers print them, snake_case names, log-line timestamps.
+// Internal to logs/ (its public headers: metrics_parser.h, log_summary.h,
+// telemetry_parser.h, classify.h).
+// Module logs/ (namespace sweep::logs): reading training logs; uses base/ only.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace sweep::logs_internal {
+namespace sweep::logs {
 
 inline bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'; }
 inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -28,4 +31,4 @@ std::optional<double> ParseTimestamp(std::string_view s);
 // Removes ANSI colour sequences ("\x1b[31m"), which torchtitan prints by default.
 std::string StripAnsi(std::string_view s);
 
-}  // namespace sweep::logs_internal
+}  // namespace sweep::logs

@@ -68,7 +68,7 @@ Result<nlohmann::json> PlanJson(App& app, const std::vector<TrialSpec>& specs,
                       {"predicted_gib", gib ? nlohmann::json(*gib) : nlohmann::json()}});
   };
   nlohmann::json memory_plan;
-  std::optional<Plan> plan;
+  std::optional<planner::Plan> plan;
   if (app.study.job.vars.count("model")) {
     auto planned = PlanStudy(app.study);
     if (!planned.ok()) return planned.status();
@@ -127,7 +127,7 @@ Status PrintTrialPlan(App& app) {
   }
   auto plan = PlanStudy(app.study);
   if (!plan.ok()) return plan.status();
-  std::cout << RenderPlan(*plan, ParamNames(app.study));
+  std::cout << planner::RenderPlan(*plan, ParamNames(app.study));
   return Status::OK();
 }
 

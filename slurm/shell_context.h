@@ -8,6 +8,8 @@
 // and everything after a construct it cannot follow.
 //
 // Depends on nothing but the standard library; no I/O.
+// Internal to slurm/ (its public headers: transport.h, slurm_client.h, sbatch_script.h).
+// Module slurm/ (namespace sweep::slurm): reaching the cluster and speaking Slurm; uses base/ only.
 #pragma once
 
 #include <string>
