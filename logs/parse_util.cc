@@ -58,6 +58,17 @@ bool ParseDouble(std::string_view s, double* out) {
   return ec == std::errc();
 }
 
+bool NextField(std::string_view& fields, std::string_view* key, std::string_view* value) {
+  size_t bar = fields.find('|');
+  std::string_view field = fields.substr(0, bar);
+  fields = bar == std::string_view::npos ? std::string_view() : fields.substr(bar + 1);
+  size_t colon = field.rfind(':');
+  if (colon == std::string_view::npos) return false;
+  *key = Trim(field.substr(0, colon));
+  *value = Trim(field.substr(colon + 1));
+  return true;
+}
+
 void SnakeCase(std::string_view key, std::string* out) {
   out->clear();
   bool pending_sep = false;

@@ -23,6 +23,10 @@ bool ConsumeInt(std::string_view& s, int64_t* out);
 // The whole of `s` as a double, "nan"/"inf"/"NAN" included: a diverged run prints them and
 // divergence detection must see them.
 bool ParseDouble(std::string_view s, double* out);
+// The first "key: value" field of `fields`, a '|'-separated list as Megatron-LM and NeMo print it,
+// split off its front: the key and the value's text, both trimmed (the last ':' divides them). False
+// for a field without a colon (blank, or a bare word), which holds nothing to measure.
+bool NextField(std::string_view& fields, std::string_view* key, std::string_view* value);
 // "throughput per GPU (TFLOP/s/GPU)" -> "throughput_per_gpu_tflop_s_gpu".
 void SnakeCase(std::string_view key, std::string* out);
 // "2025-06-04 08:51:48,074" or "2025-06-04T08:51:48.074" at the front of `s` as seconds since
