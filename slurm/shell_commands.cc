@@ -67,12 +67,10 @@ std::string CommandRefusal(const std::vector<std::string>& words, std::string_vi
     return "";
   }
   std::string cmd = Basename(w[k]);
-  if (OneOf(cmd,
-            {"eval", "trap", "let", "alias", "source", ".", "unset", "read", "mapfile", "readarray", "getopts"})) {
+  if (OneOf(cmd, {"eval", "trap", "let", "alias", "source", ".", "unset", "read", "mapfile", "readarray", "getopts"})) {
     return "in the arguments of '" + cmd + "', which runs or names code with them";
   }
-  if (OneOf(cmd, {"declare", "typeset", "local", "export", "readonly"}) &&
-      prefix.find('=') == std::string_view::npos) {
+  if (OneOf(cmd, {"declare", "typeset", "local", "export", "readonly"}) && prefix.find('=') == std::string_view::npos) {
     return "as a variable name given to '" + cmd + "'";
   }
   bool shell = false, script = false;
