@@ -192,13 +192,13 @@ struct ParsedRows {
 ParsedRows ParseAlone(const Workload& w) {
   ParsedRows out;
   std::map<std::string, int, std::less<>> name_index;
-  std::vector<ParserState> states(w.trials);
+  std::vector<logs::ParserState> states(w.trials);
   out.rows.reserve(static_cast<size_t>(w.lines) * 10);
   for (const auto& tick : w.ticks) {
     for (int i = 0; i < w.trials; ++i) {
       if (tick[i].empty()) continue;
       auto start = Clock::now();
-      ParseOutput parsed = ParseMetrics(tick[i], MetricFormat::kMegatron, states[i]);
+      logs::ParseOutput parsed = logs::ParseMetrics(tick[i], MetricFormat::kMegatron, states[i]);
       out.parse_s += Seconds(start);
       if (parsed.consumed != tick[i].size() || parsed.malformed != 0) {
         Fail(fmt::format("the parser left {} of {} bytes, {} malformed line(s): the generated lines are off",
@@ -242,7 +242,7 @@ std::unique_ptr<store::Store> SetUpStore(const fs::path& db, int trials, std::ve
 // What Runner::Ingest does with each chunk a trial's log grew by, minus reading it.
 Ours RunOurs(const Workload& w, store::Store& db, const std::vector<int64_t>& ids) {
   Ours o;
-  std::vector<ParserState> states(w.trials);
+  std::vector<logs::ParserState> states(w.trials);
   std::vector<int64_t> offsets(w.trials, 0);
   auto start = Clock::now();
   double cpu_start = ThreadCpuSeconds();
@@ -252,8 +252,8 @@ Ours RunOurs(const Workload& w, store::Store& db, const std::vector<int64_t>& id
       for (int i = 0; i < w.trials; ++i) {
         if (tick[i].empty()) continue;
         double parse_start = ThreadCpuSeconds();
-        ParserState next = states[i];
-        ParseOutput parsed = ParseMetrics(tick[i], MetricFormat::kMegatron, next);
+        logs::ParserState next = states[i];
+        logs::ParseOutput parsed = logs::ParseMetrics(tick[i], MetricFormat::kMegatron, next);
         std::vector<store::MetricRow> rows;
         rows.reserve(parsed.points.size());
         for (auto& p : parsed.points) rows.push_back({p.step, p.time_s, std::move(p.name), p.value});

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <initializer_list>
 
-namespace sweep {
+namespace sweep::logs {
 
 void ClassifyCancelled(std::string_view stop_request, std::string_view slurm_state, std::string& state,
                        std::string& reason) {
@@ -86,4 +86,4 @@ std::vector<std::string> LastLogLines(std::string_view tail, size_t n) {
   return out;
 }
 
-}  // namespace sweep
+}  // namespace sweep::logs

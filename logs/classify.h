@@ -1,7 +1,8 @@
 // Failure classification: how a trial's job ended, refined by what its log says (a CUDA OOM, a
 // host OOM kill, a diverged loss, the last error line). Pure functions of text and values; the
 // run loop reads the log tail and the objective's last point and decides retries from the class.
-// Uses base/ only.
+// Module logs/ (namespace sweep::logs): reading training logs; uses base/ only. One of its four public
+// headers (metrics_parser.h, log_summary.h, telemetry_parser.h, classify.h); the rest is internal.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace sweep {
+namespace sweep::logs {
 
 // The objective's last logged point, for telling a diverged run from another failure.
 struct ObjectiveAtEnd {
@@ -39,4 +40,4 @@ void ClassifyFromLog(std::string_view log_tail, const std::optional<ObjectiveAtE
 // to 200 bytes: what a user reads first of a failed run.
 std::vector<std::string> LastLogLines(std::string_view log_tail, size_t n);
 
-}  // namespace sweep
+}  // namespace sweep::logs

@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-namespace sweep {
+namespace sweep::logs {
 namespace {
 
 std::string FailedReason(std::string_view tail) {
@@ -37,4 +37,4 @@ TEST_CASE("LastLogLines: the last non-empty lines, oldest first, a partial last 
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::logs

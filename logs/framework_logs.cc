@@ -10,7 +10,7 @@
 
 #include "logs/parse_util.h"
 
-namespace sweep::logs_internal {
+namespace sweep::logs {
 namespace {
 
 void AddPoint(ParseOutput& out, int64_t step, double time_s, std::string name, double value) {
@@ -275,15 +275,12 @@ bool ParseNemoIterationLine(std::string_view seg, ParseOutput& out, ParserState&
   int64_t step = iteration;
   double step_s = std::nan("");
   while (!rest.empty()) {
-    size_t next = rest.find('|');
-    std::string_view field = rest.substr(0, next);
-    rest = next == std::string_view::npos ? std::string_view() : rest.substr(next + 1);
-    size_t colon = field.rfind(':');
-    if (colon == std::string_view::npos) continue;
+    std::string_view key, value_text;
+    if (!NextField(rest, &key, &value_text)) continue;
     std::string name;
-    SnakeCase(Trim(field.substr(0, colon)), &name);
+    SnakeCase(key, &name);
     double value = 0;
-    if (name.empty() || !ParseDouble(Trim(field.substr(colon + 1)), &value)) continue;
+    if (name.empty() || !ParseDouble(value_text, &value)) continue;
     if (name == "global_step" && value >= 0 && value < 9e18) step = static_cast<int64_t>(value);
     if (name == "train_step_timing_in_s") step_s = value;
     fields.emplace_back(std::move(name), value);
@@ -585,4 +582,4 @@ MetricFormat DetectFormat(std::string_view line) {
   return MetricFormat::kAuto;
 }
 
-}  // namespace sweep::logs_internal
+}  // namespace sweep::logs

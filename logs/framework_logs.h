@@ -1,6 +1,9 @@
 // Line parsers for the training frameworks' own log output (Hugging Face Trainer, PyTorch
 // Lightning / NeMo, torchtitan, DeepSpeed), per-metric regular expressions, and the detection
-// behind metric_format = "auto". Internal to logs/: metrics_parser.cc drives them line by line.
+// behind metric_format = "auto"; metrics_parser.cc drives them line by line.
+// Internal to logs/ (its public headers: metrics_parser.h, log_summary.h,
+// telemetry_parser.h, classify.h).
+// Module logs/ (namespace sweep::logs): reading training logs; uses base/ only.
 #pragma once
 
 #include <string_view>
@@ -8,7 +11,7 @@
 
 #include "logs/log_format.h"
 
-namespace sweep::logs_internal {
+namespace sweep::logs {
 
 // Each returns whether `line` is a metric line of its format (points appended to out.points,
 // or out.malformed counted); other lines (banners, warnings) are left alone.
@@ -25,4 +28,4 @@ void ParseRegexLine(std::string_view line, const std::vector<MetricRegex>& regex
 // The format a line is a metric line of, by cheap signatures; kAuto when none.
 MetricFormat DetectFormat(std::string_view line);
 
-}  // namespace sweep::logs_internal
+}  // namespace sweep::logs

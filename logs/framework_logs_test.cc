@@ -13,7 +13,7 @@
 #include "logs/log_summary.h"
 #include "logs/metrics_parser.h"
 
-namespace sweep {
+namespace sweep::logs {
 namespace {
 
 std::string ReadData(const std::string& name) {
@@ -270,4 +270,4 @@ TEST_CASE("Framework formats read in chunks give what one read gives", "[logs][f
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::logs

@@ -2,7 +2,8 @@
 // is told, the format and the study's regular expressions, is base/metric_format.h).
 // Shared by metrics_parser (the driver) and framework_logs (the frameworks' line parsers), so
 // neither includes the other's header.
-// Module logs/: reading training logs; uses base/ only.
+// Part of the module's face through metrics_parser.h, which includes it.
+// Module logs/ (namespace sweep::logs): reading training logs; uses base/ only.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,7 @@
 #include "base/metric_format.h"
 #include "base/metric_point.h"
 
-namespace sweep {
+namespace sweep::logs {
 
 // Points are base/metric_point.h's MetricPoint; time_s is training time since the first logged
 // iteration (see ParserState).
@@ -62,4 +63,4 @@ struct ParseOutput {
   std::string_view time_key;
 };
 
-}  // namespace sweep
+}  // namespace sweep::logs

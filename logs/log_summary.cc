@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <map>
 
-namespace sweep {
+namespace sweep::logs {
 
 LogSummary SummarizeLog(std::string_view text, const LogFormat& format) {
   LogSummary out;
@@ -54,4 +54,4 @@ std::optional<FormatGuess> GuessLogFormat(std::string_view text) {
   return g;
 }
 
-}  // namespace sweep
+}  // namespace sweep::logs

@@ -1,7 +1,8 @@
 // What slurmsweep would store from a whole log, for `slurmsweep metrics`: a user checks their
 // trainer's output before a sweep. Runs the run loop's parser (metrics_parser.h) line by line, so
 // the answer is the run loop's, with line numbers for the lines it would count malformed.
-// Module logs/: reading training logs; uses base/ only.
+// Module logs/ (namespace sweep::logs): reading training logs; uses base/ only. One of its four public
+// headers (metrics_parser.h, log_summary.h, telemetry_parser.h, classify.h); the rest is internal.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,7 @@
 
 #include "logs/metrics_parser.h"
 
-namespace sweep {
+namespace sweep::logs {
 
 struct LogSummary {
   struct Metric {
@@ -45,4 +46,4 @@ struct FormatGuess {
 // nullopt when no known format recognizes a line of `text`.
 std::optional<FormatGuess> GuessLogFormat(std::string_view text);
 
-}  // namespace sweep
+}  // namespace sweep::logs

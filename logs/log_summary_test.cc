@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-namespace sweep {
+namespace sweep::logs {
 namespace {
 
 TEST_CASE("a log summary names each metric, the steps, the time axis's key and malformed lines", "[logs]") {
@@ -46,4 +46,4 @@ TEST_CASE("a log summary names each metric, the steps, the time axis's key and m
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::logs

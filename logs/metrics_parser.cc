@@ -15,11 +15,9 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
-namespace sweep {
+namespace sweep::logs {
 
 namespace {
-
-using namespace logs_internal;
 
 // Megatron's long field names, by their snake_case spelling, to the names the rest of
 // slurmsweep (objectives, reports, divergence checks) refers to.
@@ -147,15 +145,12 @@ class MegatronLineParser {
     head = SkipSpaces(head);
     if (!ConsumeInt(head, &step) || step < 0) return false;
     while (!fields.empty()) {
-      size_t bar = fields.find('|');
-      std::string_view field = fields.substr(0, bar);
-      fields = bar == std::string_view::npos ? std::string_view() : fields.substr(bar + 1);
-      size_t colon = field.rfind(':');
-      if (colon == std::string_view::npos) continue;
+      std::string_view key, value_text;
+      if (!NextField(fields, &key, &value_text)) continue;
       std::string snake;
-      SnakeCase(Trim(field.substr(0, colon)), &snake);
+      SnakeCase(key, &snake);
       double value = 0;
-      if (!ParseDouble(Trim(field.substr(colon + 1)), &value)) return false;
+      if (!ParseDouble(value_text, &value)) return false;
       std::string name = "mem_" + snake + "_mb";
       auto same = std::find_if(out_.points.begin(), out_.points.end(),
                                [&](const MetricPoint& p) { return p.step == step && p.name == name; });
@@ -216,14 +211,10 @@ class MegatronLineParser {
   bool ParseFields(std::string_view fields, int64_t step, bool validation, double* iter_time_ms) {
     size_t position = 0;
     while (!fields.empty()) {
-      size_t bar = fields.find('|');
-      std::string_view field = fields.substr(0, bar);
-      fields = bar == std::string_view::npos ? std::string_view() : fields.substr(bar + 1);
-      size_t colon = field.rfind(':');
-      if (colon == std::string_view::npos) continue;  // blank, or a bare word: nothing to measure
-      const FieldName& f = Lookup(Trim(field.substr(0, colon)), validation, position++);
+      std::string_view key, value_text;
+      if (!NextField(fields, &key, &value_text)) continue;  // blank, or a bare word: nothing to measure
+      const FieldName& f = Lookup(key, validation, position++);
       if (f.name.empty()) continue;
-      std::string_view value_text = Trim(field.substr(colon + 1));
       double value = 0;
       if (!ParseDouble(value_text, &value)) {
         // "1.2.3" is a corrupt number; "bf16" is a text field some fork added.
@@ -515,4 +506,4 @@ ParseOutput ParseMetrics(std::string_view chunk, const LogFormat& format, Parser
   return out;
 }
 
-}  // namespace sweep
+}  // namespace sweep::logs

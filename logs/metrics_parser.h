@@ -3,7 +3,8 @@
 // expressions from the study file; "auto" picks one from the first metric line.
 // Works on raw chunks read from a byte offset; only complete lines are consumed, so a line
 // cut by a read boundary (or still being written) is parsed once it is whole.
-// Module logs/: reading training logs; uses base/ only.
+// Module logs/ (namespace sweep::logs): reading training logs; uses base/ only. One of its four public
+// headers (metrics_parser.h, log_summary.h, telemetry_parser.h, classify.h); the rest is internal.
 #pragma once
 
 #include <string>
@@ -11,7 +12,7 @@
 
 #include "logs/log_format.h"
 
-namespace sweep {
+namespace sweep::logs {
 
 // Parses the complete lines of `chunk`. Lines that are not metric lines (start-up banners,
 // warnings) are skipped silently; metric-looking lines that fail to parse are counted in
@@ -20,4 +21,4 @@ ParseOutput ParseMetrics(std::string_view chunk, const LogFormat& format, Parser
 
 inline constexpr size_t kMaxLineBytes = 1 << 20;
 
-}  // namespace sweep
+}  // namespace sweep::logs

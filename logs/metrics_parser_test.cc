@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace sweep {
+namespace sweep::logs {
 namespace {
 
 constexpr std::string_view kRealLine =
@@ -575,4 +575,4 @@ TEST_CASE("JSON lines: non-finite values, malformed and foreign lines", "[metric
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::logs

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <system_error>
 
-namespace sweep::logs_internal {
+namespace sweep::logs {
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
@@ -56,6 +56,17 @@ bool ParseDouble(std::string_view s, double* out) {
     return std::isfinite(*out);
   }
   return ec == std::errc();
+}
+
+bool NextField(std::string_view& fields, std::string_view* key, std::string_view* value) {
+  size_t bar = fields.find('|');
+  std::string_view field = fields.substr(0, bar);
+  fields = bar == std::string_view::npos ? std::string_view() : fields.substr(bar + 1);
+  size_t colon = field.rfind(':');
+  if (colon == std::string_view::npos) return false;
+  *key = Trim(field.substr(0, colon));
+  *value = Trim(field.substr(colon + 1));
+  return true;
 }
 
 void SnakeCase(std::string_view key, std::string* out) {
@@ -130,4 +141,4 @@ std::string StripAnsi(std::string_view s) {
   return out;
 }
 
-}  // namespace sweep::logs_internal
+}  // namespace sweep::logs

@@ -9,12 +9,8 @@
 #include "base/telemetry.h"
 #include "logs/parse_util.h"
 
-namespace sweep {
+namespace sweep::logs {
 namespace {
-
-using logs_internal::ConsumeInt;
-using logs_internal::ParseDouble;
-using logs_internal::Trim;
 
 constexpr double kKibPerGib = 1024.0 * 1024.0;
 constexpr double kMibPerGib = 1024.0;
@@ -64,7 +60,7 @@ bool ParseValue(std::string_view v, std::optional<double>* out) {
 // "cpu_permille=125 mem_total_kib=16384000 mem_avail_kib=9000000": the node's points.
 bool ParseNodeFields(std::string_view rest, int64_t t, std::vector<MetricPoint>& out) {
   std::optional<double> cpu, total, avail;
-  while (!(rest = logs_internal::SkipSpaces(rest)).empty()) {
+  while (!(rest = SkipSpaces(rest)).empty()) {
     size_t end = rest.find(' ');
     std::string_view kv = rest.substr(0, end);
     rest = end == std::string_view::npos ? std::string_view() : rest.substr(end);
@@ -181,4 +177,4 @@ TelemetryOutput ParseTelemetry(std::string_view chunk) {
   return o;
 }
 
-}  // namespace sweep
+}  // namespace sweep::logs

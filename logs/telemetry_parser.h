@@ -1,6 +1,7 @@
 // Reading a trial's telemetry file (base/telemetry.h: what the sampler in its script writes) into
 // metric points named under "system/", and nvidia-smi's CSV lines, which it embeds.
-// Module logs/: log parsing; uses base/ only.
+// Module logs/ (namespace sweep::logs): reading training logs; uses base/ only. One of its four public
+// headers (metrics_parser.h, log_summary.h, telemetry_parser.h, classify.h); the rest is internal.
 #pragma once
 
 #include <cstddef>
@@ -12,7 +13,7 @@
 
 #include "base/metric_point.h"
 
-namespace sweep {
+namespace sweep::logs {
 
 struct TelemetryOutput {
   // Each point's step and time are the sample's Unix seconds (the file's lines carry them), so a
@@ -44,4 +45,4 @@ std::optional<TelemetryHeader> ParseTelemetryHeader(std::string_view chunk);
 // no index, or a number that does not parse.
 bool ParseNvidiaSmiLine(std::string_view line, std::string_view query, int64_t unix_s, std::vector<MetricPoint>& out);
 
-}  // namespace sweep
+}  // namespace sweep::logs

@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-namespace sweep {
+namespace sweep::logs {
 namespace {
 
 std::string ReadData(const std::string& name) {
@@ -125,4 +125,4 @@ TEST_CASE("telemetry: the header names the run that wrote the file; anything els
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::logs

@@ -53,10 +53,10 @@ Status CmdMetrics(App& app, MetricsFlags& flags) {
   std::ifstream in(flags.log_path, std::ios::binary);
   if (!in) return Status::NotFound(flags.log_path + ": " + std::strerror(errno));
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  check.summary = SummarizeLog(text, format);
+  check.summary = logs::SummarizeLog(text, format);
   // Nothing read in the format asked for: the format that reads these lines, if one does.
   if (check.summary.points == 0 && check.summary.lines > 0) {
-    check.suggestion = GuessLogFormat(text);
+    check.suggestion = logs::GuessLogFormat(text);
     if (check.suggestion && check.suggestion->format == format.format) check.suggestion.reset();
   }
   if (format.format == MetricFormat::kAuto) {

@@ -27,15 +27,21 @@
 namespace sweep::cli {
 namespace {
 
+// The trials the study's database records (a study that ran), read only: none when there is no
+// database, it cannot be opened or it does not know the study; an error only when listing fails.
+Result<std::vector<store::TrialRecord>> RecordedTrials(App& app) {
+  std::vector<store::TrialRecord> none;
+  if (!std::filesystem::exists(app.study.database) || !app.OpenStore(true).ok()) return none;
+  auto rec = app.store->GetStudy(app.study.name);
+  if (!rec.ok()) return none;
+  return app.store->ListTrials(rec->id);
+}
+
 // What each trial is in the study's database already (a study that ran), by trial key.
 std::map<std::string, std::string> StoredStates(App& app) {
   std::map<std::string, std::string> stored;
-  if (std::filesystem::exists(app.study.database) && app.OpenStore(true).ok()) {
-    if (auto rec = app.store->GetStudy(app.study.name); rec.ok()) {
-      if (auto trials = app.store->ListTrials(rec->id); trials.ok()) {
-        for (const auto& t : *trials) stored[t.trial_key] = t.state;
-      }
-    }
+  if (auto trials = RecordedTrials(app); trials.ok()) {
+    for (const auto& t : *trials) stored[t.trial_key] = t.state;
   }
   return stored;
 }
@@ -68,7 +74,7 @@ Result<nlohmann::json> PlanJson(App& app, const std::vector<TrialSpec>& specs,
                       {"predicted_gib", gib ? nlohmann::json(*gib) : nlohmann::json()}});
   };
   nlohmann::json memory_plan;
-  std::optional<Plan> plan;
+  std::optional<planner::Plan> plan;
   if (app.study.job.vars.count("model")) {
     auto planned = PlanStudy(app.study);
     if (!planned.ok()) return planned.status();
@@ -127,7 +133,7 @@ Status PrintTrialPlan(App& app) {
   }
   auto plan = PlanStudy(app.study);
   if (!plan.ok()) return plan.status();
-  std::cout << RenderPlan(*plan, ParamNames(app.study));
+  std::cout << planner::RenderPlan(*plan, ParamNames(app.study));
   return Status::OK();
 }
 
@@ -146,19 +152,15 @@ Status PlanTpe(App& app, const PlanFlags& flags) {
   // The trials proposed so far (a study that ran), as `plan --json` lists a grid's.
   nlohmann::json trials = nlohmann::json::array();
   std::map<std::string, int> counts;
-  if (std::filesystem::exists(app.study.database) && app.OpenStore(true).ok()) {
-    if (auto rec = app.store->GetStudy(app.study.name); rec.ok()) {
-      auto stored = app.store->ListTrials(rec->id);
-      if (!stored.ok()) return stored.status();
-      for (const auto& t : *stored) {
-        ++counts[t.state];
-        trials.push_back({{"key", t.trial_key},
-                          {"verdict", t.state},
-                          {"reason", t.reason},
-                          {"params", nlohmann::json::parse(t.params_json, nullptr, false)},
-                          {"predicted_gib", nullptr}});
-      }
-    }
+  auto stored = RecordedTrials(app);
+  if (!stored.ok()) return stored.status();
+  for (const auto& t : *stored) {
+    ++counts[t.state];
+    trials.push_back({{"key", t.trial_key},
+                      {"verdict", t.state},
+                      {"reason", t.reason},
+                      {"params", nlohmann::json::parse(t.params_json, nullptr, false)},
+                      {"predicted_gib", nullptr}});
   }
   if (flags.json) {
     auto doc = PlanJson(app, {}, refused);
@@ -202,15 +204,9 @@ Result<std::vector<TrialSpec>> ScriptableTrials(App& app, const std::vector<stor
 // that goes alone (not as a job array's task): the same functions (trial_script.h), the same files.
 Status PrintTrialScript(App& app, const std::string& name) {
   const Study& study = app.study;
-  std::vector<store::TrialRecord> stored;
-  if (std::filesystem::exists(study.database) && app.OpenStore(true).ok()) {
-    if (auto rec = app.store->GetStudy(study.name); rec.ok()) {
-      auto trials = app.store->ListTrials(rec->id);
-      if (!trials.ok()) return trials.status();
-      stored = std::move(*trials);
-    }
-  }
-  auto specs = ScriptableTrials(app, stored);
+  auto stored = RecordedTrials(app);
+  if (!stored.ok()) return stored.status();
+  auto specs = ScriptableTrials(app, *stored);
   if (!specs.ok()) return specs.status();
   std::vector<const TrialSpec*> matches;
   std::vector<std::string_view> keys;
@@ -239,10 +235,10 @@ Status PrintTrialScript(App& app, const std::string& name) {
   store::TrialRecord trial;
   trial.trial_key = spec.key;
   trial.params_json = spec.params_json;
-  for (const auto& t : stored) {
+  for (const auto& t : *stored) {
     if (t.trial_key == spec.key) trial = t;
   }
-  StudyFiles files = FilesOf(study.cluster.workdir, study.name, stored);
+  StudyFiles files = FilesOf(study.cluster.workdir, study.name, *stored);
   trial.attempt += 1;
   trial.log_path = files.TrialLog(trial.trial_key, trial.attempt);
   auto body = RenderTrialBody(study, spec, trial, files.TrialDir(trial.trial_key));

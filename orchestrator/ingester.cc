@@ -173,7 +173,7 @@ Result<int64_t> Ingester::Ingest(store::TrialRecord& t, const Result<std::string
   if (ps == parsers_.end()) {
     // Resume the time axis where the stored metrics end: from the store's summary of the
     // trial's metrics (their last points), not from the points themselves.
-    ParserState state;
+    logs::ParserState state;
     auto summary = ctx_.store.Summary(t.id);
     if (!summary.ok()) return summary.status();
     for (const auto& m : summary->metrics) {
@@ -193,8 +193,8 @@ Result<int64_t> Ingester::Ingest(store::TrialRecord& t, const Result<std::string
       return chunk.status();
     }
     if (chunk->empty()) return stored;
-    ParserState next = ps->second;
-    ParseOutput parsed = ParseMetrics(*chunk, study.metric_format, next);
+    logs::ParserState next = ps->second;
+    logs::ParseOutput parsed = logs::ParseMetrics(*chunk, study.metric_format, next);
     if (parsed.consumed == 0) return stored;  // only a partial line so far
     watch_.Saw(t.id, t.trial_key, parsed.points, parsed.time_key);
     yield_.Saw(t.id, t.trial_key, std::string_view(*chunk).substr(0, parsed.consumed), parsed.lines,
@@ -241,7 +241,7 @@ Result<int64_t> Ingester::Ingest(store::TrialRecord& t, const Result<std::string
 // after the start mark that lets the log be read: its header says whose it is. A header from a
 // sampler before job and restart were written proves nothing after a restart: not read then.
 bool Ingester::TelemetryOfThisRun(const store::TrialRecord& t, std::string_view head) {
-  auto header = ParseTelemetryHeader(head);
+  auto header = logs::ParseTelemetryHeader(head);
   if (!header) return false;  // being written (the sampler's first line), or not a telemetry file
   if (header->job_id.empty()) return t.job_restarts == 0;
   return header->job_id == t.job_id && header->restart == t.job_restarts;
@@ -259,7 +259,7 @@ Result<int64_t> Ingester::IngestTelemetry(store::TrialRecord& t, const Result<st
       return chunk.status();
     }
     if (t.telemetry_offset == 0 && !chunk->empty() && !TelemetryOfThisRun(t, *chunk)) return stored;
-    TelemetryOutput parsed = ParseTelemetry(*chunk);
+    logs::TelemetryOutput parsed = logs::ParseTelemetry(*chunk);
     if (parsed.consumed == 0) return stored;
     int64_t new_offset = t.telemetry_offset + static_cast<int64_t>(parsed.consumed);
     SWEEP_RETURN_IF_ERROR(ctx_.store.AppendTelemetry(t.id, parsed.points, new_offset));

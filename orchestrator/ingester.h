@@ -79,7 +79,7 @@ class Ingester {
  private:
   RunContext& ctx_;
   stopping::StoppingState& stopping_;
-  std::map<int64_t, ParserState> parsers_;
+  std::map<int64_t, logs::ParserState> parsers_;
   std::set<int64_t> foreign_reported_;  // trials whose log another run wrote, already reported
   // The first trials' logs against the objective and the time rules (objective_watch.h).
   ObjectiveWatch watch_;

@@ -29,7 +29,7 @@ void LogYieldWatch::Saw(int64_t trial, std::string_view trial_key, std::string_v
   s.sample.append(add);
   // Only another format can be named: "auto" ran the detector on these lines itself.
   if (configured_ == MetricFormat::kAuto) return;
-  s.guess = GuessLogFormat(s.sample);
+  s.guess = logs::GuessLogFormat(s.sample);
   if (s.guess && s.guess->format == configured_) s.guess.reset();
 }
 

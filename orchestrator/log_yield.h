@@ -36,8 +36,8 @@ class LogYieldWatch {
   struct Verdict {
     std::string trial_key;
     int64_t lines = 0;
-    std::optional<FormatGuess> guess;  // the format that parses the lines, if one does
-    std::string head;                  // the log's first non-empty lines, each after "\n    "
+    std::optional<logs::FormatGuess> guess;  // the format that parses the lines, if one does
+    std::string head;                        // the log's first non-empty lines, each after "\n    "
   };
   // Set once a trial's log has lines that parse in another format, or it ended completed or
   // timed out with lines and no point.
@@ -53,7 +53,7 @@ class LogYieldWatch {
     bool yielded = false;
     bool ended_quiet = false;  // ended completed or timeout
     std::string sample;        // the first lines read, while nothing was yielded
-    std::optional<FormatGuess> guess;
+    std::optional<logs::FormatGuess> guess;
   };
   MetricFormat configured_;
   std::map<int64_t, Seen> trials_;

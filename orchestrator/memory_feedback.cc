@@ -22,8 +22,8 @@ Result<std::map<std::string, std::string>> MemoryFeedback::PlanStudy(bool submit
   headroom_bytes_ = plan_->headroom_gib * kGiB;
   for (const auto& row : plan_->rows) plan_rows_[row.trial.key] = &row;
   for (const auto& row : plan_->rows) {
-    bool oom = row.verdict == PlanRow::Verdict::kOom;
-    if (row.verdict == PlanRow::Verdict::kRule || (oom && !submit_predicted_oom)) {
+    bool oom = row.verdict == planner::PlanRow::Verdict::kOom;
+    if (row.verdict == planner::PlanRow::Verdict::kRule || (oom && !submit_predicted_oom)) {
       drops[row.trial.key] = (oom ? "memory plan: " : "parallelism rule: ") + row.reason;
     }
   }
@@ -77,7 +77,7 @@ bool MemoryFeedback::DominatedByOom(const TrialSpec& candidate, const TrialSpec&
     c.params.erase(std::remove_if(c.params.begin(), c.params.end(), named), c.params.end());
     o.params.erase(std::remove_if(o.params.begin(), o.params.end(), named), o.params.end());
   }
-  return NeedsAtLeastAsMuchMemory(c, o);
+  return planner::NeedsAtLeastAsMuchMemory(c, o);
 }
 
 Result<std::optional<double>> MemoryFeedback::MeasuredExcess(const store::TrialRecord& done) {

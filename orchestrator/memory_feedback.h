@@ -52,10 +52,10 @@ class MemoryFeedback {
 
  private:
   RunContext& ctx_;
-  std::optional<Plan> plan_;                         // the memory plan, for studies that name a model
-  std::map<std::string, const PlanRow*> plan_rows_;  // by trial key, into plan_
-  std::map<std::string, PlanRow> tpe_rows_;          // tpe: the plan of each proposed trial (plan_rows_ too)
-  double headroom_bytes_ = 0;                        // the plan's headroom, grown by CalibrateMemory
+  std::optional<planner::Plan> plan_;                         // the memory plan, for studies that name a model
+  std::map<std::string, const planner::PlanRow*> plan_rows_;  // by trial key, into plan_
+  std::map<std::string, planner::PlanRow> tpe_rows_;          // tpe: the plan of each proposed trial (plan_rows_ too)
+  double headroom_bytes_ = 0;                                 // the plan's headroom, grown by CalibrateMemory
 };
 
 }  // namespace sweep

@@ -13,11 +13,11 @@ namespace sweep {
 
 bool MetricsCheck::objective_present() const {
   return std::any_of(summary.metrics.begin(), summary.metrics.end(),
-                     [&](const LogSummary::Metric& m) { return m.name == objective; });
+                     [&](const logs::LogSummary::Metric& m) { return m.name == objective; });
 }
 
 namespace {
-std::vector<std::string_view> Names(const LogSummary& s) {
+std::vector<std::string_view> Names(const logs::LogSummary& s) {
   std::vector<std::string_view> names;
   for (const auto& m : s.metrics) names.push_back(m.name);
   return names;
@@ -27,7 +27,7 @@ std::vector<std::string_view> Names(const LogSummary& s) {
 std::string MetricsCheck::did_you_mean() const { return DidYouMean(objective, Names(summary)); }
 
 std::string RenderMetricsCheckText(const MetricsCheck& c) {
-  const LogSummary& s = c.summary;
+  const logs::LogSummary& s = c.summary;
   std::string out = fmt::format("{}: {} line(s) read as {}; {} point(s) would be stored\n", TerminalSafe(c.path),
                                 s.lines, c.format, s.points);
   if (s.first_step) {
@@ -89,7 +89,7 @@ std::string RenderMetricsCheckText(const MetricsCheck& c) {
 }
 
 std::string RenderMetricsCheckJson(const MetricsCheck& c) {
-  const LogSummary& s = c.summary;
+  const logs::LogSummary& s = c.summary;
   nlohmann::json j;
   j["version"] = 1;
   j["file"] = c.path;

@@ -15,9 +15,9 @@ struct MetricsCheck {
   std::string path;
   std::string format;     // "megatron", "jsonl", ..., "auto (jsonl)"
   std::string objective;  // the metric the study ranks by
-  LogSummary summary;
+  logs::LogSummary summary;
   // Set when the log gave no point in `format` and another format parses it (GuessLogFormat).
-  std::optional<FormatGuess> suggestion;
+  std::optional<logs::FormatGuess> suggestion;
 
   bool objective_present() const;
   // " (did you mean 'x'?)" over the log's metric names, or "".

@@ -3,25 +3,25 @@
 
 namespace sweep {
 
-PlanJob PlanJobOf(const Study& study) {
-  PlanJob job;
+planner::PlanJob PlanJobOf(const Study& study) {
+  planner::PlanJob job;
   job.vars = study.job.vars;
   job.nodes = study.job.nodes;
   job.gpus_per_node = study.job.gpus_per_node;
   return job;
 }
 
-Result<Plan> PlanTrials(const Study& study, std::vector<TrialSpec> trials) {
-  return PlanTrials(PlanJobOf(study), std::move(trials));
+Result<planner::Plan> PlanTrials(const Study& study, std::vector<TrialSpec> trials) {
+  return planner::PlanTrials(PlanJobOf(study), std::move(trials));
 }
 
-Result<Plan> PlanStudy(const Study& study) {
+Result<planner::Plan> PlanStudy(const Study& study) {
   auto trials = ExpandStudy(study);
   if (!trials.ok()) return trials.status();
   return PlanTrials(study, std::move(*trials));
 }
 
-std::vector<PlanVerdict> PlanVerdicts(const std::vector<TrialSpec>& specs, const Plan* plan) {
+std::vector<PlanVerdict> PlanVerdicts(const std::vector<TrialSpec>& specs, const planner::Plan* plan) {
   std::vector<PlanVerdict> out;
   if (!plan) {
     for (const TrialSpec& t : specs) {
@@ -29,11 +29,11 @@ std::vector<PlanVerdict> PlanVerdicts(const std::vector<TrialSpec>& specs, const
     }
     return out;
   }
-  for (const PlanRow& r : plan->rows) {
-    const char* verdict = r.verdict == PlanRow::Verdict::kFits         ? "run"
-                          : r.verdict == PlanRow::Verdict::kConstraint ? "dropped"
-                          : r.verdict == PlanRow::Verdict::kRule       ? "rule"
-                                                                       : "oom";
+  for (const planner::PlanRow& r : plan->rows) {
+    const char* verdict = r.verdict == planner::PlanRow::Verdict::kFits         ? "run"
+                          : r.verdict == planner::PlanRow::Verdict::kConstraint ? "dropped"
+                          : r.verdict == planner::PlanRow::Verdict::kRule       ? "rule"
+                                                                                : "oom";
     std::optional<double> gib;
     if (r.memory) gib = r.predicted_bytes / (1024.0 * 1024 * 1024);
     out.push_back({&r.trial, verdict, r.reason, gib});

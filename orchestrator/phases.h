@@ -15,12 +15,12 @@
 namespace sweep {
 
 // What the planner (planner/planner.h) reads of the study: [job.vars], nodes and GPUs per node.
-PlanJob PlanJobOf(const Study& study);
+planner::PlanJob PlanJobOf(const Study& study);
 
 // PlanTrials (planner/planner.h) of `trials` for the study's job.
-Result<Plan> PlanTrials(const Study& study, std::vector<TrialSpec> trials);
+Result<planner::Plan> PlanTrials(const Study& study, std::vector<TrialSpec> trials);
 // `slurmsweep plan`: PlanTrials over ExpandStudy.
-Result<Plan> PlanStudy(const Study& study);
+Result<planner::Plan> PlanStudy(const Study& study);
 
 // One configuration as `plan` shows it: "run", "dropped" (a constraint), "rule" or "oom" (the
 // memory plan), why, and the predicted GPU memory when the parallelism rules passed.
@@ -31,6 +31,6 @@ struct PlanVerdict {
   std::optional<double> predicted_gib;
 };
 // The plan's rows, or without a plan (no [job.vars] model) `specs` with their constraints only.
-std::vector<PlanVerdict> PlanVerdicts(const std::vector<TrialSpec>& specs, const Plan* plan);
+std::vector<PlanVerdict> PlanVerdicts(const std::vector<TrialSpec>& specs, const planner::Plan* plan);
 
 }  // namespace sweep

@@ -34,11 +34,11 @@ TEST_CASE("plan of the 70B study: every configuration with its memory or what dr
   REQUIRE(plan.ok());
   CHECK(plan->world == 64);
   CHECK(plan->rows.size() == 4 * 3 * 4 * 2 * 3 * 2);
-  using V = PlanRow::Verdict;
+  using V = planner::PlanRow::Verdict;
   CHECK(plan->Count(V::kConstraint) + plan->Count(V::kRule) + plan->Count(V::kOom) + plan->Count(V::kFits) ==
         int(plan->rows.size()));
   auto find = [&](int mbs, int tp, int pp, const std::string& precision, const std::string& recompute,
-                  const std::string& optimizer) -> const PlanRow& {
+                  const std::string& optimizer) -> const planner::PlanRow& {
     std::vector<std::pair<std::string, ParamValue>> want = {{"mbs", int64_t(mbs)},    {"tp", int64_t(tp)},
                                                             {"pp", int64_t(pp)},      {"precision", precision},
                                                             {"recompute", recompute}, {"optimizer", optimizer}};
@@ -64,9 +64,10 @@ TEST_CASE("plan of the 70B study: every configuration with its memory or what dr
   // fp8 costs memory (cached fp8 weight copies); SGD saves some.
   CHECK(find(1, 8, 4, "fp8", "none", "adam").predicted_bytes > hand.predicted_bytes);
   CHECK(find(1, 8, 4, "bf16", "none", "sgd").predicted_bytes < hand.predicted_bytes);
-  std::string text = RenderPlan(*plan, {"mbs", "tp", "pp", "precision", "recompute", "optimizer"});
-  CHECK(text.find(PlanSummary(*plan)) != std::string::npos);
-  CHECK(PlanSummary(*plan).starts_with("576 configs: 0 dropped by constraints, 12 dropped by parallelism rules, "));
+  std::string text = planner::RenderPlan(*plan, {"mbs", "tp", "pp", "precision", "recompute", "optimizer"});
+  CHECK(text.find(planner::PlanSummary(*plan)) != std::string::npos);
+  CHECK(planner::PlanSummary(*plan).starts_with(
+      "576 configs: 0 dropped by constraints, 12 dropped by parallelism rules, "));
 }
 
 TEST_CASE("plan says which study value it is missing", "[planner]") {
@@ -93,7 +94,7 @@ TEST_CASE("plan says which study value it is missing", "[planner]") {
   REQUIRE(ok.ok());
   auto plan = PlanStudy(*ok);
   REQUIRE(plan.ok());
-  CHECK(PlanSummary(*plan) ==
+  CHECK(planner::PlanSummary(*plan) ==
         "3 configs: 0 dropped by constraints, 1 dropped by parallelism rules, 0 predicted OOM "
         "(> 140 GiB incl. 4 GiB headroom), 2 fit");
 }
@@ -221,9 +222,9 @@ TEST_CASE("run drops what the plan rules out before anything is queued, saying w
       ++fresh;
     }
   }
-  CHECK(oom == plan->Count(PlanRow::Verdict::kOom));
-  CHECK(rule == plan->Count(PlanRow::Verdict::kRule));
-  CHECK(fresh == plan->Count(PlanRow::Verdict::kFits));
+  CHECK(oom == plan->Count(planner::PlanRow::Verdict::kOom));
+  CHECK(rule == plan->Count(planner::PlanRow::Verdict::kRule));
+  CHECK(fresh == plan->Count(planner::PlanRow::Verdict::kFits));
   CHECK(oom > 0);
   CHECK(rule > 0);
 }

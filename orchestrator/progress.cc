@@ -10,18 +10,12 @@
 #include <queue>
 
 #include "base/final_objective.h"
+#include "base/median.h"
 #include "base/terminal.h"
 #include "base/trial_state.h"
 
 namespace sweep {
 namespace {
-
-std::optional<double> Median(std::vector<double> v) {
-  if (v.empty()) return std::nullopt;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // A trial's remaining run time from its rate and remaining iterations, if both are known.
 std::optional<double> RemainingByRate(const ProgressTrial& t) {

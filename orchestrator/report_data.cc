@@ -16,7 +16,6 @@
 #include "orchestrator/stored_params.h"
 #include "orchestrator/study_trials.h"
 #include "orchestrator/trial_facts.h"
-#include "planner/parallelism.h"
 #include "planner/planner.h"
 
 namespace sweep {
@@ -76,7 +75,7 @@ struct SummaryContext : FactsContext {
   std::optional<double> seq_length;  // from [job.vars], unless a parameter gives it per trial
   // MFU: the model (a planner preset named by [job.vars] model) and the GPU's dense peak TFLOP/s
   // ([job.vars] peak_tflops, and peak_tflops_fp8 for trials whose precision starts with fp8).
-  std::optional<ModelPreset> model;
+  std::optional<planner::ModelPreset> model;
   std::optional<double> peak_tflops, peak_tflops_fp8;
   int gpus = 0;
   // The memory planner's predicted peak per GPU, by trial key ([job] monitor with a model).
@@ -151,7 +150,7 @@ reports::TrialSummary Summarize(const store::TrialRecord& t, const std::vector<s
     if (s.tflops_per_gpu && *s.tflops_per_gpu > 0) {
       s.mfu = *s.tflops_per_gpu / *peak;
     } else if (s.tokens_per_s && ctx.model && ctx.gpus > 0) {
-      s.mfu = Mfu(*s.tokens_per_s, ctx.gpus, *ctx.model, *peak);
+      s.mfu = planner::Mfu(*s.tokens_per_s, ctx.gpus, *ctx.model, *peak);
     }
   }
 
@@ -336,7 +335,7 @@ Result<ReportData> CollectReportData(store::Store& store, const Study& study, in
   };
   ctx.peak_tflops = var("peak_tflops");
   ctx.peak_tflops_fp8 = var("peak_tflops_fp8");
-  if (auto m = study.job.vars.find("model"); m != study.job.vars.end()) ctx.model = FindModelPreset(m->second);
+  if (auto m = study.job.vars.find("model"); m != study.job.vars.end()) ctx.model = planner::FindModelPreset(m->second);
   ctx.gpus = study.job.nodes * study.job.gpus_per_node;
   meta.monitor = study.job.monitor;
   if (study.job.monitor && study.job.vars.count("model")) {
@@ -345,7 +344,7 @@ Result<ReportData> CollectReportData(store::Store& store, const Study& study, in
     // planner cannot read has no prediction to show; `plan` and `run` report why.
     std::vector<TrialSpec> specs;
     for (const auto& t : *trials) specs.push_back(SpecOfTrial(t, meta.param_names));
-    auto plan = PlanTrials(PlanJobOf(study), std::move(specs));
+    auto plan = planner::PlanTrials(PlanJobOf(study), std::move(specs));
     if (plan.ok()) {
       for (const auto& row : plan->rows) {
         if (row.memory) ctx.predicted_gib[row.trial.key] = row.memory->Peak().Total() / (1024.0 * 1024.0 * 1024.0);

@@ -13,7 +13,6 @@
 #include "base/clock.h"
 #include "orchestrator/report_files.h"
 #include "orchestrator/study_trials.h"
-#include "planner/parallelism.h"
 #include "planner/planner.h"
 #include "reports/html_report.h"
 #include "reports/html_text.h"
@@ -453,7 +452,7 @@ TEST_CASE("MFU is reported against the peak the study gives, from tokens/s and t
   f.study.job.vars["peak_tflops"] = "989";
   auto report = CollectReport(*f.store, f.study, f.study_id, {}, f.options.now);
   REQUIRE(report.ok());
-  auto model = FindModelPreset("llama3.1-8b");
+  auto model = planner::FindModelPreset("llama3.1-8b");
   REQUIRE(model);
   int logged = 0;
   for (const auto& s : report->trials) {
@@ -485,7 +484,7 @@ TEST_CASE("MFU is reported against the peak the study gives, from tokens/s and t
   REQUIRE(s.tokens_per_s);
   CHECK(*s.tokens_per_s == Approx(64 * 2048 * 2.0));  // 2 iterations per second of 64 x 2048 tokens
   REQUIRE(s.mfu);
-  CHECK(*s.mfu == Approx(*s.tokens_per_s * ModelFlopsPerToken(*model) / 16 / 989e12));
+  CHECK(*s.mfu == Approx(*s.tokens_per_s * planner::ModelFlopsPerToken(*model) / 16 / 989e12));
   std::string html = reports::RenderHtmlReport(*report, {});
   CHECK_THAT(html, Catch::Contains(">MFU</th>"));
 }

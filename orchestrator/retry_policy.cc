@@ -54,19 +54,19 @@ Result<bool> RetryPolicy::MaybeChain(store::TrialRecord& t) {
 // retry policy.
 Status RetryPolicy::Classify(const store::TrialRecord& t, std::string& state, std::string& reason) {
   if (state == "cancelled") {
-    ClassifyCancelled(t.stop_request, t.slurm_state, state, reason);
+    logs::ClassifyCancelled(t.stop_request, t.slurm_state, state, reason);
     return Status::OK();
   }
-  if (!EndReadsLog(state)) return Status::OK();
+  if (!logs::EndReadsLog(state)) return Status::OK();
   auto tail = ingester_.LogTail(t);
   if (!tail.ok()) return tail.status();
-  std::optional<ObjectiveAtEnd> last;
+  std::optional<logs::ObjectiveAtEnd> last;
   if (state == "failed" || state == "completed") {
     auto row = ctx_.store.LastMetric(t.id, ctx_.study.objective.metric);
     if (!row.ok()) return row.status();
-    if (row->has_value()) last = ObjectiveAtEnd{ctx_.study.objective.metric, (*row)->step, (*row)->value};
+    if (row->has_value()) last = logs::ObjectiveAtEnd{ctx_.study.objective.metric, (*row)->step, (*row)->value};
   }
-  ClassifyFromLog(*tail, last, state, reason);
+  logs::ClassifyFromLog(*tail, last, state, reason);
   // A rule stopped it, but the job ended on its own before the scancel landed: completed it is,
   // and its reason keeps the decision the log announced.
   if (state == "completed" && reason.empty() && t.stop_request.rfind("pruned", 0) == 0) {

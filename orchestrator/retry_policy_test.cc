@@ -14,8 +14,19 @@ namespace {
 using testing::FakeRun;
 using testing::MegatronLine;
 
+// A run of a one-trial study (FakeRun's `job` and `tail`), its retry policy and the ingester it reads logs through.
+struct RetryRun {
+  RetryRun(const std::string& job, const std::string& tail)
+      : run(job, tail), stopping(run.study().stopping), ingester(run.ctx(), stopping), retry(run.ctx(), ingester) {}
+  FakeRun run;
+  stopping::StoppingState stopping;
+  Ingester ingester;
+  RetryPolicy retry;
+};
+
 // The study's single trial, submitted and run to `log`, ended by Slurm as `slurm_state`; its log read.
-store::TrialRecord Ended(FakeRun& run, Ingester& ingester, const std::string& log, const std::string& slurm_state) {
+store::TrialRecord Ended(RetryRun& r, const std::string& log, const std::string& slurm_state) {
+  FakeRun& run = r.run;
   Submitter submitter(run.ctx());
   TickReport report;
   auto trials = run.Trials();
@@ -23,7 +34,7 @@ store::TrialRecord Ended(FakeRun& run, Ingester& ingester, const std::string& lo
   store::TrialRecord t = trials[0];
   run.slurm.Start(t.job_id);
   run.slurm.AppendLog(t.job_id, log);
-  REQUIRE(ingester.Ingest(t).ok());
+  REQUIRE(r.ingester.Ingest(t).ok());
   run.slurm.End(t.job_id, slurm_state);
   t.started_at = run.clock.Now() - 100;
   t.ended_at = run.clock.Now();
@@ -34,11 +45,10 @@ store::TrialRecord Ended(FakeRun& run, Ingester& ingester, const std::string& lo
 
 TEST_CASE("retry policy: a failed attempt starts over from scratch while [retry] allows; its run time is kept",
           "[retry_policy]") {
-  FakeRun run("", "[space]\nlr = [0.1]\n\n[retry]\nfailed = 1\n");
-  stopping::StoppingState stopping(run.study().stopping);
-  Ingester ingester(run.ctx(), stopping);
-  RetryPolicy retry(run.ctx(), ingester);
-  store::TrialRecord t = Ended(run, ingester, MegatronLine(10, 100, 2.0) + "RuntimeError: boom\n", "FAILED");
+  RetryRun r("", "[space]\nlr = [0.1]\n\n[retry]\nfailed = 1\n");
+  FakeRun& run = r.run;
+  RetryPolicy& retry = r.retry;
+  store::TrialRecord t = Ended(r, MegatronLine(10, 100, 2.0) + "RuntimeError: boom\n", "FAILED");
   std::string state = "failed", reason = "exit code 1";
   REQUIRE(retry.Classify(t, state, reason).ok());
   CHECK(state == "failed");
@@ -63,11 +73,10 @@ TEST_CASE("retry policy: a failed attempt starts over from scratch while [retry]
 
 TEST_CASE("retry policy: a cancel the run asked for is classed by its request, a stop that came late is completed",
           "[retry_policy]") {
-  FakeRun run("", "[space]\nlr = [0.1]\n");
-  stopping::StoppingState stopping(run.study().stopping);
-  Ingester ingester(run.ctx(), stopping);
-  RetryPolicy retry(run.ctx(), ingester);
-  store::TrialRecord t = Ended(run, ingester, MegatronLine(10, 100, 2.0), "COMPLETED");
+  RetryRun r("", "[space]\nlr = [0.1]\n");
+  FakeRun& run = r.run;
+  RetryPolicy& retry = r.retry;
+  store::TrialRecord t = Ended(r, MegatronLine(10, 100, 2.0), "COMPLETED");
   t.stop_request = "pruned by the median rule: behind";
   std::string state = "cancelled", reason;
   REQUIRE(retry.Classify(t, state, reason).ok());
@@ -80,13 +89,11 @@ TEST_CASE("retry policy: a cancel the run asked for is classed by its request, a
 
 TEST_CASE("retry policy: a job stopped at its limit after a checkpoint goes on in a new job, its curve kept",
           "[retry_policy]") {
-  FakeRun run("max_chain = 2", "[space]\nlr = [0.1]\n");
-  stopping::StoppingState stopping(run.study().stopping);
-  Ingester ingester(run.ctx(), stopping);
-  RetryPolicy retry(run.ctx(), ingester);
+  RetryRun r("max_chain = 2", "[space]\nlr = [0.1]\n");
+  FakeRun& run = r.run;
+  RetryPolicy& retry = r.retry;
   store::TrialRecord t =
-      Ended(run, ingester, MegatronLine(10, 40, 3.0) + MegatronLine(20, 40, 2.5) + "saved checkpoint at iteration 20\n",
-            "TIMEOUT");
+      Ended(r, MegatronLine(10, 40, 3.0) + MegatronLine(20, 40, 2.5) + "saved checkpoint at iteration 20\n", "TIMEOUT");
   auto chained = retry.MaybeChain(t);
   REQUIRE(chained.ok());
   CHECK(*chained);

@@ -54,7 +54,7 @@ Status Runner::StopFailureStorm(std::vector<store::TrialRecord>& trials) {
     auto tail = ingester_.LogTail(*failing);
     if (!tail.ok()) return tail.status();
     std::string lines;
-    for (const std::string& l : LastLogLines(*tail, 10)) lines += "\n    " + TerminalSafe(l);
+    for (const std::string& l : logs::LastLogLines(*tail, 10)) lines += "\n    " + TerminalSafe(l);
     example = fmt::format("\n  trial {} ({}{}); the last lines of its log {}:{}", failing->trial_key, failing->state,
                           failing->reason.empty() ? "" : ": " + failing->reason, failing->log_path,
                           lines.empty() ? "\n    (empty)" : lines);

@@ -10,9 +10,7 @@
 #include "base/trial_state.h"
 #include "orchestrator/job_marks.h"
 #include "orchestrator/trial_script.h"
-#include "slurm/array_script.h"
 #include "slurm/job_state.h"
-#include "slurm/telemetry_script.h"
 
 namespace sweep {
 namespace {

@@ -214,8 +214,8 @@ bool TpeAllows(const Study& study, const TrialSpec& spec, bool submit_predicted_
   auto plan = PlanTrials(study, {spec});
   if (!plan.ok() || plan->rows.size() != 1) return false;
   auto verdict = plan->rows.front().verdict;
-  if (verdict == PlanRow::Verdict::kRule || verdict == PlanRow::Verdict::kConstraint) return false;
-  if (verdict == PlanRow::Verdict::kOom && !submit_predicted_oom) return false;
+  if (verdict == planner::PlanRow::Verdict::kRule || verdict == planner::PlanRow::Verdict::kConstraint) return false;
+  if (verdict == planner::PlanRow::Verdict::kOom && !submit_predicted_oom) return false;
   constexpr double kGiB = 1024.0 * 1024 * 1024;
   if (plan->rows.front().memory && headroom_bytes > plan->headroom_gib * kGiB) {
     // The plan's headroom, grown by what finished trials measured (CalibrateMemory).
@@ -273,7 +273,7 @@ Result<std::vector<TrialSpec>> FirstTpeProposals(const Study& study) {
 }
 
 int TpeRegion::Proposable() const {
-  if (plan) return plan->Count(PlanRow::Verdict::kFits);
+  if (plan) return plan->Count(planner::PlanRow::Verdict::kFits);
   return static_cast<int>(
       std::count_if(rows.begin(), rows.end(), [](const TrialSpec& t) { return t.dropped_reason.empty(); }));
 }

@@ -58,7 +58,7 @@ Result<std::vector<TrialSpec>> FirstTpeProposals(const Study& study);
 struct TpeRegion {
   double combinations = 1;               // of the lists and integer ranges
   std::vector<TrialSpec> rows;           // each combination ("#1", ...); empty when too many to list
-  std::optional<Plan> plan;              // the memory plan of `rows` (a study with a model)
+  std::optional<planner::Plan> plan;     // the memory plan of `rows` (a study with a model)
   std::vector<const ParamSpec*> floats;  // drawn within every combination
   std::vector<const Constraint*> per_proposal;
   std::vector<TrialSpec> first;  // FirstTpeProposals

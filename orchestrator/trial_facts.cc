@@ -6,17 +6,11 @@
 #include <tuple>
 
 #include "base/lttb.h"
+#include "base/median.h"
 #include "base/telemetry.h"
 
 namespace sweep {
 namespace {
-
-std::optional<double> Median(std::vector<double> v) {
-  if (v.empty()) return std::nullopt;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // One metric's points in step order; empty if the trial did not log it.
 const store::MetricColumns& SeriesOf(const Columns& metrics, std::string_view name) {

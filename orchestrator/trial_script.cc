@@ -10,7 +10,6 @@
 #include "orchestrator/job_marks.h"
 #include "orchestrator/study_files.h"
 #include "slurm/sbatch_script.h"
-#include "slurm/telemetry_script.h"
 #include "study/repeats.h"
 #include "study/template_vars.h"
 

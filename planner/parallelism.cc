@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-namespace sweep {
+namespace sweep::planner {
 namespace {
 
 std::vector<ModelPreset> Presets() {
@@ -109,4 +109,4 @@ std::optional<std::string> CheckParallelism(const ParallelConfig& c, const Model
   return std::nullopt;
 }
 
-}  // namespace sweep
+}  // namespace sweep::planner

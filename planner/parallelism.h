@@ -1,7 +1,8 @@
 // Model presets and the parallelism rules of Megatron-LM: the configurations that Megatron
 // would refuse at start-up (or silently misrun) are named and dropped before they reach the queue.
 // The rules mirror Megatron's own argument checks, so a dropped trial says which one failed.
-// Module planner/: the LLM planner; uses base/ and study/.
+// Part of the module's face through planner.h, which includes it (include planner.h).
+// Module planner/ (namespace sweep::planner): the LLM planner; uses base/ only.
 #pragma once
 
 #include <optional>
@@ -9,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace sweep {
+namespace sweep::planner {
 
 // The shape of a decoder-only transformer, as Megatron-LM's model flags give it.
 struct ModelPreset {
@@ -52,4 +53,4 @@ int DataParallelSize(const ParallelConfig& c);
 // (e.g. "heads (64) not divisible by TP (3)"), or nothing when Megatron would accept it.
 std::optional<std::string> CheckParallelism(const ParallelConfig& c, const ModelPreset& model);
 
-}  // namespace sweep
+}  // namespace sweep::planner

@@ -5,6 +5,7 @@
 #include "planner/parallelism.h"
 
 using namespace sweep;
+using namespace sweep::planner;
 
 namespace {
 

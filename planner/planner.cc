@@ -10,7 +10,7 @@
 #include <charconv>
 #include <cmath>
 
-namespace sweep {
+namespace sweep::planner {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -362,4 +362,4 @@ bool NeedsAtLeastAsMuchMemory(const TrialSpec& candidate, const TrialSpec& oom) 
   return any_axis;
 }
 
-}  // namespace sweep
+}  // namespace sweep::planner

@@ -19,7 +19,8 @@
 // linear-layer parameter; activations are counted at bf16 (an upper bound: TE keeps some GEMM
 // inputs in fp8).
 // Headroom (CUDA context, NCCL buffers, allocator fragmentation) is a number the study gives.
-// Module planner/: the LLM planner; uses base/ only.
+// Module planner/ (namespace sweep::planner): the LLM planner; uses base/ only. This is its one public
+// header; parallelism.h, which it includes, is part of that face.
 #pragma once
 
 #include <map>
@@ -31,7 +32,7 @@
 #include "base/status.h"
 #include "planner/parallelism.h"
 
-namespace sweep {
+namespace sweep::planner {
 
 struct TrainingConfig {
   ParallelConfig par;
@@ -115,4 +116,4 @@ std::string PlanSummary(const Plan& plan);
 // fail the same way. Both trials come from the same space (parameters in the same order).
 bool NeedsAtLeastAsMuchMemory(const TrialSpec& candidate, const TrialSpec& oom);
 
-}  // namespace sweep
+}  // namespace sweep::planner

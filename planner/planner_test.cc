@@ -15,6 +15,7 @@
 #include "tests/test_util.h"
 
 using namespace sweep;
+using namespace sweep::planner;
 
 namespace {
 

@@ -34,7 +34,8 @@
 //     history from its database proposes exactly what an uninterrupted one would.
 // Small finite spaces (every parameter a choice or an integer, few configurations) are scored
 // exhaustively: every feasible configuration not yet tried is a candidate.
-// Module sampler/: model-based proposals; uses base/ only. Not thread-safe; no state between calls.
+// Module sampler/ (namespace sweep::sampler): model-based proposals; uses base/ only. This is its one
+// public header. Not thread-safe; no state between calls.
 #pragma once
 
 #include <cstdint>

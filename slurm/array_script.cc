@@ -1,6 +1,4 @@
-// The job array's dispatch script; see array_script.h.
-#include "slurm/array_script.h"
-
+// The job array's dispatch script, and which scripts can share an array; see sbatch_script.h.
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // Tests of the job array's dispatch script.
-#include "slurm/array_script.h"
-
 #include <catch2/catch.hpp>
+
+#include "slurm/sbatch_script.h"
 
 namespace sweep::slurm {
 namespace {

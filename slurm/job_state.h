@@ -1,5 +1,6 @@
 // Job states: Slurm's many state names mapped to the few a sweep acts on.
-// Module slurm/: reaching the cluster and speaking Slurm; uses base/ only.
+// Part of the module's face through slurm_client.h, which includes it.
+// Module slurm/ (namespace sweep::slurm): reaching the cluster and speaking Slurm; uses base/ only.
 #pragma once
 
 #include <string>

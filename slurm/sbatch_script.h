@@ -8,10 +8,14 @@
 // templates that need it (e.g. a flag list built by the study) — the study author takes
 // responsibility. A placeholder that names no known variable, or an unbalanced `{{`, is an
 // error naming the template and line, reported before anything is submitted.
-// Module slurm/: reaching the cluster and speaking Slurm; uses base/ only.
+// Also the job array's dispatch script and the telemetry sampler a trial's script may carry.
+// Module slurm/ (namespace sweep::slurm): reaching the cluster and speaking Slurm; uses base/ only.
+// One of its three public headers (transport.h, slurm_client.h with job_state.h, sbatch_script.h);
+// the rest is internal.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -76,5 +80,47 @@ Status CheckOwnDirectives(std::string_view tmpl, std::string_view template_name)
 // Inserts the header after the template's first line if it is a shebang, else prepends
 // "#!/bin/bash" and the header.
 Result<std::string> AddSbatchHeader(std::string_view script, const SbatchHeader& header);
+
+// The job array's own script (array_script.cc): each task execs the script of the trial it stands
+// for, so every trial keeps its own rendered script (and #SBATCH header tag) while Slurm sees one
+// sbatch.
+
+// One task of an array, by index: where Slurm writes its log, the trial's usual log name (a
+// symbolic link to the task's log, for people browsing logs/), and the trial's own script.
+struct ArrayTask {
+  std::string task_log;     // absolute; only its base name is linked
+  std::string trial_log;    // absolute
+  std::string script_path;  // absolute, executable
+};
+
+// The array script's body, before AddSbatchHeader adds slurmsweep's header: a shebang, the
+// template's own #SBATCH `directives` (shared by every task), and a case statement from
+// SLURM_ARRAY_TASK_ID to the task's trial script; an index with no task exits 2. Every path is
+// shell-quoted.
+std::string ArrayDispatchBody(std::string_view study_name, const std::vector<std::string>& directives,
+                              const std::vector<ArrayTask>& tasks);
+
+// Scripts that carry the same #SBATCH directives (SbatchDirectives) can share a job array: the
+// indices of `keys` grouped by equal key, groups in order of their first member; an empty key
+// (std::nullopt: a script that must not share, e.g. one whose directives name its own log) is a
+// group of its own.
+std::vector<std::vector<size_t>> GroupByDirectives(const std::vector<std::optional<std::vector<std::string>>>& keys);
+
+// The telemetry sampler slurmsweep puts in a trial's sbatch script when the study asks for it
+// ([job] monitor = true; telemetry_script.cc): a few lines of POSIX sh, so nothing is installed on
+// the cluster. It runs in the background beside the trainer on the batch host and appends one line
+// per sample to a file beside the trial's log, in the format base/telemetry.h describes.
+
+// Refuses a template the sampler cannot go into: its first line names an interpreter that is not
+// a POSIX shell (python, perl, ...). `where` names the study's key asking for it (file:line: key).
+Status CheckTelemetryShell(std::string_view tmpl, std::string_view template_name, std::string_view where);
+
+// `script` with the sampler inserted where its first command begins (after the shebang and the
+// #SBATCH block, so sbatch still reads every directive), writing to `file` every `interval_s`
+// seconds. With nvidia-smi on the PATH it also runs nvidia-smi's query loop over the job's GPUs
+// (CUDA_VISIBLE_DEVICES) every interval. The sampler ends within one interval of the script's
+// own process (the trainer too, when the script execs it: same pid), and Slurm ends what is left
+// with the job. It never stops the job: a file that cannot be written ends the sampler only.
+std::string WithTelemetrySampler(std::string_view script, const std::string& file, int interval_s);
 
 }  // namespace sweep::slurm

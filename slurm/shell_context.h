@@ -7,7 +7,10 @@
 // here-document's delimiter, arguments that become code: eval, trap, let, `sh -c`, ssh, ...)
 // and everything after a construct it cannot follow.
 //
-// Depends on nothing but the standard library; no I/O.
+// Depends on nothing but the standard library; no I/O. Which commands run their arguments as code
+// is shell_commands.h.
+// Internal to slurm/ (its public headers: transport.h, slurm_client.h, sbatch_script.h).
+// Module slurm/ (namespace sweep::slurm): reaching the cluster and speaking Slurm; uses base/ only.
 #pragma once
 
 #include <string>

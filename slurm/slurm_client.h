@@ -1,7 +1,9 @@
 // SlurmClient: submit, query and cancel jobs through a Transport, and parse what the Slurm
 // commands print. The scheduler is shared: Query asks about ALL of a study's jobs with one
 // squeue call, and falls back to one sacct call for the jobs squeue no longer knows.
-// Module slurm/: reaching the cluster and speaking Slurm; uses base/ only.
+// Module slurm/ (namespace sweep::slurm): reaching the cluster and speaking Slurm; uses base/ only.
+// One of its three public headers (transport.h, slurm_client.h with job_state.h, sbatch_script.h);
+// the rest is internal.
 #pragma once
 
 #include <map>

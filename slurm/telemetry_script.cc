@@ -1,6 +1,4 @@
-// The telemetry sampler's shell lines; see telemetry_script.h.
-#include "slurm/telemetry_script.h"
-
+// The telemetry sampler's shell lines; see sbatch_script.h.
 #include <fmt/format.h>
 
 #include "base/telemetry.h"

@@ -1,8 +1,6 @@
 // The telemetry sampler run for real by this machine's shells (dash and bash), against its /proc:
 // it samples while the script runs, ends after it, never changes the script's exit status or holds
 // its output, and survives a script that execs its trainer.
-#include "slurm/telemetry_script.h"
-
 #include <catch2/catch.hpp>
 #include <set>
 
@@ -64,11 +62,11 @@ TEST_CASE("telemetry sampler: samples /proc beside the script and ends with it, 
       CHECK(out == "trainer\n");
       std::string text = ReadAll(file);
       CHECK(text.rfind("slurmsweep-telemetry 1 host=", 0) == 0);
-      auto header = ParseTelemetryHeader(text);
+      auto header = logs::ParseTelemetryHeader(text);
       REQUIRE(header);
       CHECK(header->job_id == job_id);
       CHECK(header->restart == restart);
-      TelemetryOutput o = ParseTelemetry(text);
+      logs::TelemetryOutput o = logs::ParseTelemetry(text);
       CHECK(o.malformed == 0);
       CHECK(o.consumed == text.size());
       std::set<std::string> names;
@@ -105,7 +103,7 @@ TEST_CASE("telemetry sampler: with nvidia-smi on the PATH, its query loop over t
                     WithTelemetrySampler("#!/bin/bash\nsleep 2\n", file, 1), &out) == 0);
   std::string args = ReadAll(dir.file("args"));
   CHECK(args == "--query-gpu=" + std::string(kGpuQuery) + "\n--format=csv,noheader,nounits\n-l\n1\n--id=2,3\n");
-  TelemetryOutput o = ParseTelemetry(ReadAll(file));
+  logs::TelemetryOutput o = logs::ParseTelemetry(ReadAll(file));
   CHECK(o.malformed == 0);
   std::set<std::string> names;
   for (const auto& p : o.points) names.insert(p.name);

@@ -1,7 +1,9 @@
 // Transport: the one way slurmsweep reaches the cluster. Run a command, write a file,
 // read a file from a byte offset. Local (Boost.Process) for login nodes, SSH (libssh)
 // from a workstation. Nothing is installed on the cluster side.
-// Module slurm/: reaching the cluster and speaking Slurm; uses base/ only.
+// Module slurm/ (namespace sweep::slurm): reaching the cluster and speaking Slurm; uses base/ only.
+// One of its three public headers (transport.h, slurm_client.h with job_state.h, sbatch_script.h);
+// the rest is internal.
 #pragma once
 
 #include <cstdint>

@@ -576,8 +576,8 @@ TEST_CASE("a tick whose metrics transaction fails is read again: the curves are 
     INFO(t.trial_key << " " << t.state);
     CHECK(t.state == "completed");
     std::string whole = testing::ReadAll(t.log_path);
-    ParserState fresh;
-    ParseOutput expected = ParseMetrics(whole, MetricFormat::kMegatron, fresh);
+    logs::ParserState fresh;
+    logs::ParseOutput expected = logs::ParseMetrics(whole, MetricFormat::kMegatron, fresh);
     REQUIRE(expected.points.size() > 100);
     // The run's length ("iteration N/ M") is stored once, as train_iters.
     REQUIRE(expected.train_iters);
@@ -742,7 +742,7 @@ echo "[Rank 0] (after 10 iterations) memory (MB) | allocated: 1000.0 | max alloc
   REQUIRE(plan.ok());
   std::map<std::string, double> predicted_gib;  // model + activations, without headroom
   for (const auto& row : plan->rows) {
-    if (row.verdict == PlanRow::Verdict::kFits)
+    if (row.verdict == planner::PlanRow::Verdict::kFits)
       predicted_gib[row.trial.params_json] = row.memory->Peak().Total() / (1 << 30);
   }
   REQUIRE(predicted_gib.size() == 3);
@@ -889,8 +889,8 @@ TEST_CASE("a job Slurm runs again under the same id is a new attempt: the curve 
                     [&](const store::EventRecord& e) { return e.kind == "requeue" && e.trial_id == t.id; }));
   // The stored curve is exactly the second run's log: no point of the first run survives.
   std::string whole = testing::ReadAll(t.log_path);
-  ParserState fresh;
-  ParseOutput expected = ParseMetrics(whole, MetricFormat::kMegatron, fresh);
+  logs::ParserState fresh;
+  logs::ParseOutput expected = logs::ParseMetrics(whole, MetricFormat::kMegatron, fresh);
   std::vector<std::pair<int64_t, double>> want;
   for (const auto& p : expected.points)
     if (p.name == "lm_loss") want.emplace_back(p.step, p.value);
@@ -942,8 +942,8 @@ TEST_CASE("a preempted job is of the preempted class; with no retry left the tri
 
 // The lm_loss points of a log, by step: what a trial that read it to its end stores.
 std::vector<std::pair<int64_t, double>> LogLoss(const std::string& text) {
-  ParserState fresh;
-  ParseOutput parsed = ParseMetrics(text, MetricFormat::kMegatron, fresh);
+  logs::ParserState fresh;
+  logs::ParseOutput parsed = logs::ParseMetrics(text, MetricFormat::kMegatron, fresh);
   std::vector<std::pair<int64_t, double>> out;
   for (const auto& p : parsed.points)
     if (p.name == "lm_loss") out.emplace_back(p.step, p.value);

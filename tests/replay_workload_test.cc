@@ -60,8 +60,8 @@ std::vector<RecordedStep> RecordedCurve(const std::string& case_name) {
 }
 
 std::vector<MetricPoint> Points(const std::string& log, const std::string& name) {
-  ParserState state;
-  ParseOutput parsed = ParseMetrics(log, MetricFormat::kMegatron, state);
+  logs::ParserState state;
+  logs::ParseOutput parsed = logs::ParseMetrics(log, MetricFormat::kMegatron, state);
   CHECK(parsed.malformed == 0);
   std::vector<MetricPoint> out;
   for (const MetricPoint& p : parsed.points) {

@@ -890,7 +890,7 @@ TEST_CASE("calibrate: a measured peak above the plan's skips the new configurati
   REQUIRE(plan.ok());
   std::map<int64_t, double> peak;  // mbs -> predicted peak bytes
   for (const auto& row : plan->rows) {
-    REQUIRE(row.verdict == PlanRow::Verdict::kFits);
+    REQUIRE(row.verdict == planner::PlanRow::Verdict::kFits);
     peak[std::get<int64_t>(row.trial.params[0].second)] = row.memory->Peak().Total();
   }
   REQUIRE(peak[1] < peak[2]);

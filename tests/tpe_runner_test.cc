@@ -249,7 +249,7 @@ mbs = [1, 2, 4, 8]
   REQUIRE(plan.ok());
   for (const auto& row : plan->rows) {
     INFO(row.trial.key << " " << row.reason);
-    CHECK(row.verdict == PlanRow::Verdict::kFits);
+    CHECK(row.verdict == planner::PlanRow::Verdict::kFits);
   }
   // Every layout that fits was proposed, then the study ended short of its budget.
   std::vector<TrialSpec> all;
@@ -265,7 +265,7 @@ mbs = [1, 2, 4, 8]
   }
   auto full = PlanTrials(s.study(), all);
   REQUIRE(full.ok());
-  CHECK(static_cast<size_t>(full->Count(PlanRow::Verdict::kFits)) == trials.size());
+  CHECK(static_cast<size_t>(full->Count(planner::PlanRow::Verdict::kFits)) == trials.size());
   CHECK(trials.size() < 12);
 }
 
@@ -324,7 +324,7 @@ TEST_CASE("tpe: a measured peak above the plan's recalibrates memory for every l
     REQUIRE(plan.ok());
     std::map<int64_t, double> peak;  // mbs -> predicted peak bytes
     for (const auto& row : plan->rows) {
-      REQUIRE(row.verdict == PlanRow::Verdict::kFits);
+      REQUIRE(row.verdict == planner::PlanRow::Verdict::kFits);
       peak[std::get<int64_t>(row.trial.params[0].second)] = row.memory->Peak().Total();
     }
     s->Tick();

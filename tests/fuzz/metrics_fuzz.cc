@@ -30,10 +30,10 @@ bool SameDouble(double a, double b) { return (std::isnan(a) && std::isnan(b)) ||
 struct Totals {
   std::vector<sweep::MetricPoint> points;
   size_t consumed = 0, lines = 0, malformed = 0;
-  sweep::ParserState state;
+  sweep::logs::ParserState state;
 };
 
-void Add(Totals& t, const sweep::ParseOutput& out, std::string_view chunk, const char* which) {
+void Add(Totals& t, const sweep::logs::ParseOutput& out, std::string_view chunk, const char* which) {
   if (out.consumed > chunk.size()) Die(std::string(which) + ": consumed past the chunk");
   // Only whole lines are consumed, except the head of an over-long line that is being dropped.
   if (out.consumed > 0 && chunk[out.consumed - 1] != '\n' && !t.state.skipping_long_line) {
@@ -87,7 +87,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Lines near kMaxLineBytes are where "skip the rest of an over-long line" starts and ends;
     // random inputs never get that long, so one is made and the split put near its end.
     size_t insert_at = (split_raw & 0xff) % (log.size() + 1);
-    size_t pad = sweep::kMaxLineBytes - 16 + (long_offset % 32);
+    size_t pad = sweep::logs::kMaxLineBytes - 16 + (long_offset % 32);
     log.insert(insert_at, pad, 'x');
     long long near = static_cast<long long>(insert_at + pad) + static_cast<long long>(split_raw >> 8) - 128;
     at = static_cast<size_t>(std::clamp<long long>(near, 0, static_cast<long long>(log.size())));
@@ -96,13 +96,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   Totals whole;
-  Add(whole, sweep::ParseMetrics(log, format, whole.state), log, "one read");
+  Add(whole, sweep::logs::ParseMetrics(log, format, whole.state), log, "one read");
 
   Totals split;
   std::string_view first = std::string_view(log).substr(0, at);
-  Add(split, sweep::ParseMetrics(first, format, split.state), first, "first chunk");
+  Add(split, sweep::logs::ParseMetrics(first, format, split.state), first, "first chunk");
   std::string_view second = std::string_view(log).substr(split.consumed);
-  Add(split, sweep::ParseMetrics(second, format, split.state), second, "second chunk");
+  Add(split, sweep::logs::ParseMetrics(second, format, split.state), second, "second chunk");
 
   RequireSame(whole, split, at);
   return 0;
