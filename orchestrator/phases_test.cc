@@ -194,4 +194,55 @@ TEST_CASE("phase 2's seeds, resolved once, are data: expansion no longer reads p
   auto none = ExpandStudy(*early);
   REQUIRE_FALSE(none.ok());
   CHECK_THAT(none.status().message(), Catch::Contains("run it first"));
+  CHECK_FALSE(early->expanded);  // nothing to keep: each caller gets the reason
+}
+
+TEST_CASE("ResolveSeeds expands the study once; the report's trial list takes that expansion as data",
+          "[phases][report]") {
+  testing::TempDir dir;
+  testing::WriteAll(dir.file("t.sh"), "#!/bin/bash\necho {{mbs}}\n");
+  testing::WriteAll(dir.file("s.toml"), R"([study]
+name = "once"
+
+[cluster]
+transport = "local"
+workdir = "/tmp/once"
+
+[job]
+template = "t.sh"
+
+[space]
+mbs = [1, 2, 4]
+)");
+  auto study = LoadStudy(dir.file("s.toml"));
+  REQUIRE(study.ok());
+  auto fresh = ExpandStudy(*study);
+  REQUIRE(fresh.ok());
+  REQUIRE(ResolveSeeds(*study).ok());
+  REQUIRE(study->expanded);
+  REQUIRE(study->expanded->size() == 3);
+  for (size_t i = 0; i < fresh->size(); ++i) CHECK((*study->expanded)[i].key == (*fresh)[i].key);
+
+  auto store = store::Store::Open(dir.file("s.db"));
+  REQUIRE(store.ok());
+  auto id = (*store)->UpsertStudy("once", study->path, study->hash, 0);
+  REQUIRE(id.ok());
+  std::vector<store::TrialRecord> records;
+  for (const auto& spec : *fresh) {
+    store::TrialRecord r;
+    r.trial_key = spec.key;
+    r.params_json = spec.params_json;
+    r.state = "new";
+    records.push_back(r);
+  }
+  REQUIRE((*store)->InsertTrialsIfAbsent(*id, records).ok());
+  // The kept expansion decides, not a new one: with mbs = 4 gone from it, that trial is history.
+  auto kept = std::make_shared<std::vector<TrialSpec>>(*study->expanded);
+  kept->pop_back();
+  study->expanded = kept;
+  int left_out = -1;
+  auto trials = StudyTrials(**store, *study, *id, &left_out);
+  REQUIRE(trials.ok());
+  CHECK(trials->size() == 2);
+  CHECK(left_out == 1);
 }

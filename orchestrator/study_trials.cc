@@ -42,8 +42,12 @@ Result<std::vector<store::TrialRecord>> StudyTrials(store::Store& store, const S
   // Trials are keyed by their [space] values: one whose values left the study file is history,
   // not a candidate. Kept all when the file cannot be expanded (a phase 2 whose phase 1 cannot be
   // read) or matches none of them (not the file that made them).
-  auto specs = ExpandStudy(study);
-  if (!specs.ok()) return trials;
+  std::shared_ptr<const std::vector<TrialSpec>> specs = study.expanded;
+  if (!specs) {
+    auto expanded = ExpandStudy(study);
+    if (!expanded.ok()) return trials;
+    specs = std::make_shared<const std::vector<TrialSpec>>(std::move(*expanded));
+  }
   std::set<std::string> keys;
   for (const auto& spec : *specs) keys.insert(spec.key);
   for (const auto& spec : StoredRepeats(study, *specs, *trials)) keys.insert(spec.key);  // run --repeat-top's
@@ -58,8 +62,10 @@ Result<std::vector<store::TrialRecord>> StudyTrials(store::Store& store, const S
   return trials;
 }
 
-Status ResolveSeeds(Study& study) {
-  if (!study.seed_from) return Status::OK();
+namespace {
+
+// Phase 2: phase 1's ranking and parameter names, into study.seeds (see ResolveSeeds).
+void ResolvePhase1(Study& study) {
   study.seeds.reset();
   Study::Seeds seeds;
   auto configs = SeedConfigs(study);
@@ -68,6 +74,15 @@ Status ResolveSeeds(Study& study) {
   seeds.param_names = ParamNames(study);
   seeds.param_names.resize(seeds.param_names.size() - study.space.size());
   study.seeds = std::move(seeds);
+}
+
+}  // namespace
+
+Status ResolveSeeds(Study& study) {
+  study.expanded.reset();
+  if (study.seed_from) ResolvePhase1(study);
+  auto specs = ExpandStudy(study);
+  if (specs.ok()) study.expanded = std::make_shared<const std::vector<TrialSpec>>(std::move(*specs));
   return Status::OK();
 }
 
@@ -151,6 +166,7 @@ Result<std::vector<Params>> SeedConfigs(const Study& study) {
 }
 
 Result<std::vector<TrialSpec>> ExpandStudy(const Study& study) {
+  if (study.expanded) return *study.expanded;
   auto seeds = SeedConfigs(study);
   if (!seeds.ok()) return seeds.status();
   return ExpandSpace(study, *seeds);

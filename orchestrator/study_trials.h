@@ -31,7 +31,10 @@ Result<std::vector<Params>> SeedConfigs(const Study& study);
 // Reads phase 2's seeds (SeedConfigs) and phase 1's parameter names once, into study.seeds, so
 // that SeedConfigs, ExpandStudy, ParamNames and the report's trial list no longer read phase 1's
 // files. Why phase 1 cannot seed yet is kept there, not returned: commands that need the trials
-// fail with it, the others (status, cancel) go on. The application calls this after LoadStudy.
+// fail with it, the others (status, cancel) go on. Then expands the study once, into
+// study.expanded (unset if it cannot be expanded), which ExpandStudy and StudyTrials take as data
+// from then on: seeding and expansion happen once per command, not per report refresh. The
+// application calls this after LoadStudy.
 Status ResolveSeeds(Study& study);
 
 // ExpandSpace over SeedConfigs: every caller that turns a study file into trials uses this.

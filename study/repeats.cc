@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/text.h"
+#include "study/names.h"
 #include "study/space.h"
 #include "study/template_vars.h"
 #include "study/toml_table.h"
@@ -17,12 +18,6 @@ namespace sweep {
 namespace {
 
 constexpr int kMaxRepeats = 1000;
-
-bool IsIdentifier(std::string_view s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-}
 
 // The value of `p` that `node` gives in an enqueued configuration, typed as the space has it: a
 // list's own value (so the trial key is the grid's), or a number within the range.

@@ -16,6 +16,7 @@
 #include "base/text.h"
 #include "base/trial_state.h"
 #include "study/expr.h"
+#include "study/names.h"
 #include "study/repeats_load.h"
 #include "study/stopping_config.h"
 #include "study/template_vars.h"
@@ -34,24 +35,6 @@ std::map<std::string, int> DefaultRetries() {
 
 namespace {
 
-bool IsIdentifier(std::string_view s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-}
-
-bool IsSafeName(std::string_view s) {
-  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
-  });
-}
-
-bool IsSafePath(std::string_view s) {
-  return !s.empty() && s.front() == '/' && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/';
-  });
-}
-
 std::string Fnv1a64Hex(std::string_view data) {
   uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : data) {
@@ -59,25 +42,6 @@ std::string Fnv1a64Hex(std::string_view data) {
     h *= 1099511628211ULL;
   }
   return fmt::format("{:016x}", h);
-}
-
-// Why a value outside the safe alphabet is refused, and how the study declares it text.
-std::string UnsafeValueMessage(std::string_view value, std::string_view name, std::string_view form) {
-  std::string shown(value.substr(0, 60));
-  for (char& c : shown) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  }
-  return fmt::format(
-      "the value '{}{}' has {}, outside the safe alphabet of template values ({}); a value outside it could "
-      "become code where a template puts it. If '{}' must carry such text, declare it: {} (the template may then "
-      "use it only as a variable's value, {}={{{{{}}}}}, or in a comment)",
-      shown, value.size() > 60 ? "..." : "", FirstUnsafeChar(value), kSafeValueAlphabet, name, form,
-      [&] {
-        std::string up;
-        for (char c : name) up.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
-        return up;
-      }(),
-      name);
 }
 
 // More trials than this is a typo, not a study: it would exhaust memory before reaching the queue.

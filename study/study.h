@@ -7,6 +7,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -19,6 +20,8 @@
 #include "base/stopping_settings.h"
 
 namespace sweep {
+
+struct TrialSpec;  // space.h
 
 struct ParamSpec {
   std::string name;
@@ -164,6 +167,10 @@ struct Study {
     std::vector<std::string> param_names;                                  // phase 1's parameters, in its file's order
   };
   std::optional<Seeds> seeds;
+  // The trials the file expands to, computed once with the seeds by the application (ResolveSeeds)
+  // so that `status`, the report and its refresh during a run take them as data. Unset (tests,
+  // tools, a file that cannot be expanded): expanded whenever they are needed.
+  std::shared_ptr<const std::vector<TrialSpec>> expanded;
   // [report]: what the run loop keeps on disk while it works, and what the report compares with.
   struct Report {
     std::string html;            // default: DATABASE without .db + "-report.html"

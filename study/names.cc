@@ -1,0 +1,49 @@
+// The alphabets of a study's names, paths and values; see names.h.
+#include "study/names.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "base/text.h"
+
+namespace sweep {
+
+bool IsIdentifier(std::string_view s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+bool IsSafeName(std::string_view s) {
+  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
+}
+
+bool IsSafePath(std::string_view s) {
+  return !s.empty() && s.front() == '/' && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/';
+  });
+}
+
+std::string UnsafeValueMessage(std::string_view value, std::string_view name, std::string_view form) {
+  std::string shown(value.substr(0, 60));
+  for (char& c : shown) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return fmt::format(
+      "the value '{}{}' has {}, outside the safe alphabet of template values ({}); a value outside it could "
+      "become code where a template puts it. If '{}' must carry such text, declare it: {} (the template may then "
+      "use it only as a variable's value, {}={{{{{}}}}}, or in a comment)",
+      shown, value.size() > 60 ? "..." : "", FirstUnsafeChar(value), kSafeValueAlphabet, name, form,
+      [&] {
+        std::string up;
+        for (char c : name) up.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+        return up;
+      }(),
+      name);
+}
+
+}  // namespace sweep
