@@ -19,6 +19,7 @@ LAB_PACKAGES=(
   # test lab: Slurm, munge, sshd and the tools tests/cluster/start.sh uses
   slurmctld slurmd slurm-client munge openssh-server openssh-client
   iproute2 util-linux procps
+  netbase  # /etc/hosts where a minimal root has none (start.sh bind-mounts the nodes' names over it)
 )
 # What the whole test suite and the benchmarks need on top.
 TEST_PACKAGES=(
