@@ -2,21 +2,24 @@
 # Installs everything slurmsweep needs to build and to run its tests/cluster lab on a fresh Debian 12.
 # Run as root. Idempotent: when every package is already installed it returns in well under a second.
 # `setup.sh --quickstart` installs only what the quickstart runs (no fuzzing, browser, accounting or
-# benchmark peers): scripts/quickstart.sh uses it; scripts/test.sh installs everything.
+# benchmark peers); `setup.sh --build` only what scripts/build.sh needs (tool chain and libraries):
+# scripts/quickstart.sh runs --build, then --quickstart while it builds; scripts/test.sh installs everything.
 set -euo pipefail
 
 export DEBIAN_FRONTEND=noninteractive
 
-# What the quickstart needs: the tool chain, the libraries and the lab's services.
-QUICKSTART_PACKAGES=(
-  # build tool chain
+# What the build needs: the tool chain and the libraries.
+BUILD_PACKAGES=(
   make cmake g++ pkg-config git ca-certificates
-  # libraries
   libsqlite3-dev sqlite3 libboost1.81-dev libssh-dev libtomlplusplus-dev catch2
   nlohmann-json3-dev libcli11-dev libfmt-dev
+)
+# What the quickstart needs on top: the lab's services.
+LAB_PACKAGES=(
   # test lab: Slurm, munge, sshd and the tools tests/cluster/start.sh uses
   slurmctld slurmd slurm-client munge openssh-server openssh-client
   iproute2 util-linux procps
+  netbase  # /etc/hosts where a minimal root has none (start.sh bind-mounts the nodes' names over it)
 )
 # What the whole test suite and the benchmarks need on top.
 TEST_PACKAGES=(
@@ -58,8 +61,15 @@ install_packages() {
     return
   fi
   step "missing: $missing"
-  step "apt-get update"
-  apt-get update -q
+  # scripts/quickstart.sh runs setup.sh twice in a row (--build, then --quickstart): one update is enough.
+  local stamp=/var/cache/slurmsweep/apt-updated
+  if [[ -n $(find "$stamp" -mmin -30 2>/dev/null) ]]; then
+    step "package lists updated by setup.sh in the last 30 min, no apt-get update"
+  else
+    step "apt-get update"
+    apt-get update -q
+    mkdir -p "${stamp%/*}" && touch "$stamp"
+  fi
   step "apt-get install -y --no-install-recommends (${#PACKAGES[@]} packages)"
   # --force-unsafe-io: dpkg skips its fsync per unpacked file (what debootstrap does); on a fresh machine
   # most of this step's time was those syncs (442 s without it, see README).
@@ -67,23 +77,27 @@ install_packages() {
 }
 
 check_tools() {
-  local tool
-  for tool in cmake make g++ slurmctld slurmd sbatch munged mungekey /usr/sbin/sshd ssh-keygen ip nsenter unshare mknod; do
+  local tool tools=(cmake make g++)
+  [[ $1 == build ]] || tools+=(slurmctld slurmd sbatch munged mungekey /usr/sbin/sshd ssh-keygen ip nsenter unshare mknod)
+  for tool in "${tools[@]}"; do
     command -v "$tool" >/dev/null || { echo "setup: $tool not found after install" >&2; exit 1; }
   done
-  step "tools present: cmake $(cmake --version | head -1 | awk '{print $3}'), slurm $(dpkg-query -W -f='${Version}' slurmctld)"
+  step "tools present: cmake $(cmake --version | head -1 | awk '{print $3}')$([[ $1 == build ]] ||
+    echo ", slurm $(dpkg-query -W -f='${Version}' slurmctld)")"
 }
 
 main() {
-  PACKAGES=("${QUICKSTART_PACKAGES[@]}")
+  PACKAGES=("${BUILD_PACKAGES[@]}")
   case "${1:-}" in
-    --quickstart) ;;
-    "") PACKAGES+=("${TEST_PACKAGES[@]}") ;;
-    *) echo "setup: unknown option '$1' (known: --quickstart)" >&2; exit 2 ;;
+    --build) ;;
+    --quickstart) PACKAGES+=("${LAB_PACKAGES[@]}") ;;
+    "") PACKAGES+=("${LAB_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
+    *) echo "setup: unknown option '$1' (known: --build, --quickstart)" >&2; exit 2 ;;
   esac
   check_root
   install_packages
-  check_tools
+  local option=${1:-}
+  check_tools "${option#--}"
   step "done"
 }
 
