@@ -187,15 +187,11 @@ Result<std::vector<TrialSpec>> ScriptableTrials(App& app, const std::vector<stor
   if (study.sampler != "tpe") return ExpandStudy(study);
   auto specs = FirstTpeProposals(study);
   if (!specs.ok()) return specs.status();
-  auto checker = ConstraintChecker::Make(study);
-  if (!checker.ok()) return checker.status();
-  for (const auto& t : stored) {
-    auto x = PointOf(study, t.params_json);
-    if (!x) continue;
-    auto spec = checker->Check(ParamsOf(study, *x));
-    if (!spec.ok()) return spec.status();
-    bool listed = std::any_of(specs->begin(), specs->end(), [&](const TrialSpec& l) { return l.key == spec->key; });
-    if (spec->key == t.trial_key && !listed) specs->push_back(std::move(*spec));
+  auto mine = StoredTpeTrials(study, stored);
+  if (!mine.ok()) return mine.status();
+  for (auto& spec : *mine) {
+    bool listed = std::any_of(specs->begin(), specs->end(), [&](const TrialSpec& l) { return l.key == spec.key; });
+    if (!listed) specs->push_back(std::move(spec));
   }
   return specs;
 }

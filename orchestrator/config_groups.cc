@@ -89,15 +89,9 @@ Result<std::map<std::string, TrialSpec>> StudyConfigurations(const Study& study,
     for (auto& spec : *specs) as_config(std::move(spec));
     return out;
   }
-  auto checker = ConstraintChecker::Make(study);
-  if (!checker.ok()) return checker.status();
-  for (const auto& t : stored) {
-    auto x = PointOf(study, t.params_json);
-    if (!x) continue;
-    auto spec = checker->Check(ParamsOf(study, *x));
-    if (!spec.ok()) return spec.status();
-    as_config(std::move(*spec));
-  }
+  auto mine = StoredTpeTrials(study, stored);
+  if (!mine.ok()) return mine.status();
+  for (auto& spec : *mine) as_config(std::move(spec));
   return out;
 }
 

@@ -262,6 +262,21 @@ Result<std::vector<TrialSpec>> ProposeSpecs(const Study& study, std::vector<samp
 
 }  // namespace
 
+Result<std::vector<TrialSpec>> StoredTpeTrials(const Study& study, const std::vector<store::TrialRecord>& stored) {
+  auto checker = ConstraintChecker::Make(study);
+  if (!checker.ok()) return checker.status();
+  std::vector<TrialSpec> out;
+  for (const auto& t : stored) {
+    auto x = PointOf(study, t.params_json);
+    if (!x) continue;
+    auto spec = checker->Check(ParamsOf(study, *x));
+    if (!spec.ok()) return spec.status();
+    if (Seeded(study)) *spec = RepeatTrials(study, *spec, SeedOf(study, t.params_json), 1).front();
+    if (spec->key == t.trial_key) out.push_back(std::move(*spec));
+  }
+  return out;
+}
+
 Result<std::vector<TrialSpec>> FirstTpeProposals(const Study& study) {
   auto warm = WarmStartObservations(study);
   if (!warm.ok()) return warm.status();
@@ -466,18 +481,9 @@ Status TpeProposer::Prepare() {
   const Study& study = ctx_.study;
   auto trials = ctx_.store.ListTrials(ctx_.study_id);
   if (!trials.ok()) return trials.status();
-  auto checker = ConstraintChecker::Make(study);
-  if (!checker.ok()) return checker.status();
-  // A trial is this study's when its values are a point of the file's [space] that maps back to
-  // its key: after an edit to [space], older trials stay history, as for a grid.
-  for (const auto& t : *trials) {
-    auto x = PointOf(study, t.params_json);
-    if (!x) continue;
-    auto spec = checker->Check(ParamsOf(study, *x));
-    if (!spec.ok()) return spec.status();
-    if (Seeded(study)) *spec = RepeatTrials(study, *spec, SeedOf(study, t.params_json), 1).front();
-    if (spec->key == t.trial_key) ctx_.specs[spec->key] = std::move(*spec);
-  }
+  auto mine = StoredTpeTrials(study, *trials);
+  if (!mine.ok()) return mine.status();
+  for (auto& spec : *mine) ctx_.specs[spec.key] = std::move(spec);
   std::vector<TrialSpec> own;
   for (const auto& [key, spec] : ctx_.specs) own.push_back(spec);
   SWEEP_RETURN_IF_ERROR(memory_.PlanProposed(own));

@@ -26,6 +26,10 @@ Params ParamsOf(const Study& study, const sampler::Point& x);
 // A stored trial's values as a point of the study's space; nullopt when they are not one (a
 // parameter missing, a choice the file no longer lists, a value outside the range).
 std::optional<sampler::Point> PointOf(const Study& study, const std::string& params_json);
+// A tpe study's own trials among `stored`: those whose values are a point of the file's [space]
+// that maps back to their key (with their seed, for a study with repeats), as checked specs in
+// the order of `stored`. After an edit to [space], older trials stay history, as for a grid.
+Result<std::vector<TrialSpec>> StoredTpeTrials(const Study& study, const std::vector<store::TrialRecord>& stored);
 // What a trial in `state` tells the sampler (sampler::Outcome); completed and pruned trials need
 // their objective's last value too.
 sampler::Outcome OutcomeOf(const std::string& state);

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "base/text.h"
+#include "base/params.h"
 
 namespace sweep {
 
