@@ -2,6 +2,7 @@
 // costs; see study_report.h for the definitions.
 #include "reports/study_report.h"
 
+#include "base/median.h"
 #include "reports/report_util.h"
 
 #include <algorithm>
@@ -31,12 +32,6 @@ int GroupRank(Outcome o) {
       return 5;
   }
   return 6;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 }  // namespace
@@ -191,7 +186,7 @@ Analysis Analyze(const StudyReport& report) {
     if (t.train_iters && Finite(t.iters_per_s) && *t.iters_per_s > 0) {
       rest.wall_s = static_cast<double>(std::max<int64_t>(0, *t.train_iters - t.steps)) / *t.iters_per_s;
     } else if (!completed_wall.empty() && t.wall_s) {
-      rest.wall_s = std::max(0.0, Median(completed_wall) - *t.wall_s);
+      rest.wall_s = std::max(0.0, *Median(completed_wall) - *t.wall_s);
     } else {
       continue;
     }
@@ -202,7 +197,7 @@ Analysis Analyze(const StudyReport& report) {
                    [](const auto& x, const auto& y) { return x.trials > y.trials; });
   c.with_queue_time = static_cast<int>(queue.size());
   for (double q : queue) c.queue_total_s += q, c.queue_max_s = std::max(c.queue_max_s, q);
-  c.queue_median_s = Median(queue);
+  c.queue_median_s = Median(queue).value_or(0);
   return a;
 }
 
@@ -253,7 +248,7 @@ Importances ParamImportances(const StudyReport& report) {
   if (!stopped.empty()) {
     std::vector<double> lengths;
     for (size_t i : completed) lengths.push_back(static_cast<double>(LastCurveStep(report.trials[i])));
-    out.min_step = static_cast<int64_t>(Median(lengths) / 4);
+    out.min_step = static_cast<int64_t>(Median(lengths).value_or(0) / 4);
     const size_t stopped_with_value = stopped.size();
     std::erase_if(stopped, [&](size_t i) { return LastCurveStep(report.trials[i]) < out.min_step; });
     out.stopped_left_out = static_cast<int>(stopped_with_value - stopped.size());

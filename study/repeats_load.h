@@ -1,5 +1,7 @@
 // The loader's part of [search] repeats, seed_var and enqueue (repeats.h), apart so that users of
-// repeats.h do not parse toml++'s headers.
+// repeats.h do not parse toml++'s headers. It names Study only by reference, so it declares it
+// rather than include study.h, which study.cc's loader (its one caller) includes anyway: the
+// headers of study/ include no loop (study.cc -> repeats_load.h -> study.h -> ...).
 // Module study/: the study file; uses base/ only.
 #pragma once
 
@@ -8,9 +10,10 @@
 #include <toml++/toml.h>
 
 #include "base/status.h"
-#include "study/study.h"
 
 namespace sweep {
+
+struct Study;  // study.h
 
 // Reads `repeats`, `seed_var` and `enqueue` of the [search] table `search` into `s`, whose
 // [space], constraints and [job.vars] are loaded already. Errors name file, line and key.
