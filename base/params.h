@@ -56,7 +56,7 @@ using Params = std::vector<std::pair<std::string, ParamValue>>;
 struct TrialSpec {
   std::string key;             // "t-" + 12 hex digits of a hash of the values
   Params params;               // in the study's parameter order
-  std::string params_json;     // keys sorted, for the store
+  std::string params_json;     // ParamsText(params) (base/params_text.h): the store's column
   std::string dropped_reason;  // non-empty: a constraint failed
 };
 

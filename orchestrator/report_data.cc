@@ -7,13 +7,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <nlohmann/json.hpp>
 
 #include "base/final_objective.h"
+#include "base/params_text.h"
 #include "base/trial_state.h"
 #include "orchestrator/config_groups.h"
 #include "orchestrator/phases.h"
-#include "orchestrator/stored_params.h"
 #include "orchestrator/study_trials.h"
 #include "orchestrator/trial_facts.h"
 #include "planner/planner.h"
@@ -26,7 +25,7 @@ TrialSpec SpecOfTrial(const store::TrialRecord& t, const std::vector<std::string
   TrialSpec spec;
   spec.key = t.trial_key;
   spec.params_json = t.params_json;
-  spec.params = StoredParams(t.params_json, names);
+  spec.params = t.Values(names);
   return spec;
 }
 
@@ -35,7 +34,7 @@ reports::TrialRow MakeTrialRow(const store::TrialRecord& t, const std::vector<st
   reports::TrialRow r;
   r.trial_id = t.id;
   r.trial_key = t.trial_key;
-  r.param_values = StoredParamCells(t.params_json, param_names);
+  r.param_values = t.Cells(param_names);
   r.state = t.state;
   r.reason = t.reason;
   // Asked to stop (pruned, or `slurmsweep cancel`) but not yet seen ending: only the run loop
@@ -179,9 +178,9 @@ std::optional<size_t> FindBaseline(const std::vector<store::TrialRecord>& trials
     note = "the study names no baseline ([report] baseline = a trial key or a table of parameter values)";
     return std::nullopt;
   }
-  if (nlohmann::json::parse(spec, nullptr, false).is_object()) {
+  if (IsParamsText(spec)) {
     for (size_t i = 0; i < trials.size(); ++i) {
-      if (StoredParamsMatch(trials[i].params_json, spec)) {
+      if (trials[i].HoldsValues(spec)) {
         note = "named by the study: " + spec;
         return i;
       }

@@ -12,7 +12,6 @@
 #include "base/trial_state.h"
 #include "orchestrator/config_groups.h"
 #include "orchestrator/report_data.h"
-#include "orchestrator/stored_params.h"
 #include "reports/study_report.h"
 #include "study/repeats.h"
 
@@ -160,7 +159,7 @@ Result<std::vector<Params>> SeedConfigs(const Study& study) {
         std::find_if(trials->begin(), trials->end(), [&](const store::TrialRecord& r) { return r.trial_key == key; });
     std::vector<std::string> names;
     for (const auto& spec : phase1->space) names.push_back(spec.name);
-    seeds.push_back(StoredParams(t->params_json, names));
+    seeds.push_back(t->Values(names));
   }
   return seeds;
 }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <nlohmann/json.hpp>
 
+#include "base/params_text.h"
 #include "base/terminal.h"
 #include "orchestrator/config_groups.h"
 #include "orchestrator/phases.h"
@@ -54,23 +55,28 @@ Params ParamsOf(const Study& study, const sampler::Point& x) {
 
 namespace {
 
-std::optional<double> Coordinate(const ParamSpec& p, const nlohmann::json& v) {
+std::optional<double> Coordinate(const ParamSpec& p, const ParamValue& v) {
+  std::optional<double> number;
+  if (const int64_t* i = std::get_if<int64_t>(&v)) number = static_cast<double>(*i);
+  else if (const double* d = std::get_if<double>(&v)) number = *d;
   if (!p.choices.empty()) {
     for (size_t i = 0; i < p.choices.size(); ++i) {
       bool same = std::visit(
           [&](const auto& c) -> bool {
             using T = std::decay_t<decltype(c)>;
-            if constexpr (std::is_same_v<T, std::string>) return v.is_string() && v.get<std::string>() == c;
-            else if constexpr (std::is_same_v<T, bool>) return v.is_boolean() && v.get<bool>() == c;
-            else return v.is_number() && v.get<double>() == static_cast<double>(c);
+            if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, bool>) {
+              return std::holds_alternative<T>(v) && std::get<T>(v) == c;
+            } else {
+              return number && *number == static_cast<double>(c);
+            }
           },
           p.choices[i]);
       if (same) return static_cast<double>(i);
     }
     return std::nullopt;
   }
-  if (!v.is_number()) return std::nullopt;
-  double x = v.get<double>();
+  if (!number) return std::nullopt;
+  double x = *number;
   if (x < *p.min || x > *p.max) return std::nullopt;
   return x;
 }
@@ -78,12 +84,13 @@ std::optional<double> Coordinate(const ParamSpec& p, const nlohmann::json& v) {
 }  // namespace
 
 std::optional<sampler::Point> PointOf(const Study& study, const std::string& params_json) {
-  nlohmann::json j = nlohmann::json::parse(params_json, nullptr, false);
-  if (!j.is_object()) return std::nullopt;
+  std::vector<std::string> names;
+  for (const ParamSpec& p : study.space) names.push_back(p.name);
+  Params values = ParamsFromText(params_json, names);  // in the order of the space
+  if (values.size() != names.size() || !IsParamsText(params_json)) return std::nullopt;
   sampler::Point x;
-  for (const ParamSpec& p : study.space) {
-    if (!j.contains(p.name)) return std::nullopt;
-    auto c = Coordinate(p, j[p.name]);
+  for (size_t i = 0; i < values.size(); ++i) {
+    auto c = Coordinate(study.space[i], values[i].second);
     if (!c) return std::nullopt;
     x.push_back(*c);
   }

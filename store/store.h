@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "base/metric_point.h"
+#include "base/params.h"
 #include "base/status.h"
 #include "store/metric_summary.h"
 
@@ -46,8 +47,11 @@ namespace sweep::store {
 struct TrialRecord {
   int64_t id = 0;
   int64_t study_id = 0;
-  std::string trial_key;    // stable id derived from the parameters
-  std::string params_json;  // {"lr":0.01,"optimizer":"adam"}, keys sorted
+  std::string trial_key;  // stable id derived from the parameters
+  // The trial's values as the study made them (base/params_text.h): {"lr":0.01,"optimizer":"adam"},
+  // keys sorted. The store keeps this text; the application reads the values back typed through
+  // Values, Cells and HoldsValues, never by parsing it.
+  std::string params_json;
   std::string state;        // "new", "dropped", "submitting", "pending", "running", "completed", ...
   std::string reason;       // why dropped / Slurm reason / failure detail
   std::string job_id;       // empty until submitted
@@ -73,6 +77,16 @@ struct TrialRecord {
   // Bytes of the trial's telemetry file (base/telemetry.h) already ingested; only AppendTelemetry
   // moves it, and ResetMetrics sets it to 0 with log_offset.
   int64_t telemetry_offset = 0;
+
+  // The values of `names` in that order, typed as the study file gave them; a name the trial has
+  // no value for is left out (a planner's configuration, phase 2's seeds).
+  Params Values(const std::vector<std::string>& names) const;
+  // The same values as the reports carry them, with the text the store keeps ("1.0" for a float
+  // 1); an empty cell for a name the trial has no value for.
+  std::vector<ParamCell> Cells(const std::vector<std::string>& names) const;
+  // Whether the trial has each value of `wanted`, a parameter text ([report] baseline given as a
+  // table of values): equal, or shown as the same text. False when `wanted` is no parameter text.
+  bool HoldsValues(const std::string& wanted) const;
 };
 
 using MetricRow = MetricPoint;  // base/metric_point.h

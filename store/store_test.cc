@@ -423,7 +423,7 @@ CREATE TABLE events (id INTEGER PRIMARY KEY, study_id INTEGER NOT NULL REFERENCE
 CREATE INDEX events_by_study ON events (study_id, id);
 INSERT INTO studies VALUES (1, 'old', 'old.toml', 'h', 1.0);
 INSERT INTO trials (id, study_id, trial_key, params_json, state, job_id, attempt, log_offset)
-  VALUES (1, 1, 't-1', '{"lr":0.1}', 'running', '4242', 1, 640);
+  VALUES (1, 1, 't-1', '{"lr":0.1,"mbs":8,"opt":"adam","scale":1.0}', 'running', '4242', 1, 640);
 INSERT INTO metrics VALUES (1, 10, 1.5, 'lm_loss', 2.5);
 INSERT INTO metrics VALUES (1, 20, 3.0, 'lm_loss', 2.25);
 INSERT INTO metrics VALUES (1, 10, 1.5, 'grad_norm', 7.0);
@@ -436,6 +436,14 @@ PRAGMA user_version = 1;
   CHECK(t->state == "running");
   CHECK(t->job_id == "4242");
   CHECK(t->log_offset == 640);
+  // Its values read back typed, each with the text the first release stored ("1.0" stays).
+  CHECK(t->Values({"opt", "scale", "mbs", "none"}) ==
+        Params{{"opt", std::string("adam")}, {"scale", 1.0}, {"mbs", int64_t{8}}});
+  std::vector<std::string> shown;
+  for (const ParamCell& c : t->Cells({"lr", "mbs", "opt", "scale", "none"})) shown.push_back(c.text);
+  CHECK(shown == std::vector<std::string>{"0.1", "8", "adam", "1.0", ""});
+  CHECK(t->HoldsValues(R"({"mbs":"8","scale":1})"));
+  CHECK_FALSE(t->HoldsValues(R"({"mbs":16})"));
   CHECK(t->array_name.empty());
   CHECK(t->array_index == -1);
   CHECK(t->prior_run_s == 0);  // migration 4: no earlier attempt recorded

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <nlohmann/json.hpp>
 
+#include "base/params_text.h"
 #include "base/text.h"
 #include "study/names.h"
 #include "study/space.h"
@@ -154,10 +154,7 @@ std::vector<TrialSpec> RepeatTrials(const Study& study, const TrialSpec& config,
     TrialSpec t = config;
     t.params.emplace_back(study.seed_var, seed);
     if (seed != 0) t.key = TrialKey(t.params);
-    nlohmann::json j = nlohmann::json::parse(config.params_json, nullptr, false);
-    if (!j.is_object()) j = nlohmann::json::object();
-    j[study.seed_var] = seed;
-    t.params_json = j.dump();
+    t.params_json = ParamsTextWith(config.params_json, study.seed_var, seed);
     out.push_back(std::move(t));
   }
   return out;
@@ -165,17 +162,12 @@ std::vector<TrialSpec> RepeatTrials(const Study& study, const TrialSpec& config,
 
 std::string ConfigIdentity(const Study& study, const std::string& params_json) {
   if (!Seeded(study)) return params_json;
-  nlohmann::json j = nlohmann::json::parse(params_json, nullptr, false);
-  if (!j.is_object()) return params_json;
-  j.erase(study.seed_var);
-  return j.dump();
+  return ParamsTextWithout(params_json, study.seed_var);
 }
 
 int64_t SeedOf(const Study& study, const std::string& params_json) {
   if (!Seeded(study)) return 0;
-  nlohmann::json j = nlohmann::json::parse(params_json, nullptr, false);
-  if (!j.is_object() || !j.contains(study.seed_var) || !j[study.seed_var].is_number_integer()) return 0;
-  return j[study.seed_var].get<int64_t>();
+  return IntegerInParamsText(params_json, study.seed_var).value_or(0);
 }
 
 }  // namespace sweep

@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 
+#include "base/params_text.h"
 #include "study/expr.h"
 #include "study/repeats.h"
 
@@ -20,15 +20,6 @@ ExprValue ToExpr(const ParamValue& v) {
   if (auto d = std::get_if<double>(&v)) return *d;
   if (auto b = std::get_if<bool>(&v)) return *b;
   return std::get<std::string>(v);
-}
-
-std::string ParamsJson(const Params& params) {
-  nlohmann::json j = nlohmann::json::object();  // std::map-backed: keys come out sorted
-  for (const auto& [name, v] : params) {
-    const std::string& key = name;  // clang < 16 cannot capture a structured binding
-    std::visit([&](const auto& x) { j[key] = x; }, v);
-  }
-  return j.dump();
 }
 
 // Uniform in [0, 1) from the generator's raw bits: std::uniform_real_distribution is not
@@ -141,7 +132,7 @@ Result<ConstraintChecker> ConstraintChecker::Make(const Study& study) {
 Result<TrialSpec> ConstraintChecker::Check(Params c) const {
   TrialSpec t;
   t.key = TrialKey(c);
-  t.params_json = ParamsJson(c);
+  t.params_json = ParamsText(c);
   std::map<std::string, ExprValue> vars = builtins_;
   for (const auto& [name, v] : c) vars[name] = ToExpr(v);
   for (const auto& [spec, expr] : constraints_) {

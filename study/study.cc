@@ -10,9 +10,9 @@
 #include <regex>
 #include <set>
 #include <sstream>
-#include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include "base/params_text.h"
 #include "base/text.h"
 #include "base/trial_state.h"
 #include "study/expr.h"
@@ -490,12 +490,12 @@ class Loader {
       if (auto key = b->value<std::string>(); b->is_string() && key) {
         s.report.baseline = *key;
       } else if (const toml::table* values = b->as_table()) {
-        nlohmann::json j = nlohmann::json::object();
+        Params wanted;
         for (const auto& [k, v] : *values) {
-          if (auto i = v.as_integer()) j[std::string(k.str())] = i->get();
-          else if (auto d = v.as_floating_point()) j[std::string(k.str())] = d->get();
-          else if (auto str = v.as_string()) j[std::string(k.str())] = str->get();
-          else if (auto bo = v.as_boolean()) j[std::string(k.str())] = bo->get();
+          if (auto i = v.as_integer()) wanted.emplace_back(std::string(k.str()), i->get());
+          else if (auto d = v.as_floating_point()) wanted.emplace_back(std::string(k.str()), d->get());
+          else if (auto str = v.as_string()) wanted.emplace_back(std::string(k.str()), str->get());
+          else if (auto bo = v.as_boolean()) wanted.emplace_back(std::string(k.str()), bo->get());
           else return Error(&v, fmt::format("report.baseline.{}", k.str()), "must be a value of the parameter");
           std::string_view key = k.str();  // clang < 16 cannot capture a structured binding
           // Phase 1's parameters (seed_from) are checked when phase 2 expands its trials.
@@ -504,7 +504,7 @@ class Loader {
             return Error(&v, fmt::format("report.baseline.{}", k.str()), "is not a parameter of [space]");
           }
         }
-        s.report.baseline = j.dump();
+        s.report.baseline = ParamsText(wanted);
       } else {
         return Error(b, "report.baseline", "must be a trial key or a table of parameter values");
       }

@@ -176,7 +176,7 @@ struct Study {
     std::string html;            // default: DATABASE without .db + "-report.html"
     std::string csv_dir;         // default: DATABASE without .db + "-csv"
     double refresh_minutes = 5;  // the HTML is rewritten this often during a run; CSV at the end
-    std::string baseline;        // trial key or JSON object of parameter values (ReportOptions)
+    std::string baseline;        // trial key or parameter text (base/params_text.h) of values (ReportOptions)
     std::optional<double> target;
   } report;
   StoppingConfig stopping;  // [stopping]: early-stopping rules (early_stop.h); none by default
