@@ -194,7 +194,7 @@ std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i) {
     // one, one after another; a faster one, all at once) has grown noisier since, as losses do while
     // they fall (issue 30). The trial judged keeps the noise of its whole curve: it is the one to be
     // stopped, and an earlier, quieter estimate of its own noise is no reason to stop it sooner (read
-    // at `at` too, it cost more on other-lts-a100, +0.165 over the floor instead of +0.146: its noise
+    // at `at` too, it cost more on other-lts-a100, +0.165 over the floor instead of +0.147: its noise
     // from fewer points has the wider Student-t quantile).
     // The closing pace below keeps both curves' whole noise: read at `at` there too, it lost the best
     // trial of gpt-100it-pile one after another (0.0785 nats, kept in 87% of orders); the pace is a
