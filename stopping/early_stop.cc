@@ -83,6 +83,7 @@ std::vector<StopDecision> Decide(const StoppingConfig& config, const std::vector
     c.stall_period = std::max(c.stall_period, c.series[i].stall_period);
   }
   StudentT t(config.evidence.noise_z);
+  c.student = &t;
   for (size_t i = 0; i < trials.size(); ++i) {
     size_t points = c.series[i].points;
     c.z_loss.push_back(t(points > 0 ? points - 1 : 0));

@@ -39,8 +39,9 @@
 //               trial has been observed: early Megatron curves bend more than once, and without
 //               that limit the bench lost the best trial of gpt-100it in sequential sweeps.
 //               (6) with budget_s and lead, when a live rival (any group, a completed one too) is
-//               lower at equal time by the margin, this trial's curve has bent (its recent slope in
-//               time no steeper than the one before, beyond noise_z standard errors of the slopes'
+//               lower at equal time by the margin (the rival's noise read at that time, from its points up
+//               to then: a rival that ran past it has grown noisier since; issue 30), this trial's curve has bent (its
+//               recent slope in time no steeper than the one before, beyond noise_z standard errors of the slopes'
 //               difference: issue 30), and the gap, closing at most at its pace over
 //               the last third of the time both have run (plus noise_z standard errors of that
 //               pace), would still exceed the margin at the budget; once both have reached the
@@ -126,7 +127,7 @@ struct Series;  // series.h
 // the same code, point by point (so a state rebuilt from the stored curves after a restart is the
 // one that died). Up to 1024 finite points a trial every statistic is exact; beyond, a trial's
 // series keeps at most 1024 knots of the smoothed curve (every 2^k-th point and the latest) and
-// histograms for its medians, about 45 KB whatever the curve's length (series.h).
+// histograms for its medians, about 47 KB whatever the curve's length (series.h).
 class StoppingState {
  public:
   explicit StoppingState(StoppingConfig config);

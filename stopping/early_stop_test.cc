@@ -541,6 +541,30 @@ TEST_CASE("throughput (6): a rival lower at equal time that it is not catching u
                              Trial(2, Curve(1.0, 30, constant), TrialPhase::kRunning, {{"lr", "0.3"}})});
     CHECK(StoppedIds(d) == std::vector<int64_t>{2});
   }
+  SECTION("a completed rival's margin is its noise at the time compared, not at its end (issue 30)") {
+    // Trial 1 ran 100 s before trial 2 started: clean for 50 s, then swinging by +-0.1 (a loss grows
+    // noisier as it falls). Trial 2 is 0.3 higher at 29 s, when trial 1 was still clean, 2 s before
+    // the budget (so the closing pace, which keeps each curve's whole noise, leaves the gap open).
+    c.budget_s = 31;
+    c.evidence.min_points = 40;  // rates not trusted yet: only (6) may decide
+    auto completed = [](int64_t noisy_from) {
+      return Trial(
+          1,
+          Curve(1.0, 99,
+                [noisy_from](int64_t s) { return Loss(s) + (s >= noisy_from ? (s % 2 == 0 ? 0.1 : -0.1) : 0); }),
+          TrialPhase::kCompleted, {{"lr", "0.1"}});
+    };
+    TrialProgress running = Trial(2, Curve(1.0, 29, constant), TrialPhase::kRunning, {{"lr", "0.3"}});
+    d = EvaluateStopping(c, {completed(51), running});
+    REQUIRE(StoppedIds(d) == std::vector<int64_t>{2});
+    CHECK_THAT(d[0].reason, Catch::Contains("trial 1 is lower by 0.3 at equal time (margin 0.02)"));
+    // Swinging from the start, the same gap is within its noise at 29 s too.
+    CHECK(EvaluateStopping(c, {completed(1), running}).empty());
+    // Read at its end, as the margin was before, its noise (two standard errors) exceeds the gap.
+    StoppingState state(c);
+    state.Append(1, 1, completed(51).loss, {});
+    CHECK(2 * state.Inspect(1)->noise > 0.3);
+  }
   SECTION("not without a budget to project the gap to") {
     c.budget_s = 0;
     CHECK(run(constant).empty());

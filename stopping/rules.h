@@ -36,6 +36,15 @@ struct Context {
   double Se(size_t i) const { return z_loss[i] * series[i].se; }
   double Noise(size_t i) const { return z_loss[i] * series[i].noise; }
   double RateSe(size_t i) const { return z_rate[i] * series[i].rate_rse; }
+  // Se(i) at axis time `at`: from the noise of its points up to then (Series::NoiseAt), its quantile
+  // and what smoothing leaves of it read at that many points; Se(i) itself at or past its end.
+  StudentT* student = nullptr;  // noise_z's quantiles, memoised for the evaluation
+  double SeAt(size_t i, double at) const {
+    const Series& s = series[i];
+    if (student == nullptr || s.empty() || at >= s.last_t()) return Se(i);
+    auto [noise, n] = s.NoiseAt(at);
+    return (*student)(n > 0 ? n - 1 : 0) * noise * SmoothedFraction(config.smoothing, n);
+  }
 
   bool Candidate(size_t i) const {
     return trials[i].phase == TrialPhase::kRunning && !decided[i] && !series[i].empty();

@@ -64,6 +64,31 @@ void Series::AppendLoss(const CurvePoint& p) {
   last_at_ = at, last_s_ = smoothed, last_step_ = p.step;
   ++points;
   if (exact_ && points > kExactPoints) LeaveExact();
+  if (MarkPoints(marks_.size()) == points) marks_.push_back(static_cast<float>(NoiseNow()));
+}
+
+// A mark at every point up to 32, then 16 between n and 2n for n a power of two (every n / 16 points).
+size_t Series::MarkPoints(size_t k) {
+  if (k < 31) return k + 1;
+  size_t octave = 5 + (k - 31) / 16;
+  return (size_t{1} << octave) + ((k - 31) % 16) * (size_t{1} << (octave - 4));
+}
+
+std::pair<double, size_t> Series::NoiseAt(double at) const {
+  if (empty() || at >= last_t()) return {noise, points};
+  // Knot j is point j * stride_ (0-based), so at least (hi - 1) * stride_ + 1 points lie at or before `at`.
+  size_t hi = std::max<size_t>(1, UpperBound(t, at));
+  size_t n = (hi - 1) * static_cast<size_t>(stride_) + 1;
+  // The first mark of at least n points (marks are few: a linear walk from the estimate would do, but
+  // a binary search over their point counts is as short).
+  size_t lo = 0, up = marks_.size();
+  while (lo < up) {
+    size_t mid = (lo + up) / 2;
+    if (MarkPoints(mid) < n) lo = mid + 1;
+    else up = mid;
+  }
+  if (lo == marks_.size()) return {noise, points};
+  return {marks_[lo], MarkPoints(lo)};
 }
 
 // Appends point number `points` (0-based) as a knot or as the tail, then thins the knots.
@@ -114,13 +139,12 @@ void Series::LeaveExact() {
 void Series::Refresh() {
   if (!dirty_) return;
   dirty_ = false;
+  noise = NoiseNow();
   if (exact_) {
-    noise = NoiseSigma(d2_);
     std::vector<double> per = PerInterval(t, step);
     rate_rse = RateRse(per);
     stall_period = StallPeriod(t, step, per);
   } else {
-    noise = kNoiseFromMad * d2_hist_.Median() / std::sqrt(6.0);
     double mean = per_mean_, var = per_n_ > 1 ? per_m2_ / (per_n_ - 1) : 0;
     rate_rse = per_n_ >= 2 && mean > 0 ? std::sqrt(var / per_n_) / mean : kInf;
     double typical = per_hist_.Median();
@@ -132,15 +156,18 @@ void Series::Refresh() {
       last = at_step;
     }
   }
+  se = noise * SmoothedFraction(smoothing, points);
+}
+
+double Series::NoiseNow() const {
+  double whole = exact_ ? NoiseSigma(d2_) : kNoiseFromMad * d2_hist_.Median() / std::sqrt(6.0);
   // The recent noise: the last third of the second differences (at least 3, at most kRecent).
   size_t k = std::min(recent_.size(), std::max<size_t>(3, std::min(kRecent, d2_count_ / 3)));
-  if (k >= 3) {
-    std::vector<double> last;
-    last.reserve(k);
-    for (size_t m = 0; m < k; ++m) last.push_back(recent_[(recent_next_ + kRecent - 1 - m) % kRecent]);
-    noise = std::max(noise, NoiseSigma(std::move(last)));
-  }
-  se = noise * SmoothedFraction(smoothing, points);
+  if (k < 3) return whole;
+  std::vector<double> last;
+  last.reserve(k);
+  for (size_t m = 0; m < k; ++m) last.push_back(recent_[(recent_next_ + kRecent - 1 - m) % kRecent]);
+  return std::max(whole, NoiseSigma(std::move(last)));
 }
 
 }  // namespace sweep::stopping

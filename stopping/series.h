@@ -17,7 +17,7 @@ namespace sweep::stopping {
 // One trial's finite loss points on the rules' time axis, smoothed, extended point by point
 // (Append) and never rebuilt. Up to kExactPoints finite points every statistic is computed from
 // every point, exactly as a from-scratch computation of the whole curve does. Past that the
-// memory stays bounded (about 45 KB a trial, whatever its length):
+// memory stays bounded (about 47 KB a trial, whatever its length):
 //  - the curve keeps every stride-th point (knots) and always the latest; the stride doubles
 //    (every other knot dropped) whenever there would be more than kMaxKnots, as the store's
 //    buckets do, so the knots depend on the points alone, not on how they were chunked. Each
@@ -26,7 +26,9 @@ namespace sweep::stopping {
 //  - the noise (median absolute second difference) and the typical seconds per iteration are
 //    medians of log histograms (within 2.2%); the rate's spread is a running variance (Welford);
 //  - stalls are remembered as the intervals slower than 1.5x the typical rate of the first
-//    kExactPoints points, and counted as today (over 3x the current typical rate).
+//    kExactPoints points, and counted as today (over 3x the current typical rate);
+//  - the noise at earlier times (NoiseAt): a float at each of its marks, 16 per doubling of the
+//    points (about 200 at 40k points).
 // Lowest smoothed value and NaN-iteration total run over every point.
 struct Series {
   static constexpr size_t kExactPoints = 1024;
@@ -52,8 +54,7 @@ struct Series {
   // differences detrended by their median (a bending curve's carry its curvature). Those that lost no best trial
   // moved no folder more than 0.004 nearer the evidence floor all at once; the last 16 alone, the level-scaled and the
   // detrended last third lost gpt-100it-pile's best (0.0395 nats). Rule (6)'s margin from each curve's noise at
-  // the time compared was safe but saved only one after another (gpt-gb200 0.82x to 0.77x of MedianPruner):
-  // a noise per knot was not worth its memory and tick for that.
+  // the time compared (NoiseAt) was safe, for the rival's side of it (throughput_rule.cc), and is kept.
   double noise = 0;
   double se = 0;             // standard error of one smoothed value: noise times what smoothing leaves
   double rate_rse = 0;       // relative standard error of Rate(): spread of the per-interval rates
@@ -101,18 +102,27 @@ struct Series {
   }
   // Recomputes noise, se, rate_rse and stall_period if points came since the last call.
   void Refresh();
+  // The noise as Refresh computes it, of the points up to axis time `at` (the curve's own noise when
+  // `at` is at or past its end), and how many points that is: what rule (6) compares at a time a
+  // curve has run past (issue 30). Losses grow noisier as they fall, so a curve's noise at its end
+  // overstates its noise at an earlier time. Kept at marks (every point up to 32, then 16 per
+  // doubling of the points), at the first mark at or past the points up to `at`: within 1/16 of
+  // them, and a few more points rather than fewer. The marks depend on the points alone.
+  std::pair<double, size_t> NoiseAt(double at) const;
   // Heap bytes held (capacities).
   size_t MemoryBytes() const {
     return (t.capacity() + s.capacity() + area_to.capacity() + d2_.capacity() + window_.capacity() +
             recent_.capacity()) *
                sizeof(double) +
            step.capacity() * sizeof(int64_t) + d2_hist_.MemoryBytes() + per_hist_.MemoryBytes() +
-           slow_.capacity() * sizeof(slow_[0]);
+           slow_.capacity() * sizeof(slow_[0]) + marks_.capacity() * sizeof(marks_[0]);
   }
 
  private:
   void Push(double at, int64_t n, double smoothed, double area);
   void LeaveExact();
+  // The noise of every point so far, as Refresh sets `noise`.
+  double NoiseNow() const;
 
   Smoothing smoothing;
   double scale, sign;
@@ -134,6 +144,9 @@ struct Series {
   double per_n_ = 0, per_mean_ = 0, per_m2_ = 0;  // Welford over the per-interval seconds per iteration
   double per_ref_ = 0;                            // median seconds per iteration of the exact points
   std::vector<std::pair<int64_t, double>> slow_;  // intervals (end step, s/it) slower than 1.5 x per_ref_
+  // NoiseAt's marks: the noise of the first MarkPoints(k) points, for k = 0, 1, ...
+  std::vector<float> marks_;
+  static size_t MarkPoints(size_t k);
 };
 
 }  // namespace sweep::stopping
