@@ -11,8 +11,13 @@
 // rebuilding tick, their ratio, and the incremental tick against the limit of 0.05 s; then the bytes each keeps
 // per trial. Run with --stored at 1000 and 10000 to see that the incremental tick grows with new points, not stored
 // ones. Not a test: it prints.
+// --repeats N: a study with repeats over seeds, trials grouped N per configuration (the same parameters,
+// speed and level; their own noise), never judged against each other: the incremental tick is one
+// evaluation with each trial's configuration set (what the run loop does), and --per-view times beside
+// it the way the run loop did it before, one evaluation per running trial in a view without its siblings.
 //
 //   build/bin/stopping_tick_bench [--trials N] [--stored N] [--new N] [--rounds N] [--no-rebuild]
+//                                 [--repeats N [--per-view]]
 //   build/bin/stopping_tick_bench --write-study DIR [--trials N] [--stored N]
 // --write-study writes, for bench/scale_bench.sh's stopping mode, the same study as a study file
 // (DIR/study.toml, all rules on, local transport) and its database: TRIALS trials recorded running
@@ -82,6 +87,31 @@ struct Generator {
     return {step, t, level + 4 * std::exp(-static_cast<double>(step) / 20000.0) + noise(rng)};
   }
 };
+
+// How the run loop kept repeats apart before the rules knew configurations: each running trial
+// judged in a view without its siblings, one evaluation per running trial (stopping_group_test.cc
+// keeps the same loop as its reference).
+std::vector<stopping::StopDecision> PerView(StoppingState& state, std::vector<TrialProgress> trials) {
+  std::vector<stopping::StopDecision> out;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    if (trials[i].phase != stopping::TrialPhase::kRunning) continue;
+    std::vector<TrialProgress> view;
+    for (size_t j = 0; j < trials.size(); ++j) {
+      if (j == i || trials[i].configuration.empty() || trials[j].configuration != trials[i].configuration) {
+        view.push_back(trials[j]);
+        view.back().configuration.clear();
+      }
+    }
+    for (const stopping::StopDecision& d : state.Evaluate(view)) {
+      if (d.trial_id != trials[i].id) continue;
+      out.push_back(d);
+      for (auto& t : trials) {
+        if (t.id == d.trial_id) t.phase = stopping::TrialPhase::kStopped;
+      }
+    }
+  }
+  return out;
+}
 
 [[noreturn]] void Fail(const std::string& what) {
   fmt::print(stderr, "stopping_tick_bench: {}\n", what);
@@ -187,8 +217,8 @@ lr = [{5}]
 }
 
 int Main(int argc, char** argv) {
-  int trials = 1000, stored = 10000, fresh = 10, rounds = 5;
-  bool rebuild = true;
+  int trials = 1000, stored = 10000, fresh = 10, rounds = 5, repeats = 1;
+  bool rebuild = true, per_view = false;
   std::string write_study;
   for (int k = 1; k < argc; ++k) {
     std::string a = argv[k];
@@ -204,10 +234,13 @@ int Main(int argc, char** argv) {
     else if (a == "--new") fresh = next();
     else if (a == "--rounds") rounds = next();
     else if (a == "--no-rebuild") rebuild = false;
+    else if (a == "--repeats") repeats = std::max(1, next());
+    else if (a == "--per-view") per_view = true;
     else if (a == "--write-study" && k + 1 < argc) write_study = argv[++k];
     else {
       fmt::print(stderr,
                  "usage: stopping_tick_bench [--trials N] [--stored N] [--new N] [--rounds N] [--no-rebuild]\n"
+                 "                           [--repeats N [--per-view]]\n"
                  "       stopping_tick_bench --write-study DIR [--trials N] [--stored N]\n");
       return a == "--help" ? 0 : 2;
     }
@@ -216,14 +249,17 @@ int Main(int argc, char** argv) {
   std::vector<Generator> gens;
   std::vector<TrialProgress> meta;
   for (int i = 0; i < trials; ++i) {
-    int mbs = 1 << (i % 4);
-    double lr = 1e-4 * (1 + (i / 4) % 25);
-    gens.push_back({i, 0.4 / std::sqrt(static_cast<double>(mbs)), 2.0 + 0.002 * ((i / 4) % 25), std::mt19937_64(i)});
+    int config = i / repeats;  // without repeats, each trial its own configuration
+    int mbs = 1 << (config % 4);
+    double lr = 1e-4 * (1 + (config / 4) % 25);
+    gens.push_back(
+        {i, 0.4 / std::sqrt(static_cast<double>(mbs)), 2.0 + 0.002 * ((config / 4) % 25), std::mt19937_64(i)});
     TrialProgress p;
     p.id = i;
     p.name = fmt::format("t-{:04d}", i);
     p.gpus = 8;
     p.params = {{"micro_batch_size", std::to_string(mbs)}, {"lr", fmt::format("{:g}", lr)}};
+    if (repeats > 1) p.configuration = fmt::format("c-{:04d}", config);
     meta.push_back(std::move(p));
   }
   // The study's budget: about the time the fastest trials reach after stored + rounds ticks of points.
@@ -255,8 +291,8 @@ int Main(int argc, char** argv) {
   double build_s = Seconds(t0);
   (void)state.Evaluate(meta);
 
-  std::vector<double> inc_s, old_s, inc_wall;  // CPU seconds; wall seconds
-  size_t decisions_inc = 0, decisions_old = 0;
+  std::vector<double> inc_s, old_s, inc_wall, view_s;  // CPU seconds; wall seconds
+  size_t decisions_inc = 0, decisions_old = 0, decisions_view = 0;
   for (int r = 0; r < rounds; ++r) {
     std::vector<std::vector<CurvePoint>> news(trials);
     for (int i = 0; i < trials; ++i) {
@@ -269,6 +305,11 @@ int Main(int argc, char** argv) {
     decisions_inc += state.Evaluate(meta).size();
     inc_s.push_back(CpuNow() - c0);
     inc_wall.push_back(Seconds(t0));
+    if (per_view) {
+      c0 = CpuNow();
+      decisions_view += PerView(state, meta).size();
+      view_s.push_back(CpuNow() - c0);
+    }
     if (!rebuild) continue;
     c0 = CpuNow();
     std::vector<TrialProgress> progress = meta;  // as the run loop did: a copy of every curve
@@ -278,9 +319,9 @@ int Main(int argc, char** argv) {
   }
   double inc = Median(inc_s);
   fmt::print(
-      "stopping_tick_bench: {} running trials, {} stored + {} new points each per tick, all rules on; "
+      "stopping_tick_bench: {} running trials{}, {} stored + {} new points each per tick, all rules on; "
       "medians of {} ticks\n",
-      trials, stored, fresh, rounds);
+      trials, repeats > 1 ? fmt::format(" ({} repeats per configuration)", repeats) : "", stored, fresh, rounds);
   fmt::print("  CPU time of one tick:\n");
   fmt::print(
       "  incremental tick (StoppingState: append the new points, decide)   {:8.4f} s  ({} stops decided; wall {:.4f} "
@@ -291,6 +332,10 @@ int Main(int argc, char** argv) {
     fmt::print("  rebuilding tick (copy every curve, EvaluateStopping from scratch) {:8.4f} s  ({} stops decided)\n",
                old, decisions_old / static_cast<size_t>(rounds));
     fmt::print("  incremental / rebuilding: {:.3f}\n", inc / old);
+  }
+  if (per_view) {
+    fmt::print("  one evaluation per running trial, each without its siblings   {:8.4f} s  ({} stops decided)\n",
+               Median(view_s), decisions_view / static_cast<size_t>(rounds));
   }
   fmt::print("  incremental tick / limit {} s: {:.2f}\n", kLimitS, inc / kLimitS);
   fmt::print("  building the state from the stored points (a restart): {:.3f} s\n", build_s);

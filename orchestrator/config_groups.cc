@@ -250,30 +250,10 @@ std::vector<sampler::Point> PendingEnqueued(const Study& study, const std::set<s
 std::vector<stopping::StopDecision> EvaluateApartFromSiblings(stopping::StoppingState& state,
                                                               std::vector<stopping::TrialProgress> trials,
                                                               const std::vector<std::string>& config_of) {
-  std::map<std::string, int> members;
-  for (const auto& c : config_of) ++members[c];
-  bool siblings = std::any_of(members.begin(), members.end(), [](const auto& m) { return m.second > 1; });
-  if (!siblings) return state.Evaluate(trials);
-  std::vector<stopping::StopDecision> out;
-  auto stop = [&](const stopping::StopDecision& d) {
-    out.push_back(d);
-    for (auto& t : trials) {
-      if (t.id == d.trial_id) t.phase = stopping::TrialPhase::kStopped;  // no longer live for the views after
-    }
-  };
-  // Each running trial is judged in the view of every trial but its siblings, and only its own
-  // decision is kept: one evaluation per running trial, so only for studies with repeats.
-  for (size_t i = 0; i < trials.size(); ++i) {
-    if (trials[i].phase != stopping::TrialPhase::kRunning) continue;
-    std::vector<stopping::TrialProgress> view;
-    for (size_t j = 0; j < trials.size(); ++j) {
-      if (j == i || config_of[j] != config_of[i]) view.push_back(trials[j]);
-    }
-    for (const stopping::StopDecision& d : state.Evaluate(view)) {
-      if (d.trial_id == trials[i].id) stop(d);
-    }
-  }
-  return out;
+  // The rules take rivals only from other configurations (stopping::TrialProgress::configuration):
+  // one evaluation whatever the number of repeats.
+  for (size_t i = 0; i < trials.size() && i < config_of.size(); ++i) trials[i].configuration = config_of[i];
+  return state.Evaluate(trials);
 }
 
 }  // namespace sweep

@@ -79,8 +79,8 @@ int ConfigsForSlots(int free, int repeats);
 std::vector<sampler::Point> PendingEnqueued(const Study& study, const std::set<std::string>& own, int k);
 
 // StoppingState::Evaluate, except that no trial is judged against a sibling (a repeat of its own
-// configuration, `config_of[i]` of trials[i]): each trial with siblings is judged in a view without
-// them; a trial stopped in one view counts as stopped in the views after it.
+// configuration, `config_of[i]` of trials[i]): one evaluation with each trial's configuration set, so
+// every rule takes its rivals from other configurations only (stopping/trial_progress.h).
 std::vector<stopping::StopDecision> EvaluateApartFromSiblings(stopping::StoppingState& state,
                                                               std::vector<stopping::TrialProgress> trials,
                                                               const std::vector<std::string>& config_of);

@@ -110,4 +110,16 @@ TEST_CASE("early stopping never stops a repeat because its sibling is better", "
   // With no siblings at all, it is stopping::StoppingState::Evaluate.
   auto alone = EvaluateApartFromSiblings(state, trials, {"X", "Y", "Z"});
   CHECK(alone.size() == plain.size());
+  // A genuine rival still counts: configuration Z at 1.2 puts the median of seed 1's others (1.2, 2.5)
+  // at 1.85, and seed 1 goes; seed 0 stays.
+  state.Append(4, 1, Flat(1.2), {});
+  trials.push_back(trials.back());
+  trials.back().id = 4;
+  trials.back().name = "t4";
+  auto rival = EvaluateApartFromSiblings(state, trials, {"X", "X", "Y", "Z"});
+  std::vector<int64_t> stopped;
+  for (const auto& d : rival) stopped.push_back(d.trial_id);
+  CHECK(stopped == std::vector<int64_t>{2, 3});
+  REQUIRE(!rival.empty());
+  CHECK_THAT(rival[0].reason, Catch::Contains("median 1.85 of 2 trials"));
 }

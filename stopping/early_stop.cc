@@ -82,6 +82,14 @@ std::vector<StopDecision> Decide(const StoppingConfig& config, const std::vector
     c.live.push_back(trials[i].phase != TrialPhase::kStopped);
     c.stall_period = std::max(c.stall_period, c.series[i].stall_period);
   }
+  std::map<std::string, size_t> configurations;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    size_t k = c.kin_members.size();
+    if (!trials[i].configuration.empty()) k = configurations.emplace(trials[i].configuration, k).first->second;
+    if (k == c.kin_members.size()) c.kin_members.emplace_back();
+    c.kin.push_back(k);
+    c.kin_members[k].push_back(i);
+  }
   StudentT t(config.evidence.noise_z);
   c.student = &t;
   for (size_t i = 0; i < trials.size(); ++i) {

@@ -10,6 +10,11 @@
 // interpolated at the times they compare. Rules are stateless: each call decides from the
 // curves alone, so a restarted orchestrator decides exactly as the one that died.
 //
+// Repeats over seeds (TrialProgress::configuration): no rule judges a trial against its siblings, the
+// other seeds of its configuration; every rule that compares takes its rivals from other configurations,
+// in the same one evaluation (rules.h says where each rule does it, and what differs from judging each
+// trial in a view without its siblings).
+//
 // Rules, evaluated in this order (a trial is stopped by the first that fires; one stopped by an
 // earlier rule no longer counts as live for the later ones):
 //   divergence  NaN/Inf loss, loss above a bound, NaN iterations counted by Megatron, or a

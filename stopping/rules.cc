@@ -85,24 +85,37 @@ void Race(Context& c) {
   double target = c.User(*c.config.target_loss);
   // Any trial that got there counts, stopped ones included: the time it took is a measured fact,
   // once its curve has min_points behind the crossing (a smoothed dip of two points is not).
-  std::optional<size_t> winner;
-  double best = kInf;
+  // The earliest, and the earliest of another configuration than it: a trial's winner is the
+  // earliest that is not its sibling (siblings are not rivals), one of these two.
+  struct Reach {
+    std::optional<size_t> trial;
+    double t = kInf;
+  } first, second;
   std::vector<std::optional<double>> reached(c.trials.size());  // ReachTime of those with min_points
   for (size_t j = 0; j < c.trials.size(); ++j) {
     if (static_cast<int>(c.series[j].points) < c.config.evidence.min_points) continue;
     reached[j] = ReachTime(c.series[j], target);
-    if (reached[j] && *reached[j] < best) best = *reached[j], winner = j;
+    if (!reached[j]) continue;
+    if (*reached[j] < first.t) {
+      if (first.trial && c.Rival(*first.trial, j)) second = first;
+      first = {j, *reached[j]};
+    } else if (*reached[j] < second.t && c.Rival(*first.trial, j)) {
+      second = {j, *reached[j]};
+    }
   }
-  if (!winner) return;
-  double limit = best * (1 + cfg.slack);
+  if (!first.trial) return;
   for (size_t i = 0; i < c.trials.size(); ++i) {
     if (!c.Candidate(i) || !c.Evident(i)) continue;
     const Series& me = c.series[i];
     // A running evident trial has min_points: reached[i] is its ReachTime.
-    if (me.last_t() <= limit || me.last_t() < cfg.grace_s || reached[i]) continue;
+    if (reached[i]) continue;
+    const Reach& winner = c.Rival(i, *first.trial) ? first : second;
+    if (!winner.trial) continue;
+    double best = winner.t, limit = best * (1 + cfg.slack);
+    if (me.last_t() <= limit || me.last_t() < cfg.grace_s) continue;
     c.Stop(i, "race",
            fmt::format("at t={}: smoothed value {} has not reached the target {}, which trial {} reached at t={}{}",
-                       Secs(me.last_t()), Num(c.User(me.s.back())), Num(c.User(target)), Name(c.trials[*winner]),
+                       Secs(me.last_t()), Num(c.User(me.s.back())), Num(c.User(target)), Name(c.trials[*winner.trial]),
                        Secs(best), cfg.slack > 0 ? fmt::format(" (+ slack {:.3g}: {})", cfg.slack, Secs(limit)) : ""),
            c.User(me.s.back()), c.User(target), 1);
   }
@@ -111,9 +124,13 @@ void Race(Context& c) {
 void Halving(Context& c) {
   const HalvingRuleConfig& cfg = c.config.halving;
   double max_time = cfg.max_time_s > 0 ? cfg.max_time_s : c.config.budget_s > 0 ? c.config.budget_s : kInf;
-  // Per rung (by index), every trial that reached it with its smoothed value there, sorted: the
-  // same for every trial judged, so built once per evaluation.
-  std::vector<std::optional<std::vector<std::pair<double, size_t>>>> at_rung;
+  // Per rung (by index), every trial that reached it with its smoothed value there, sorted, and
+  // each trial's place in that order: the same for every trial judged, so built once per evaluation.
+  struct Rung {
+    std::vector<std::pair<double, size_t>> values;
+    std::vector<size_t> place;  // per trial; values.size() if it did not reach the rung
+  };
+  std::vector<std::optional<Rung>> at_rung;
   for (size_t i = 0; i < c.trials.size(); ++i) {
     if (!c.Candidate(i) || !c.Evident(i)) continue;
     const Series& me = c.series[i];
@@ -124,30 +141,45 @@ void Halving(Context& c) {
       if (!me.Reached(rung)) continue;
       if (at_rung.size() <= k) at_rung.resize(k + 1);
       if (!at_rung[k]) {
-        auto& v = at_rung[k].emplace();
+        Rung& g = at_rung[k].emplace();
+        std::vector<std::pair<double, size_t>>& v = g.values;
         for (size_t j = 0; j < c.series.size(); ++j) {
           if (c.series[j].Reached(rung)) v.emplace_back(c.series[j].At(rung), j);
         }
         std::sort(v.begin(), v.end());
+        g.place.assign(c.series.size(), v.size());
+        for (size_t r = 0; r < v.size(); ++r) g.place[v[r].second] = r;
       }
-      const std::vector<std::pair<double, size_t>>& values = *at_rung[k];
-      if (static_cast<int>(values.size()) < cfg.min_trials) continue;
-      size_t keep = std::max<size_t>(1, static_cast<size_t>(static_cast<double>(values.size()) / cfg.eta));
-      auto [cut, at_cut] = values[keep - 1];
+      const std::vector<std::pair<double, size_t>>& values = at_rung[k]->values;
+      // The trial is ranked among those that reached the rung but its siblings: their places, in order.
+      std::vector<size_t> siblings;
+      if (c.HasSiblings(i)) {
+        for (size_t j : c.kin_members[c.kin[i]]) {
+          if (j != i && at_rung[k]->place[j] < values.size()) siblings.push_back(at_rung[k]->place[j]);
+        }
+        std::sort(siblings.begin(), siblings.end());
+      }
+      size_t ranked = values.size() - siblings.size();
+      if (static_cast<int>(ranked) < cfg.min_trials) continue;
+      size_t keep = std::max<size_t>(1, static_cast<size_t>(static_cast<double>(ranked) / cfg.eta));
+      size_t at = keep - 1;  // the keep-th of them, siblings skipped
+      for (size_t place : siblings) at += place <= at;
+      auto [cut, at_cut] = values[at];
       double mine = me.At(rung);
       // The best at a rung may since have been stopped by another rule; the best live trial stays,
       // or every trial could be stopped for the sake of ones already gone.
       bool best_live = true;
       for (size_t r = 0; r < values.size() && values[r].first < mine && best_live; ++r) {
-        best_live = values[r].second == i || !c.live[values[r].second];
+        size_t j = values[r].second;
+        best_live = j == i || c.Sibling(i, j) || !c.live[j];
       }
       double margin = c.Margin(i, at_cut);
       if (mine > cut + margin && !best_live) {
         c.Stop(i, "halving",
                fmt::format("rung at t={}: smoothed value {} is not in the best {} of {} trials (cut-off {}, "
                            "noise margin {})",
-                           Secs(rung), Num(c.User(mine)), keep, values.size(), Num(c.User(cut)), Num(margin)),
-               c.User(mine), c.User(cut), static_cast<int>(values.size()));
+                           Secs(rung), Num(c.User(mine)), keep, ranked, Num(c.User(cut)), Num(margin)),
+               c.User(mine), c.User(cut), static_cast<int>(ranked));
         break;
       }
     }
@@ -171,11 +203,12 @@ void Median(Context& c) {
     // Compare at the latest time that enough other trials have reached: in a sweep where all
     // trials run at once, the trial that started first is always ahead, and comparing only at
     // its own latest time would never find rivals that got there, so it could never be stopped.
-    // That is the min_trials-th latest time of the other evident trials.
+    // That is the min_trials-th latest time of the other evident trials (its siblings are not others:
+    // here and below, a trial is compared only with other configurations).
     std::optional<double> reach;
     int seen = 0;
     for (const auto& [when, j] : latest) {
-      if (j != i && ++seen == cfg.min_trials) {
+      if (c.Rival(i, j) && ++seen == cfg.min_trials) {
         reach = when;
         break;
       }
@@ -186,7 +219,7 @@ void Median(Context& c) {
     std::vector<double> others;
     double se = 0;  // the others' typical standard error (times its quantile)
     for (size_t j = 0; j < c.series.size(); ++j) {
-      if (j != i && c.Evident(j) && c.series[j].Reached(at)) {
+      if (c.Rival(i, j) && c.Evident(j) && c.series[j].Reached(at)) {
         others.push_back(c.series[j].RunningAverage(at));
         se += c.Se(j);
       }

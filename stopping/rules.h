@@ -15,6 +15,17 @@
 
 namespace sweep::stopping {
 
+// Repeats over seeds (TrialProgress::configuration): a trial is never judged against its siblings,
+// the other seeds of its configuration. Every rule that weighs a trial against others takes them from
+// other configurations only (Rival): race's winner, halving's ranking at a rung and the best live trial
+// there, the median rule's others, each of the throughput rule's rivals; and a group's curve per
+// iteration, pooled for a prediction or a progress gap, leaves the judged trial's siblings out. So one
+// evaluation decides for each trial as the view of the study without its siblings would
+// (stopping_group_test.cc checks it on random studies), but for two things no such view sees: a trial
+// stopped earlier in the same evaluation no longer counts as a live rival (as without repeats, and
+// not as in another trial's view); and the stall period that the evidence for rates waits for is the
+// longest any trial showed, siblings included (it only ever holds a comparison back).
+
 // Shared by the rules during one evaluation.
 struct Context {
   const StoppingConfig& config;
@@ -29,6 +40,15 @@ struct Context {
   std::vector<bool> decided;  // stopped during this evaluation
   std::vector<StopDecision> decisions;
   int64_t stall_period = 0;  // the longest any trial has shown
+  // Per trial: its configuration as a number (TrialProgress::configuration; a number of its own when
+  // empty), and the trials of each configuration. Siblings are never each other's rivals.
+  std::vector<size_t> kin = {};
+  std::vector<std::vector<size_t>> kin_members = {};
+  // Trial j may be weighed against trial i: it is of another configuration (so neither i nor a sibling).
+  bool Rival(size_t i, size_t j) const { return kin[i] != kin[j]; }
+  // Trial j is a sibling of trial i: another repeat of its configuration.
+  bool Sibling(size_t i, size_t j) const { return j != i && kin[i] == kin[j]; }
+  bool HasSiblings(size_t i) const { return kin_members[kin[i]].size() > 1; }
   // Per trial: noise_z as a Student-t quantile for its loss noise (df = points - 1) and for its
   // rate's spread (df = intervals - 1), so a curve of few points gets a wider margin.
   std::vector<double> z_loss = {}, z_rate = {};

@@ -50,13 +50,41 @@ class ThroughputModel {
   }
 
   int group(size_t i) const { return group_[i]; }
+  // Whether group g holds a sibling of trial i (then its pooled curve differs in i's view).
+  bool HoldsSibling(int g, size_t i) const {
+    if (!c_.HasSiblings(i)) return false;
+    for (size_t j : c_.kin_members[c_.kin[i]]) {
+      if (j != i && group_[j] == g && !c_.series[j].empty()) return true;
+    }
+    return false;
+  }
+  // The first and the furthest iteration group g has logged, in trial i's view (its siblings left out).
+  double MinStep(int g, size_t i) const {
+    if (!HoldsSibling(g, i)) return min_step_[g];
+    double least = kInf;
+    for (size_t j : members_[g]) {
+      if (!c_.Sibling(i, j)) least = std::min(least, static_cast<double>(c_.series[j].step.front()));
+    }
+    return least;
+  }
+  double MaxStep(int g, size_t i) const {
+    if (!HoldsSibling(g, i)) return max_step_[g];
+    double most = -kInf;
+    for (size_t j : members_[g]) {
+      if (!c_.Sibling(i, j)) most = std::max(most, static_cast<double>(c_.series[j].step.back()));
+    }
+    return most;
+  }
   std::optional<double> rate(size_t i) const { return rate_[i]; }
 
-  // The group's smoothed loss at iteration n, averaged over the members that reached it.
-  std::optional<double> Pooled(int g, double n) const {
+  // The group's smoothed loss at iteration n, averaged over the members that reached it; in the
+  // view of trial `judged` (when given), its siblings left out: a trial's prediction is never
+  // taken from another repeat of its configuration.
+  std::optional<double> Pooled(int g, double n, std::optional<size_t> judged = std::nullopt) const {
     double sum = 0;
     int count = 0;
     for (size_t j : members_[g]) {
+      if (judged && c_.Sibling(*judged, j)) continue;
       const Series& s = c_.series[j];
       if (static_cast<double>(s.step.front()) > n || static_cast<double>(s.step.back()) < n) continue;
       sum += s.AtStep(n);
@@ -80,12 +108,20 @@ class ThroughputModel {
   // logged to the furthest both reached, and that iteration: progress per iteration. Levels are
   // not compared because first losses differ by initialisation and data order alone (up to 0.1
   // nats on bench/data), an offset that washes out in training.
-  std::optional<std::pair<double, double>> GapPerIteration(int a, int b) const {
-    auto [it, fresh] = gaps_.try_emplace({a, b});
+  // In the view of trial `judged`: groups that hold its siblings are pooled without them (cached
+  // for that trial only).
+  std::optional<std::pair<double, double>> GapPerIteration(int a, int b, size_t judged) const {
+    bool apart = HoldsSibling(a, judged) || HoldsSibling(b, judged);
+    if (apart && gaps_of_ != judged) gaps_apart_.clear(), gaps_of_ = judged;
+    auto [it, fresh] = (apart ? gaps_apart_ : gaps_).try_emplace({a, b});
     if (!fresh) return it->second;
-    double first = std::max(min_step_[a], min_step_[b]), last = std::min(max_step_[a], max_step_[b]);
+    std::optional<size_t> view;
+    if (apart) view = judged;
+    double first = std::max(MinStep(a, judged), MinStep(b, judged));
+    double last = std::min(MaxStep(a, judged), MaxStep(b, judged));
     if (!(last > first)) return std::nullopt;
-    auto a0 = Pooled(a, first), b0 = Pooled(b, first), a1 = Pooled(a, last), b1 = Pooled(b, last);
+    auto a0 = Pooled(a, first, view), b0 = Pooled(b, first, view), a1 = Pooled(a, last, view),
+         b1 = Pooled(b, last, view);
     if (a0 && b0 && a1 && b1) it->second = std::pair{(*b0 - *b1) - (*a0 - *a1), last};
     return it->second;
   }
@@ -93,21 +129,24 @@ class ThroughputModel {
   // Loss trial i will at most have at the budget, given that loss falls with iterations: what it
   // has now, or its group's measured loss at the iteration it will reach, if measured.
   // Cached per trial: the rule asks it of each rival for each trial it judges, always at budget_s.
-  double UpperBoundAtBudget(size_t i, double budget) const {
+  // `judged`: the trial it is weighed against, whose siblings are left out of the pooled curve.
+  double UpperBoundAtBudget(size_t i, double budget, size_t judged) const {
+    if (HoldsSibling(group_[i], judged)) return ComputeUpperBoundAtBudget(i, budget, judged);
     if (budget == c_.config.budget_s) {
       if (upper_.empty()) upper_.resize(c_.trials.size());
-      if (!upper_[i]) upper_[i] = ComputeUpperBoundAtBudget(i, budget);
+      if (!upper_[i]) upper_[i] = ComputeUpperBoundAtBudget(i, budget, std::nullopt);
       return *upper_[i];
     }
-    return ComputeUpperBoundAtBudget(i, budget);
+    return ComputeUpperBoundAtBudget(i, budget, std::nullopt);
   }
-  double ComputeUpperBoundAtBudget(size_t i, double budget) const {
+  double ComputeUpperBoundAtBudget(size_t i, double budget, std::optional<size_t> judged) const {
     const Series& s = c_.series[i];
     double bound = s.s.back();
     if (s.last_t() >= budget) return s.At(budget);
     if (c_.trials[i].phase == TrialPhase::kCompleted) return bound;  // finished before the budget
     if (auto n = StepAt(i, budget)) {
-      if (auto v = Pooled(group_[i], std::min(*n, max_step_[group_[i]]))) bound = std::min(bound, *v);
+      double most = judged ? MaxStep(group_[i], *judged) : max_step_[group_[i]];
+      if (auto v = Pooled(group_[i], std::min(*n, most), judged)) bound = std::min(bound, *v);
     }
     return bound;
   }
@@ -136,11 +175,11 @@ class ThroughputModel {
   }
 
   // Loss trial i is expected to have at the budget, when its group has already been measured
-  // that far (by a faster or earlier sibling); nullopt otherwise.
+  // that far (by a faster or earlier member of another configuration, or itself); nullopt otherwise.
   std::optional<double> MeasuredAtBudget(size_t i, double budget) const {
     auto n = StepAt(i, budget);
-    if (!n || *n > max_step_[group_[i]]) return std::nullopt;
-    return Pooled(group_[i], *n);
+    if (!n || *n > MaxStep(group_[i], i)) return std::nullopt;
+    return Pooled(group_[i], *n, i);
   }
 
  private:
@@ -150,6 +189,8 @@ class ThroughputModel {
   std::vector<std::vector<size_t>> members_;  // per group: trials with a curve
   std::vector<double> min_step_, max_step_;   // per group
   mutable std::map<std::pair<int, int>, std::optional<std::pair<double, double>>> gaps_;
+  mutable std::map<std::pair<int, int>, std::optional<std::pair<double, double>>> gaps_apart_;  // of gaps_of_
+  mutable size_t gaps_of_ = 0;
   mutable std::vector<std::optional<double>> upper_;  // UpperBoundAtBudget at budget_s, per trial
 };
 
@@ -174,7 +215,7 @@ std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i) {
   if (budget <= 0 || !c.LossEvident(i)) return std::nullopt;
   std::optional<Lead> best;
   for (size_t j = 0; j < c.trials.size(); ++j) {
-    if (j == i || !c.live[j] || !c.LossEvident(j)) continue;
+    if (!c.Rival(i, j) || !c.live[j] || !c.LossEvident(j)) continue;
     const Series& them = c.series[j];
     double at = std::min({me.last_t(), them.last_t(), budget});
     double from = std::max(me.first_t(), them.first_t());
@@ -254,7 +295,7 @@ void Throughput(Context& c) {
     std::optional<size_t> rival;
     double needed = 0;
     for (size_t j = 0; j < c.trials.size(); ++j) {
-      if (j == i || !c.live[j] || model.group(j) != model.group(i) || !model.rate(j)) continue;
+      if (!c.Rival(i, j) || !c.live[j] || model.group(j) != model.group(i) || !model.rate(j)) continue;
       double need = 1 + cfg.rate_margin + std::hypot(c.RateSe(i), c.RateSe(j));
       if (*model.rate(j) >= mine * need && (!rival || *model.rate(j) > *model.rate(*rival))) rival = j, needed = need;
     }
@@ -290,10 +331,10 @@ void Throughput(Context& c) {
     std::pair<double, double> gap;
     double gap_margin = 0;
     for (size_t j = 0; j < c.trials.size(); ++j) {
-      if (j == i || !c.live[j] || model.group(j) == model.group(i) || !model.rate(j)) continue;
+      if (!c.Rival(i, j) || !c.live[j] || model.group(j) == model.group(i) || !model.rate(j)) continue;
       double speedup = *model.rate(j) / mine;
       if (speedup < 1) continue;
-      auto g = model.GapPerIteration(model.group(i), model.group(j));
+      auto g = model.GapPerIteration(model.group(i), model.group(j), i);
       if (!g) continue;
       auto m = lower_now(j, cfg.margin);
       if (!m) continue;
@@ -324,10 +365,10 @@ void Throughput(Context& c) {
     std::optional<size_t> best;
     double best_bound = kInf, best_margin = 0;
     for (size_t j = 0; j < c.trials.size(); ++j) {
-      if (j == i || !c.live[j] || c.series[j].empty()) continue;
+      if (!c.Rival(i, j) || !c.live[j] || c.series[j].empty()) continue;
       auto m = lower_now(j, cfg.margin);
       if (!m) continue;
-      double bound = model.UpperBoundAtBudget(j, c.config.budget_s);
+      double bound = model.UpperBoundAtBudget(j, c.config.budget_s, i);
       if (bound + *m < best_bound + best_margin || !best) best_bound = bound, best_margin = *m, best = j;
     }
     if (!best) {

@@ -27,6 +27,10 @@ struct TrialProgress {
   int gpus = 1;
   // Parameter values as text; the throughput rule groups trials by those it is not told to ignore.
   std::vector<std::pair<std::string, std::string>> params;
+  // The configuration this trial repeats (another seed of it, `[search] repeats`): trials with the
+  // same non-empty configuration are siblings, and no rule judges a trial against its siblings; a
+  // rival is always of another configuration. Empty: a configuration of its own.
+  std::string configuration;
   std::vector<CurvePoint> loss;       // the objective metric (lm_loss or loss), ordered by step
   std::vector<CurvePoint> nan_iters;  // Megatron's per-interval NaN iteration counts, if logged
 };
