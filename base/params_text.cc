@@ -46,7 +46,9 @@ Params ParamsFromText(std::string_view text, const std::vector<std::string>& nam
   nlohmann::json params = ParseObject(text);
   Params out;
   for (const auto& name : names) {
-    if (params.contains(name)) out.emplace_back(name, FromJson(params[name]));
+    auto it = params.find(name);
+    // null is a float that was not finite: no value, as in ParamCellsFromText.
+    if (it != params.end() && !it->is_null()) out.emplace_back(name, FromJson(*it));
   }
   return out;
 }

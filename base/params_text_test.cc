@@ -38,6 +38,9 @@ TEST_CASE("a parameter text reads back typed, in the order asked", "[params]") {
   CHECK(some[0] == std::pair<std::string, ParamValue>{"lr", 0.5});
   CHECK(ParamsFromText("not json", kNames).empty());
   CHECK(ParamsFromText("[1,2]", kNames).empty());
+  // A null (a float that was not finite) is no value either: never the text "null", which a
+  // string choice of that spelling would match.
+  CHECK(ParamsFromText(R"({"lr":null,"mbs":8})", {"lr", "mbs"}) == Params{{"mbs", int64_t{8}}});
 }
 
 TEST_CASE("report cells keep the stored text of each value", "[params]") {
