@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 nlohmann::json ParseObject(const std::string& params_json) {
@@ -61,4 +61,4 @@ bool StoredParamsMatch(const std::string& params_json, const std::string& wanted
   return true;
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

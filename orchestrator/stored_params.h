@@ -9,7 +9,7 @@
 
 #include "base/params.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 // The values of `names` in that order, as the study file gave them (integer, float, text or
 // boolean); a name the trial has no value for is left out.
@@ -25,4 +25,4 @@ std::vector<ParamCell> StoredParamCells(const std::string& params_json, const st
 // text). False when `wanted_json` is no JSON object.
 bool StoredParamsMatch(const std::string& params_json, const std::string& wanted_json);
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

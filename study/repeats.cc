@@ -14,7 +14,7 @@
 #include "study/template_vars.h"
 #include "study/toml_table.h"
 
-namespace sweep {
+namespace sweep::study {
 namespace {
 
 constexpr int kMaxRepeats = 1000;
@@ -178,4 +178,4 @@ int64_t SeedOf(const Study& study, const std::string& params_json) {
   return j[study.seed_var].get<int64_t>();
 }
 
-}  // namespace sweep
+}  // namespace sweep::study
