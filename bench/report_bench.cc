@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
   auto opened = store::Store::Open(db);
   if (!opened.ok()) Fail(opened.status().ToString());
   std::unique_ptr<store::Store> store = std::move(opened.value());
-  Study study = testing::SyntheticStudy();
+  study::Study study = testing::SyntheticStudy();
 
   auto t0 = std::chrono::steady_clock::now();
   int64_t study_id = fill ? testing::FillSyntheticStudy(*store, study, options) : store->GetStudy(study.name)->id;
@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
   auto reader = store::Store::OpenReadOnly(db);
   if (!reader.ok()) Fail(reader.status().ToString());
 
-  ReportOptions report_options;
+  orchestrator::ReportOptions report_options;
   report_options.version = "bench";
   fs::path html = dir / "report.html";
   std::vector<double> raw_s, status_s, html_s, status_ratio, html_ratio, csv_s, shell_s, csv_ratio;
@@ -159,12 +159,12 @@ int main(int argc, char** argv) {
     double raw = 0;
     rows = RawRead(db, &raw);
     t0 = std::chrono::steady_clock::now();
-    auto table = CollectTrialRows(**reader, study, study_id, options.now, study.objective.metric);
+    auto table = orchestrator::CollectTrialRows(**reader, study, study_id, options.now, study.objective.metric);
     double status = Seconds(t0);
     if (!table.ok()) Fail(table.status().ToString());
     status_rows = table->size();
     t0 = std::chrono::steady_clock::now();
-    Status st = WriteReports(**reader, study, study_id, html.string(), "", options.now, report_options);
+    Status st = orchestrator::WriteReports(**reader, study, study_id, html.string(), "", options.now, report_options);
     double h = Seconds(t0);
     if (!st.ok()) Fail(st.ToString());
     raw_s.push_back(raw);
@@ -176,7 +176,8 @@ int main(int argc, char** argv) {
       fs::path csv_dir = dir / "csv";
       auto ours = [&] {
         t0 = std::chrono::steady_clock::now();
-        Status s = WriteReports(**reader, study, study_id, "", csv_dir.string(), options.now, report_options);
+        Status s =
+            orchestrator::WriteReports(**reader, study, study_id, "", csv_dir.string(), options.now, report_options);
         if (!s.ok()) Fail(s.ToString());
         csv_s.push_back(Seconds(t0));
       };

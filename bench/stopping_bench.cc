@@ -437,7 +437,7 @@ Summary Summarize(std::string name, const std::vector<BenchStudy>& studies,
 // What a user gets with `[stopping]` and no options (study/stopping_config.cc), given the study's
 // budget as budget_s.
 StoppingConfig Defaults(double budget_s) {
-  auto c = ParseStoppingConfig(toml::table{}, "stopping_bench");
+  auto c = study::ParseStoppingConfig(toml::table{}, "stopping_bench");
   if (!c.ok()) {
     std::cerr << "stopping_bench: " << c.status().ToString() << "\n";
     std::exit(2);

@@ -171,14 +171,14 @@ lr = [{5}]
 )",
                                  dir.string(), trials, budget, budget / 27, budget / 5, lrs);
   std::ofstream(dir / "study.toml") << text;
-  auto study = LoadStudy((dir / "study.toml").string());
+  auto study = study::LoadStudy((dir / "study.toml").string());
   if (!study.ok()) Fail(study.status().ToString());
   auto db = store::Store::Open(study->database);
   if (!db.ok()) Fail(db.status().ToString());
   auto transport = slurm::NewLocalTransport();
   SystemClock clock;
   std::ostringstream log;
-  Runner runner(*study, **db, *transport, clock, log);
+  orchestrator::Runner runner(*study, **db, *transport, clock, log);
   if (Status st = runner.Prepare(); !st.ok()) Fail(st.ToString() + "\n" + log.str());
   auto records = (*db)->ListTrials(runner.study_id());
   if (!records.ok()) Fail(records.status().ToString());

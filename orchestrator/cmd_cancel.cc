@@ -7,7 +7,7 @@
 #include "orchestrator/run_lock.h"
 #include "orchestrator/runner.h"
 
-namespace sweep::cli {
+namespace sweep::orchestrator::cli {
 
 void AddCancelFlags(CLI::App* sub, App& app, CancelFlags& flags) {
   AddStudyArgument(sub, app);
@@ -50,4 +50,4 @@ Status CmdCancel(App& app, CancelFlags& flags) {
   return Status::OK();
 }
 
-}  // namespace sweep::cli
+}  // namespace sweep::orchestrator::cli

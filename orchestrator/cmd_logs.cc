@@ -10,7 +10,7 @@
 #include "base/trial_state.h"
 #include "orchestrator/commands.h"
 
-namespace sweep::cli {
+namespace sweep::orchestrator::cli {
 void AddLogsFlags(CLI::App* sub, App& app, LogsFlags& flags) {
   AddStudyArgument(sub, app);
   sub->add_option("trial", flags.trial_name, "Trial key (t-...), a unique beginning of it, or its id")->required();
@@ -98,4 +98,4 @@ Status CmdLogs(App& app, LogsFlags& flags) {
   }
 }
 
-}  // namespace sweep::cli
+}  // namespace sweep::orchestrator::cli

@@ -13,7 +13,7 @@
 #include "orchestrator/commands.h"
 #include "orchestrator/metrics_check.h"
 
-namespace sweep::cli {
+namespace sweep::orchestrator::cli {
 
 void AddMetricsFlags(CLI::App* sub, App& app, MetricsFlags& flags) {
   sub->add_option("logfile", flags.log_path, "Training log")->required()->check(CLI::ExistingFile);
@@ -75,4 +75,4 @@ Status CmdMetrics(App& app, MetricsFlags& flags) {
   return Status::OK();
 }
 
-}  // namespace sweep::cli
+}  // namespace sweep::orchestrator::cli

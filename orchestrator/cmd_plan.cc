@@ -24,7 +24,7 @@
 #include "orchestrator/trial_script.h"
 #include "planner/planner.h"
 
-namespace sweep::cli {
+namespace sweep::orchestrator::cli {
 namespace {
 
 // The trials the study's database records (a study that ran), read only: none when there is no
@@ -183,7 +183,7 @@ Status PlanTpe(App& app, const PlanFlags& flags) {
 // The trials `plan --script` knows: a grid's or random study's every trial, a tpe study's first
 // proposals and those it proposed so far (stored).
 Result<std::vector<TrialSpec>> ScriptableTrials(App& app, const std::vector<store::TrialRecord>& stored) {
-  const Study& study = app.study;
+  const study::Study& study = app.study;
   if (study.sampler != "tpe") return ExpandStudy(study);
   auto specs = FirstTpeProposals(study);
   if (!specs.ok()) return specs.status();
@@ -199,7 +199,7 @@ Result<std::vector<TrialSpec>> ScriptableTrials(App& app, const std::vector<stor
 // `plan --script TRIAL`: the trial's script for its next attempt, rendered as `run` submits a trial
 // that goes alone (not as a job array's task): the same functions (trial_script.h), the same files.
 Status PrintTrialScript(App& app, const std::string& name) {
-  const Study& study = app.study;
+  const study::Study& study = app.study;
   auto stored = RecordedTrials(app);
   if (!stored.ok()) return stored.status();
   auto specs = ScriptableTrials(app, *stored);
@@ -280,4 +280,4 @@ Status CmdPlan(App& app, PlanFlags& flags) {
   return Status::OK();
 }
 
-}  // namespace sweep::cli
+}  // namespace sweep::orchestrator::cli

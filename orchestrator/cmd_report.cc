@@ -13,7 +13,7 @@
 #include "orchestrator/study_trials.h"
 #include "reports/csv.h"
 
-namespace sweep::cli {
+namespace sweep::orchestrator::cli {
 
 void AddReportFlags(CLI::App* sub, App& app, ReportFlags& flags) {
   AddStudyArgument(sub, app);
@@ -80,4 +80,4 @@ Status CmdCompare(App& app, CompareFlags& flags) {
   return Status::OK();
 }
 
-}  // namespace sweep::cli
+}  // namespace sweep::orchestrator::cli

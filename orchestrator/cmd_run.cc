@@ -28,7 +28,7 @@
 #include "orchestrator/run_outcome.h"
 #include "orchestrator/runner.h"
 
-namespace sweep::cli {
+namespace sweep::orchestrator::cli {
 namespace {
 
 Result<std::set<std::string>> ResubmitStates(const RunFlags& flags) {
@@ -272,4 +272,4 @@ Status CmdRun(App& app, RunFlags& flags) {
   return Status::OK();
 }
 
-}  // namespace sweep::cli
+}  // namespace sweep::orchestrator::cli

@@ -23,7 +23,7 @@
 #include "orchestrator/study_trials.h"
 #include "orchestrator/run_lock.h"
 
-namespace sweep::cli {
+namespace sweep::orchestrator::cli {
 namespace {
 
 // Where to look when a trial failed: its last attempt's log on the cluster.
@@ -210,4 +210,4 @@ Status CmdStatus(App& app, StatusFlags& flags) {
   return PrintRunGoingOn(app, rec->id);
 }
 
-}  // namespace sweep::cli
+}  // namespace sweep::orchestrator::cli

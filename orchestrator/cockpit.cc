@@ -13,18 +13,18 @@
 #include "orchestrator/report_data.h"
 #include "orchestrator/study_trials.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 std::optional<double> TrialObjective(const reports::TrialRow& row) { return row.objective_value; }
 
-Result<StudyView> ReadStudyView(store::Store& store, const Study& study, int64_t study_id, double now) {
+Result<StudyView> ReadStudyView(store::Store& store, const study::Study& study, int64_t study_id, double now) {
   int left_out = 0;
   auto trials = StudyTrials(store, study, study_id, &left_out);
   if (!trials.ok()) return trials.status();
   return ReadStudyView(store, study, study_id, now, *trials, ParamNames(study), left_out);
 }
 
-Result<StudyView> ReadStudyView(store::Store& store, const Study& study, int64_t study_id, double now,
+Result<StudyView> ReadStudyView(store::Store& store, const study::Study& study, int64_t study_id, double now,
                                 const std::vector<store::TrialRecord>& trials,
                                 const std::vector<std::string>& param_names, int left_out) {
   StudyView view;
@@ -64,7 +64,7 @@ Result<StudyView> ReadStudyView(store::Store& store, const Study& study, int64_t
   return view;
 }
 
-ProgressOptions ProgressOptionsFor(const Study& study) {
+ProgressOptions ProgressOptionsFor(const study::Study& study) {
   ProgressOptions o;
   o.objective = study.objective.metric;
   o.minimize = study.objective.minimize;
@@ -77,7 +77,7 @@ namespace {
 
 nlohmann::json Optional(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
 
-nlohmann::json Document(const char* kind, const Study& study, const StudyView& view, const Progress& progress) {
+nlohmann::json Document(const char* kind, const study::Study& study, const StudyView& view, const Progress& progress) {
   ProgressOptions options = ProgressOptionsFor(study);
   nlohmann::json trials = nlohmann::json::array();
   for (size_t i = 0; i < view.rows.size(); ++i) {
@@ -116,7 +116,7 @@ nlohmann::json Document(const char* kind, const Study& study, const StudyView& v
 
 }  // namespace
 
-nlohmann::json StatusJson(const Study& study, const StudyView& view, const Progress& progress,
+nlohmann::json StatusJson(const study::Study& study, const StudyView& view, const Progress& progress,
                           const std::optional<std::string>& run_pid) {
   nlohmann::json j = Document("status", study, view, progress);
   if (auto configs = RankStudyConfigurations(study, view.rows))
@@ -131,7 +131,7 @@ nlohmann::json StatusJson(const Study& study, const StudyView& view, const Progr
   return j;
 }
 
-nlohmann::json RunSummaryJson(const Study& study, const StudyView& view, const Progress& progress, int exit_code,
+nlohmann::json RunSummaryJson(const study::Study& study, const StudyView& view, const Progress& progress, int exit_code,
                               const nlohmann::json& slurm_commands) {
   nlohmann::json j = Document("run", study, view, progress);
   if (auto configs = RankStudyConfigurations(study, view.rows))
@@ -229,4 +229,4 @@ std::streamsize LiveDisplay::LineBuf::xsputn(const char* s, std::streamsize n) {
   return n;
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

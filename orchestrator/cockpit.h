@@ -20,7 +20,7 @@
 #include "store/store.h"
 #include "study/study.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 // Version of the --json documents of `status`, `plan` and `run` (README: JSON output). Bump when a
 // member is renamed, removed or changes meaning; adding a member keeps the version.
@@ -41,23 +41,23 @@ struct StudyView {
 
 // Reads the rows and, for trials that have not ended, their total iterations (Megatron's
 // train_iters metric) for the ETA.
-Result<StudyView> ReadStudyView(store::Store& store, const Study& study, int64_t study_id, double now);
+Result<StudyView> ReadStudyView(store::Store& store, const study::Study& study, int64_t study_id, double now);
 // The same of `trials` as the caller holds them (the run loop's tick: TickReport::trials, this study
 // file's trials) with `param_names` (ParamNames, read once): the trials are not listed again.
-Result<StudyView> ReadStudyView(store::Store& store, const Study& study, int64_t study_id, double now,
+Result<StudyView> ReadStudyView(store::Store& store, const study::Study& study, int64_t study_id, double now,
                                 const std::vector<store::TrialRecord>& trials,
                                 const std::vector<std::string>& param_names, int left_out);
 
-ProgressOptions ProgressOptionsFor(const Study& study);
+ProgressOptions ProgressOptionsFor(const study::Study& study);
 
 // `status --json`: {version, kind: "status", study, progress, best, trials, run}. `run_pid`: the
 // pid of a run of the study going on, if any.
-nlohmann::json StatusJson(const Study& study, const StudyView& view, const Progress& progress,
+nlohmann::json StatusJson(const study::Study& study, const StudyView& view, const Progress& progress,
                           const std::optional<std::string>& run_pid);
 
 // `run --json`'s document at the end: StatusJson's members with kind "run", plus exit_code and
 // the Slurm commands the run sent.
-nlohmann::json RunSummaryJson(const Study& study, const StudyView& view, const Progress& progress, int exit_code,
+nlohmann::json RunSummaryJson(const study::Study& study, const StudyView& view, const Progress& progress, int exit_code,
                               const nlohmann::json& slurm_commands);
 
 std::string DumpJson(const nlohmann::json& j);
@@ -109,4 +109,4 @@ class LiveDisplay {
   std::ostream log_{&buf_};
 };
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

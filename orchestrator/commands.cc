@@ -17,10 +17,10 @@
 #include "orchestrator/study_trials.h"
 #include "orchestrator/trial_script.h"
 
-namespace sweep::cli {
+namespace sweep::orchestrator::cli {
 
 Status App::LoadStudyFile() {
-  auto s = LoadStudy(study_path);
+  auto s = study::LoadStudy(study_path);
   if (!s.ok()) return s.status();
   study = std::move(*s);
   SWEEP_RETURN_IF_ERROR(CheckStudyTemplate(study));
@@ -68,4 +68,4 @@ int TerminalWidth() {
   return ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
 }
 
-}  // namespace sweep::cli
+}  // namespace sweep::orchestrator::cli

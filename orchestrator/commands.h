@@ -24,7 +24,7 @@ namespace CLI {
 class App;
 }
 
-namespace sweep::cli {
+namespace sweep::orchestrator::cli {
 
 // Codes a command ends with when it did its work but the answer is "no" (README, --help footer).
 constexpr int kExitNoResult = 5;
@@ -43,7 +43,7 @@ struct App {
   int exit_code = 0;
 
   SystemClock clock;
-  Study study;
+  study::Study study;
   std::unique_ptr<store::Store> store;
   std::unique_ptr<slurm::Transport> transport;
 
@@ -155,4 +155,4 @@ std::string DidYouMeanTrial(std::string_view name, const std::vector<std::string
 // The positional every command but metrics and compare takes.
 void AddStudyArgument(CLI::App* sub, App& app);
 
-}  // namespace sweep::cli
+}  // namespace sweep::orchestrator::cli

@@ -12,19 +12,19 @@
 #include "store/store.h"
 #include "study/study.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 Result<reports::Comparison> CollectComparison(const std::vector<std::string>& study_paths,
                                               const CompareOptions& options, double now) {
   if (study_paths.size() < 2) return Status::InvalidArgument("compare needs at least two study files");
   struct Loaded {
-    Study study;
+    study::Study study;
     std::unique_ptr<store::Store> store;
     int64_t id = 0;
   };
   std::vector<Loaded> loaded;
   for (const std::string& path : study_paths) {
-    auto s = LoadStudy(path);
+    auto s = study::LoadStudy(path);
     if (!s.ok()) return s.status();
     Loaded l;
     l.study = std::move(*s);
@@ -38,7 +38,7 @@ Result<reports::Comparison> CollectComparison(const std::vector<std::string>& st
     auto rec = l.store->GetStudy(l.study.name);
     if (!rec.ok()) return Status::FailedPrecondition(fmt::format("{}: study '{}' has not run", path, l.study.name));
     l.id = rec->id;
-    const Study& first = loaded.empty() ? l.study : loaded.front().study;
+    const study::Study& first = loaded.empty() ? l.study : loaded.front().study;
     if (l.study.objective.metric != first.objective.metric || l.study.objective.minimize != first.objective.minimize) {
       return Status::InvalidArgument(
           fmt::format("{} {}s {} but {} {}s {}: the studies must share the objective to be compared", first.path,
@@ -112,4 +112,4 @@ Status WriteComparison(const reports::Comparison& comparison, const std::string&
   return Status::OK();
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

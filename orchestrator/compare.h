@@ -11,7 +11,7 @@
 #include "base/status.h"
 #include "reports/compare_report.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 struct CompareOptions {
   // Objective value every study's time to target is measured to. Default: the worst of the
@@ -30,4 +30,4 @@ Result<reports::Comparison> CollectComparison(const std::vector<std::string>& st
 // atomically; either may be empty, not both.
 Status WriteComparison(const reports::Comparison& comparison, const std::string& html_path, const std::string& csv_dir);
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

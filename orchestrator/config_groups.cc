@@ -13,11 +13,11 @@
 #include "orchestrator/tpe_trials.h"
 #include "study/repeats.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
-std::optional<reports::ConfigRanking> RankStudyConfigurations(const Study& study,
+std::optional<reports::ConfigRanking> RankStudyConfigurations(const study::Study& study,
                                                               const std::vector<reports::TrialRow>& rows) {
-  if (!Seeded(study)) return std::nullopt;
+  if (!study::Seeded(study)) return std::nullopt;
   return reports::RankConfigurations(ParamNames(study), rows, study.seed_var, study.objective.minimize);
 }
 
@@ -70,17 +70,17 @@ nlohmann::json ConfigurationsJson(const reports::ConfigRanking& r, const std::ve
           {"ranking", ranking}};
 }
 
-Result<std::map<std::string, TrialSpec>> StudyConfigurations(const Study& study,
+Result<std::map<std::string, TrialSpec>> StudyConfigurations(const study::Study& study,
                                                              const std::vector<store::TrialRecord>& stored) {
   std::map<std::string, TrialSpec> out;
   auto as_config = [&](TrialSpec spec) {
     // A repeat's spec back to its configuration's: the seed is its last parameter (repeats.h).
-    if (Seeded(study) && !spec.params.empty() && spec.params.back().first == study.seed_var) {
+    if (study::Seeded(study) && !spec.params.empty() && spec.params.back().first == study.seed_var) {
       spec.params.pop_back();
-      spec.key = TrialKey(spec.params);
-      spec.params_json = ConfigIdentity(study, spec.params_json);
+      spec.key = study::TrialKey(spec.params);
+      spec.params_json = study::ConfigIdentity(study, spec.params_json);
     }
-    std::string id = ConfigIdentity(study, spec.params_json);
+    std::string id = study::ConfigIdentity(study, spec.params_json);
     out.emplace(std::move(id), std::move(spec));
   };
   if (study.sampler != "tpe") {
@@ -95,35 +95,35 @@ Result<std::map<std::string, TrialSpec>> StudyConfigurations(const Study& study,
   return out;
 }
 
-std::vector<TrialSpec> StoredRepeats(const Study& study, const std::vector<TrialSpec>& expanded,
+std::vector<TrialSpec> StoredRepeats(const study::Study& study, const std::vector<TrialSpec>& expanded,
                                      const std::vector<store::TrialRecord>& stored) {
   std::vector<TrialSpec> out;
-  if (!Seeded(study)) return out;
+  if (!study::Seeded(study)) return out;
   std::set<std::string> listed;
   std::map<std::string, const TrialSpec*> seed0;  // configuration -> its first repeat
   for (const TrialSpec& spec : expanded) {
     listed.insert(spec.key);
-    if (spec.dropped_reason.empty() && SeedOf(study, spec.params_json) == 0) {
-      seed0.emplace(ConfigIdentity(study, spec.params_json), &spec);
+    if (spec.dropped_reason.empty() && study::SeedOf(study, spec.params_json) == 0) {
+      seed0.emplace(study::ConfigIdentity(study, spec.params_json), &spec);
     }
   }
   for (const auto& t : stored) {
     if (listed.count(t.trial_key)) continue;
-    auto config = seed0.find(ConfigIdentity(study, t.params_json));
+    auto config = seed0.find(study::ConfigIdentity(study, t.params_json));
     if (config == seed0.end()) continue;
     TrialSpec base = *config->second;
     base.params.pop_back();  // the seed (repeats.h)
     base.params_json = config->first;
-    auto spec = RepeatTrials(study, base, SeedOf(study, t.params_json), 1).front();
+    auto spec = study::RepeatTrials(study, base, study::SeedOf(study, t.params_json), 1).front();
     // Only what maps back to its key: a trial of an earlier study file stays history.
     if (spec.key == t.trial_key) out.push_back(std::move(spec));
   }
   return out;
 }
 
-Result<std::vector<store::TrialRecord>> AddTopRepeats(store::Store& store, const Study& study, int64_t study_id,
+Result<std::vector<store::TrialRecord>> AddTopRepeats(store::Store& store, const study::Study& study, int64_t study_id,
                                                       int top, int repeats, double now) {
-  if (!Seeded(study)) {
+  if (!study::Seeded(study)) {
     return Status::FailedPrecondition(fmt::format(
         "{}: --repeat-top needs trials that differ in a seed: set [search] seed_var = \"seed\" (or repeats = N) and "
         "pass {{{{seed}}}} to the program in the template",
@@ -144,12 +144,12 @@ Result<std::vector<store::TrialRecord>> AddTopRepeats(store::Store& store, const
     if (!g.mean || taken >= top) break;
     ++taken;
     const store::TrialRecord* first = by_id.at((*rows)[g.rows.front()].trial_id);
-    auto config = configs->find(ConfigIdentity(study, first->params_json));
+    auto config = configs->find(study::ConfigIdentity(study, first->params_json));
     if (config == configs->end()) continue;
     std::set<std::string> have(g.seeds.begin(), g.seeds.end());
     for (int64_t seed = 0; seed < repeats; ++seed) {
       if (have.count(std::to_string(seed))) continue;
-      TrialSpec spec = RepeatTrials(study, config->second, seed, 1).front();
+      TrialSpec spec = study::RepeatTrials(study, config->second, seed, 1).front();
       store::TrialRecord r;
       r.trial_key = spec.key;
       r.params_json = spec.params_json;
@@ -161,7 +161,7 @@ Result<std::vector<store::TrialRecord>> AddTopRepeats(store::Store& store, const
   return added;
 }
 
-Result<std::string> RepeatTop(store::Store& store, const Study& study, int top, int repeats, double now) {
+Result<std::string> RepeatTop(store::Store& store, const study::Study& study, int top, int repeats, double now) {
   if (top <= 0) return Status::InvalidArgument("--repeats N goes with --repeat-top K (the configurations to repeat)");
   if (repeats <= 0) repeats = std::max(2, 2 * study.repeats);
   auto record = store.GetStudy(study.name);
@@ -176,7 +176,7 @@ Result<std::string> RepeatTop(store::Store& store, const Study& study, int top, 
                        top, top, repeats);
   }
   std::set<std::string> configs;
-  for (const auto& t : *added) configs.insert(ConfigIdentity(study, t.params_json));
+  for (const auto& t : *added) configs.insert(study::ConfigIdentity(study, t.params_json));
   return fmt::format("--repeat-top {}: {} new trial(s), seeds up to {} of {} configuration(s)\n", top, added->size(),
                      repeats - 1, configs.size());
 }
@@ -234,9 +234,9 @@ int ConfigsForSlots(int free, int repeats) {
   return std::max(1, free / std::max(1, repeats));
 }
 
-std::vector<sampler::Point> PendingEnqueued(const Study& study, const std::set<std::string>& own, int k) {
+std::vector<sampler::Point> PendingEnqueued(const study::Study& study, const std::set<std::string>& own, int k) {
   std::vector<sampler::Point> out;
-  auto checker = ConstraintChecker::Make(study);
+  auto checker = study::ConstraintChecker::Make(study);
   if (!checker.ok()) return out;  // the study's constraints parsed at load; nothing to add otherwise
   for (const Params& c : study.enqueue) {
     if (static_cast<int>(out.size()) >= k) break;
@@ -256,4 +256,4 @@ std::vector<stopping::StopDecision> EvaluateApartFromSiblings(stopping::Stopping
   return state.Evaluate(trials);
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -24,11 +24,11 @@
 #include "study/space.h"
 #include "study/study.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 // The configurations of `rows` (CollectTrialRows), ranked by their mean over seeds; nullopt for
 // a study whose trials carry no seed.
-std::optional<reports::ConfigRanking> RankStudyConfigurations(const Study& study,
+std::optional<reports::ConfigRanking> RankStudyConfigurations(const study::Study& study,
                                                               const std::vector<reports::TrialRow>& rows);
 
 // `status`'s lines under the trial table: one per configuration (rank, mean ± sd, range,
@@ -42,26 +42,26 @@ nlohmann::json ConfigurationsJson(const reports::ConfigRanking& ranking, const s
 
 // Each configuration of the study (ConfigIdentity -> its TrialSpec without a seed): a grid's or
 // random study's from its expansion, a tpe study's from its stored trials.
-Result<std::map<std::string, TrialSpec>> StudyConfigurations(const Study& study,
+Result<std::map<std::string, TrialSpec>> StudyConfigurations(const study::Study& study,
                                                              const std::vector<store::TrialRecord>& stored);
 
 // The stored trials that a seeded study's expansion (`expanded`) does not list but that are
 // repeats of one of its configurations with another seed (added by `run --repeat-top`): their
 // specs, so a later `run` tracks, resumes and reports them as the study's own.
-std::vector<TrialSpec> StoredRepeats(const Study& study, const std::vector<TrialSpec>& expanded,
+std::vector<TrialSpec> StoredRepeats(const study::Study& study, const std::vector<TrialSpec>& expanded,
                                      const std::vector<store::TrialRecord>& stored);
 
 // `run --repeat-top K --repeats N`: the K best configurations so far (by mean over seeds) get the
 // seeds of 0 .. N-1 they do not have yet, as new trials of the study; the trials that ran stay.
 // Running it again adds nothing (unless the ranking changed). Returns the trials added.
 // FailedPrecondition for a study whose template has no seed.
-Result<std::vector<store::TrialRecord>> AddTopRepeats(store::Store& store, const Study& study, int64_t study_id,
+Result<std::vector<store::TrialRecord>> AddTopRepeats(store::Store& store, const study::Study& study, int64_t study_id,
                                                       int top, int repeats, double now);
 
 // `run --repeat-top K [--repeats N]` before the run starts: AddTopRepeats with N (default twice
 // [search] repeats, at least 2), and what it added as a line for the user. InvalidArgument for
 // --repeats without --repeat-top; FailedPrecondition before the study has run.
-Result<std::string> RepeatTop(store::Store& store, const Study& study, int top, int repeats, double now);
+Result<std::string> RepeatTop(store::Store& store, const study::Study& study, int top, int repeats, double now);
 
 // The tpe sampler's history of this study: one observation per configuration (in the order of
 // its first trial), from its repeats' observations: pending while any repeat is; else the mean of
@@ -76,7 +76,7 @@ int ConfigsForSlots(int free, int repeats);
 
 // The enqueued configurations ([[search.enqueue]]) of a tpe study that are not in `own` yet
 // (ConfigIdentity of its trials), in file order, at most `k`, as points of its space.
-std::vector<sampler::Point> PendingEnqueued(const Study& study, const std::set<std::string>& own, int k);
+std::vector<sampler::Point> PendingEnqueued(const study::Study& study, const std::set<std::string>& own, int k);
 
 // StoppingState::Evaluate, except that no trial is judged against a sibling (a repeat of its own
 // configuration, `config_of[i]` of trials[i]): one evaluation with each trial's configuration set, so
@@ -85,4 +85,4 @@ std::vector<stopping::StopDecision> EvaluateApartFromSiblings(stopping::Stopping
                                                               std::vector<stopping::TrialProgress> trials,
                                                               const std::vector<std::string>& config_of);
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -10,6 +10,7 @@
 #include "tests/test_util.h"
 
 using namespace sweep;
+using namespace sweep::orchestrator;
 
 namespace {
 
@@ -19,9 +20,9 @@ std::string RepeatStudy(const std::string& search) {
          search + "\n[space]\nlr = [0.1, 0.01]\n";
 }
 
-Result<Study> Load(testing::TempDir& dir, const std::string& tmpl, const std::string& text) {
+Result<study::Study> Load(testing::TempDir& dir, const std::string& tmpl, const std::string& text) {
   testing::WriteAll(dir.file("job.sbatch"), tmpl);
-  auto s = ParseStudy(text, dir.file("study.toml"));
+  auto s = study::ParseStudy(text, dir.file("study.toml"));
   if (!s.ok()) return s;
   if (Status st = CheckStudyTemplate(*s); !st.ok()) return st;
   return s;
@@ -48,7 +49,7 @@ TEST_CASE("repeats need a template that passes the seed on: else every repeat ru
   auto used = Load(dir, "#!/bin/bash\ntrain --lr {{lr}} --seed {{seed}}\n", RepeatStudy("repeats = 3\n"));
   REQUIRE(used.ok());
   // The seed renders as any other value.
-  auto specs = ExpandSpace(*used);
+  auto specs = study::ExpandSpace(*used);
   REQUIRE(specs.ok());
   auto vars = TrialTemplateVars(*used, (*specs)[2], 1, "/log");
   CHECK(vars.at("seed") == "2");

@@ -1,9 +1,10 @@
 // Opening the transport a study's [cluster] asks for; see connect.h.
 #include "orchestrator/connect.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
-Result<std::unique_ptr<slurm::Transport>> OpenTransport(const ClusterSpec& c, const std::string& accept_host_key) {
+Result<std::unique_ptr<slurm::Transport>> OpenTransport(const study::ClusterSpec& c,
+                                                        const std::string& accept_host_key) {
   if (c.transport == "local") return slurm::NewLocalTransport();
   slurm::SshOptions o;
   o.host = c.host;
@@ -15,4 +16,4 @@ Result<std::unique_ptr<slurm::Transport>> OpenTransport(const ClusterSpec& c, co
   return slurm::ConnectSsh(o);
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

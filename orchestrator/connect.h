@@ -8,10 +8,10 @@
 #include "study/study.h"
 #include "slurm/transport.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 // `accept_host_key`: see slurm::SshOptions; empty for the normal, strict check.
-Result<std::unique_ptr<slurm::Transport>> OpenTransport(const ClusterSpec& cluster,
+Result<std::unique_ptr<slurm::Transport>> OpenTransport(const study::ClusterSpec& cluster,
                                                         const std::string& accept_host_key = "");
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

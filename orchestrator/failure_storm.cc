@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 namespace {
 bool IsStormClass(std::string_view s) { return s == "failed" || s == "timeout" || s == "out_of_memory"; }
@@ -37,4 +37,4 @@ std::string ChangedStudyTimeoutHint(int64_t timed_out, std::string_view study_pa
       timed_out, study_path);
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 class FailureStorm {
  public:
@@ -47,4 +47,4 @@ class FailureStorm {
 // the settings they ran with, so a raised [job] time_limit reaches them only through a resubmit.
 std::string ChangedStudyTimeoutHint(int64_t timed_out, std::string_view study_path);
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

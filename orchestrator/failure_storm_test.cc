@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 TEST_CASE("a storm is the first N counted ends all failing in one class with none completed", "[storm]") {
@@ -47,4 +47,4 @@ TEST_CASE("the changed-study warning names --resubmit timeout when trials timed 
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::orchestrator

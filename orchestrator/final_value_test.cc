@@ -10,7 +10,7 @@
 #include "tests/synthetic_study.h"
 #include "tests/test_util.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 using testing::TempDir;
@@ -18,7 +18,7 @@ using testing::TempDir;
 struct Store2 {
   TempDir dir;
   std::unique_ptr<store::Store> store;
-  Study study;
+  study::Study study;
   int64_t id = 0;
   std::vector<store::TrialRecord> trials;
 
@@ -28,7 +28,7 @@ struct Store2 {
     study = testing::SyntheticStudy();
     study.space.clear();
     for (const auto& n : param_names) {
-      ParamSpec p;
+      study::ParamSpec p;
       p.name = n;
       study.space.push_back(p);
     }
@@ -129,4 +129,4 @@ TEST_CASE("A study without throughput knobs is a hyperparameter study; maximisin
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -13,7 +13,7 @@
 #include "orchestrator/job_marks.h"
 #include "slurm/job_state.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 constexpr size_t kReadChunk = 4 << 20;  // per trial per read; a busy log is read in several
@@ -168,7 +168,7 @@ Status Ingester::IngestAll(const std::vector<store::TrialRecord*>& trials, Reads
 
 Result<int64_t> Ingester::Ingest(store::TrialRecord& t, const Result<std::string>* first) {
   if (t.log_path.empty()) return int64_t{0};
-  const Study& study = ctx_.study;
+  const study::Study& study = ctx_.study;
   auto ps = parsers_.find(t.id);
   if (ps == parsers_.end()) {
     // Resume the time axis where the stored metrics end: from the store's summary of the
@@ -282,4 +282,4 @@ Result<std::string> Ingester::LogTail(const store::TrialRecord& t) {
   return tail;
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -24,7 +24,7 @@
 #include "stopping/early_stop.h"
 #include "store/store.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 class Ingester {
  public:
@@ -90,4 +90,4 @@ class Ingester {
   bool yield_warned_ = false;    // the verdict logged with nothing left to submit (once)
 };
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

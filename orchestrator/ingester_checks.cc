@@ -10,7 +10,7 @@
 #include "base/trial_state.h"
 #include "orchestrator/ingester.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 namespace {
 constexpr size_t kHeadBytes = 64 << 10;  // what the verdict needs of a log to detect its format
@@ -175,4 +175,4 @@ Status Ingester::CheckObjectiveLogged(const std::vector<store::TrialRecord>& tri
       where, missing, on_slurm, ctx_.study.path, ctx_.study.path));
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -8,7 +8,7 @@
 #include "orchestrator/submitter.h"
 #include "tests/fake_run.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 using testing::FakeRun;
@@ -136,4 +136,4 @@ TEST_CASE("ingester: the log's tail, and telemetry only from the current run's s
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::orchestrator

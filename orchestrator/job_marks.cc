@@ -10,7 +10,7 @@
 
 #include "slurm/sbatch_script.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 std::string_view TrimLine(std::string_view s) {
@@ -94,4 +94,4 @@ std::string ForeignLogOwner(const std::vector<JobStart>& starts, const std::stri
   return fmt::format("job {} of study {}, trial {}, attempt {}", last.job_id, last.study, last.trial, last.attempt);
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 // One start of a job, as its mark line says:
 // "start job=123_4 restart=1 host=n1 time=1764770000 study=S trial=T attempt=N".
@@ -52,4 +52,4 @@ std::vector<JobStart> ParseStartMarks(std::string_view text);
 std::string ForeignLogOwner(const std::vector<JobStart>& starts, const std::string& job_id, const MarkIdentity& trial,
                             int job_restarts);
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

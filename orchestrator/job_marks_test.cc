@@ -9,6 +9,7 @@
 #include "tests/test_util.h"
 
 using namespace sweep;
+using namespace sweep::orchestrator;
 
 TEST_CASE("the start mark goes after the #SBATCH block, so sbatch still reads every directive", "[marks]") {
   std::string script = "#!/bin/bash\n#SBATCH --job-name=x\n\n# a comment\n#SBATCH --time=5\necho hi\n#SBATCH --late\n";

@@ -7,7 +7,7 @@
 
 #include "base/terminal.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 void LogYieldWatch::Saw(int64_t trial, std::string_view trial_key, std::string_view lines, size_t line_count,
                         size_t points) {
@@ -80,4 +80,4 @@ std::string LogYieldWatch::Describe(const Verdict& v) const {
   return out;
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -18,7 +18,7 @@
 #include "base/metric_format.h"
 #include "logs/log_summary.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 class LogYieldWatch {
  public:
@@ -59,4 +59,4 @@ class LogYieldWatch {
   std::map<int64_t, Seen> trials_;
 };
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -18,7 +18,7 @@
 #include "base/text.h"
 #include "orchestrator/commands.h"
 
-namespace sweep::cli {
+namespace sweep::orchestrator::cli {
 namespace {
 
 int ExitCode(const Status& s) {
@@ -73,11 +73,11 @@ constexpr Command kCommands[] = {
 };
 
 }  // namespace
-}  // namespace sweep::cli
+}  // namespace sweep::orchestrator::cli
 
 int main(int argc, char** argv) {
   using namespace sweep;
-  using namespace sweep::cli;
+  using namespace sweep::orchestrator::cli;
   // No escape sequence in a study value or a log line reaches the terminal.
   TerminalGuard guard_out(std::cout), guard_err(std::cerr);
   App app;

@@ -8,7 +8,7 @@
 #include "base/trial_state.h"
 #include "orchestrator/phases.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 Result<std::map<std::string, std::string>> MemoryFeedback::PlanStudy(bool submit_predicted_oom) {
   std::map<std::string, std::string> drops;
@@ -16,7 +16,7 @@ Result<std::map<std::string, std::string>> MemoryFeedback::PlanStudy(bool submit
   plan_rows_.clear();
   tpe_rows_.clear();
   if (!ctx_.study.job.vars.count("model")) return drops;
-  auto plan = sweep::PlanStudy(ctx_.study);
+  auto plan = sweep::orchestrator::PlanStudy(ctx_.study);
   if (!plan.ok()) return plan.status();
   plan_ = std::move(*plan);
   headroom_bytes_ = plan_->headroom_gib * kGiB;
@@ -71,7 +71,7 @@ Status MemoryFeedback::SkipDominatedByOom(const store::TrialRecord& oom, std::ve
 bool MemoryFeedback::DominatedByOom(const TrialSpec& candidate, const TrialSpec& oom) const {
   if (candidate.params.size() != oom.params.size()) return false;
   TrialSpec c = candidate, o = oom;
-  for (const ParamSpec& p : ctx_.study.space) {
+  for (const study::ParamSpec& p : ctx_.study.space) {
     if (!p.choices.empty() || p.integer) continue;
     auto named = [&](const auto& kv) { return kv.first == p.name; };
     c.params.erase(std::remove_if(c.params.begin(), c.params.end(), named), c.params.end());
@@ -122,4 +122,4 @@ Status MemoryFeedback::CalibrateMemory(const store::TrialRecord& done, std::vect
   return Status::OK();
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -17,7 +17,7 @@
 #include "store/store.h"
 #include "study/space.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 class MemoryFeedback {
  public:
@@ -58,4 +58,4 @@ class MemoryFeedback {
   double headroom_bytes_ = 0;                                 // the plan's headroom, grown by CalibrateMemory
 };
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

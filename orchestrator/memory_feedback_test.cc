@@ -8,7 +8,7 @@
 #include "orchestrator/phases.h"
 #include "tests/fake_run.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 using testing::FakeRun;
@@ -97,4 +97,4 @@ TEST_CASE("memory feedback: a measured peak above the plan's grows the headroom 
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -9,7 +9,7 @@
 #include "base/terminal.h"
 #include "base/text.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 bool MetricsCheck::objective_present() const {
   return std::any_of(summary.metrics.begin(), summary.metrics.end(),
@@ -117,4 +117,4 @@ std::string RenderMetricsCheckJson(const MetricsCheck& c) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

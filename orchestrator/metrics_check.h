@@ -9,7 +9,7 @@
 
 #include "logs/log_summary.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 struct MetricsCheck {
   std::string path;
@@ -27,4 +27,4 @@ struct MetricsCheck {
 std::string RenderMetricsCheckText(const MetricsCheck& check);
 std::string RenderMetricsCheckJson(const MetricsCheck& check);
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

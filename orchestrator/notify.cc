@@ -18,7 +18,7 @@
 
 extern char** environ;
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 // An anonymous temporary file (unlinked at once) holding `content`, read from its start; -1 on error.
@@ -61,7 +61,7 @@ bool IsFailedClass(const std::string& state) {
 
 }  // namespace
 
-Notifier::Notifier(const Study& study, const Clock& clock, Log log)
+Notifier::Notifier(const study::Study& study, const Clock& clock, Log log)
     : study_(study), clock_(clock), log_(std::move(log)) {}
 
 Notifier::~Notifier() {
@@ -224,4 +224,4 @@ void Notifier::Finished(const std::string& message, const nlohmann::json& detail
   Send("study_finished", message, details);
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

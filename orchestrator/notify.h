@@ -24,7 +24,7 @@
 #include "base/clock.h"
 #include "study/study.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 inline constexpr int kNotifyJsonVersion = 1;
 
@@ -33,7 +33,7 @@ class Notifier {
   using Log = std::function<void(const std::string& kind, const std::string& message)>;
   // `clock` times the commands out; `log` gets "notify" (a command was started) and
   // "notify_failed" lines.
-  Notifier(const Study& study, const Clock& clock, Log log);
+  Notifier(const study::Study& study, const Clock& clock, Log log);
   ~Notifier();  // kills what is still running: Drain first to let it finish
   Notifier(const Notifier&) = delete;
   Notifier& operator=(const Notifier&) = delete;
@@ -68,7 +68,7 @@ class Notifier {
   };
   void Reap(Child& child, int status);
 
-  const Study& study_;
+  const study::Study& study_;
   const Clock& clock_;
   Log log_;
   std::vector<Child> children_;
@@ -78,4 +78,4 @@ class Notifier {
   std::string last_unreachable_;
 };
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

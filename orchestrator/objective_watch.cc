@@ -5,7 +5,7 @@
 
 #include "base/text.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 void ObjectiveWatch::Saw(int64_t trial, std::string_view trial_key, const std::vector<MetricPoint>& points,
                          std::string_view time_key) {
@@ -59,4 +59,4 @@ std::string ObjectiveWatch::TakeNoTimeAxisWarning() {
       s->key, s->steps.size());
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

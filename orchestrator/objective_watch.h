@@ -13,7 +13,7 @@
 
 #include "base/metric_point.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 class ObjectiveWatch {
  public:
@@ -55,4 +55,4 @@ class ObjectiveWatch {
   std::map<int64_t, Seen> trials_;
 };
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -4,6 +4,7 @@
 #include "orchestrator/objective_watch.h"
 
 using namespace sweep;
+using namespace sweep::orchestrator;
 
 namespace {
 

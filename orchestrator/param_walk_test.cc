@@ -12,20 +12,20 @@
 #include "study/study.h"
 #include "tests/test_util.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 TEST_CASE("an integer, floats, a string and a boolean reach trials.csv typed through the store's file",
           "[report][csv][params]") {
   testing::TempDir dir;
   testing::WriteAll(dir.file("job.sbatch"), "#!/bin/bash\ntrain {{mbs}} {{lr}} {{opt}} {{warm}}\n");
-  auto study = ParseStudy(
+  auto study = study::ParseStudy(
       "[study]\nname = \"walk\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"/tmp/x\"\n\n"
       "[job]\ntemplate = \"job.sbatch\"\n\n"
       "[space]\nmbs = [8]\nlr = [1.0, 1e-5]\nopt = [\"adam\"]\nwarm = [true]\n",
       dir.file("study.toml"));
   REQUIRE(study.ok());
-  auto specs = ExpandSpace(*study);
+  auto specs = study::ExpandSpace(*study);
   REQUIRE(specs.ok());
   REQUIRE(specs->size() == 2);
   int64_t study_id = 0;
@@ -52,7 +52,7 @@ TEST_CASE("an integer, floats, a string and a boolean reach trials.csv typed thr
   REQUIRE(trials.ok());
   REQUIRE(trials->size() == 2);
   std::vector<std::string> names;  // the study's order, which is the report's
-  for (const ParamSpec& p : study->space) names.push_back(p.name);
+  for (const study::ParamSpec& p : study->space) names.push_back(p.name);
   REQUIRE(names == std::vector<std::string>{"lr", "mbs", "opt", "warm"});
   for (size_t i = 0; i < 2; ++i) CHECK((*trials)[i].Values(names) == (*specs)[i].params);
   Params first = (*trials)[0].Values(names);
@@ -82,4 +82,4 @@ TEST_CASE("an integer, floats, a string and a boolean reach trials.csv typed thr
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -1,9 +1,9 @@
 // Planning a study file; see phases.h.
 #include "orchestrator/phases.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
-planner::PlanJob PlanJobOf(const Study& study) {
+planner::PlanJob PlanJobOf(const study::Study& study) {
   planner::PlanJob job;
   job.vars = study.job.vars;
   job.nodes = study.job.nodes;
@@ -11,11 +11,11 @@ planner::PlanJob PlanJobOf(const Study& study) {
   return job;
 }
 
-Result<planner::Plan> PlanTrials(const Study& study, std::vector<TrialSpec> trials) {
+Result<planner::Plan> PlanTrials(const study::Study& study, std::vector<TrialSpec> trials) {
   return planner::PlanTrials(PlanJobOf(study), std::move(trials));
 }
 
-Result<planner::Plan> PlanStudy(const Study& study) {
+Result<planner::Plan> PlanStudy(const study::Study& study) {
   auto trials = ExpandStudy(study);
   if (!trials.ok()) return trials.status();
   return PlanTrials(study, std::move(*trials));
@@ -41,4 +41,4 @@ std::vector<PlanVerdict> PlanVerdicts(const std::vector<TrialSpec>& specs, const
   return out;
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -12,15 +12,15 @@
 #include "planner/planner.h"
 #include "study/study.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 // What the planner (planner/planner.h) reads of the study: [job.vars], nodes and GPUs per node.
-planner::PlanJob PlanJobOf(const Study& study);
+planner::PlanJob PlanJobOf(const study::Study& study);
 
 // PlanTrials (planner/planner.h) of `trials` for the study's job.
-Result<planner::Plan> PlanTrials(const Study& study, std::vector<TrialSpec> trials);
+Result<planner::Plan> PlanTrials(const study::Study& study, std::vector<TrialSpec> trials);
 // `slurmsweep plan`: PlanTrials over ExpandStudy.
-Result<planner::Plan> PlanStudy(const Study& study);
+Result<planner::Plan> PlanStudy(const study::Study& study);
 
 // One configuration as `plan` shows it: "run", "dropped" (a constraint), "rule" or "oom" (the
 // memory plan), why, and the predicted GPU memory when the parallelism rules passed.
@@ -33,4 +33,4 @@ struct PlanVerdict {
 // The plan's rows, or without a plan (no [job.vars] model) `specs` with their constraints only.
 std::vector<PlanVerdict> PlanVerdicts(const std::vector<TrialSpec>& specs, const planner::Plan* plan);
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

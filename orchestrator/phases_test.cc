@@ -11,6 +11,7 @@
 #include "tests/test_util.h"
 
 using namespace sweep;
+using namespace sweep::orchestrator;
 
 namespace {
 
@@ -58,13 +59,13 @@ struct Phase1 {
   }
   // iter_ms and loss by (mbs, tp); state "completed" unless given.
   void Record(const std::map<std::pair<int, int>, std::tuple<double, double, std::string>>& results) {
-    auto study = LoadStudy(dir.file("screen.toml"));
+    auto study = study::LoadStudy(dir.file("screen.toml"));
     REQUIRE(study.ok());
     auto db = store::Store::Open(study->database);
     REQUIRE(db.ok());
     auto id = (*db)->UpsertStudy(study->name, study->path, study->hash, 1.0);
     REQUIRE(id.ok());
-    auto specs = ExpandSpace(*study);
+    auto specs = study::ExpandSpace(*study);
     REQUIRE(specs.ok());
     std::vector<store::TrialRecord> records;
     for (const auto& s : *specs) {
@@ -109,7 +110,7 @@ TEST_CASE("phase 2 crosses phase 1's fastest configurations with its own space",
             {{4, 1}, {50, 9.9, "cuda_oom"}},
             {{4, 2}, {100, 2.4, "completed"}}});
   testing::WriteAll(p.dir.file("race.toml"), Phase2(R"({ study = "screen.toml", top = 2 })"));
-  auto race = LoadStudy(p.dir.file("race.toml"));
+  auto race = study::LoadStudy(p.dir.file("race.toml"));
   REQUIRE(race.ok());
   auto specs = ExpandStudy(*race);
   REQUIRE(specs.ok());
@@ -121,7 +122,7 @@ TEST_CASE("phase 2 crosses phase 1's fastest configurations with its own space",
 
   // Ranked by final loss instead: (1, 1) then (1, 2).
   testing::WriteAll(p.dir.file("race.toml"), Phase2(R"({ study = "screen.toml", top = 2, by = "final" })"));
-  race = LoadStudy(p.dir.file("race.toml"));
+  race = study::LoadStudy(p.dir.file("race.toml"));
   REQUIRE(race.ok());
   specs = ExpandStudy(*race);
   REQUIRE(specs.ok());
@@ -132,7 +133,7 @@ TEST_CASE("phase 2 crosses phase 1's fastest configurations with its own space",
 TEST_CASE("phase 2 refuses to start before phase 1 has ended, and names what is wrong", "[phases]") {
   Phase1 p;
   testing::WriteAll(p.dir.file("race.toml"), Phase2(R"({ study = "screen.toml" })"));
-  auto race = LoadStudy(p.dir.file("race.toml"));
+  auto race = study::LoadStudy(p.dir.file("race.toml"));
   REQUIRE(race.ok());
   auto none = ExpandStudy(*race);  // phase 1 never ran
   REQUIRE_FALSE(none.ok());
@@ -151,13 +152,13 @@ TEST_CASE("phase 2 refuses to start before phase 1 has ended, and names what is 
 
   // A knob in both studies is a mistake in the study files.
   testing::WriteAll(p.dir.file("race.toml"), Phase2(R"({ study = "screen.toml" })", "lr = [0.1]\ntp = [8]\n"));
-  auto both = LoadStudy(p.dir.file("race.toml"));
+  auto both = study::LoadStudy(p.dir.file("race.toml"));
   REQUIRE(both.ok());
   auto clash = ExpandStudy(*both);
   REQUIRE_FALSE(clash.ok());
   CHECK_THAT(clash.status().message(), Catch::Contains("'tp' is in both"));
 
-  auto bad = ParseStudy(Phase2(R"({ study = "screen.toml", by = "speed" })"), p.dir.file("race.toml"));
+  auto bad = study::ParseStudy(Phase2(R"({ study = "screen.toml", by = "speed" })"), p.dir.file("race.toml"));
   REQUIRE_FALSE(bad.ok());
   CHECK_THAT(bad.status().message(), Catch::Contains("race.toml:") && Catch::Contains("search.seed_from.by"));
 }
@@ -171,7 +172,7 @@ TEST_CASE("phase 2's seeds, resolved once, are data: expansion no longer reads p
             {{4, 1}, {50, 9.9, "cuda_oom"}},
             {{4, 2}, {100, 2.4, "completed"}}});
   testing::WriteAll(p.dir.file("race.toml"), Phase2(R"({ study = "screen.toml", top = 2 })"));
-  auto race = LoadStudy(p.dir.file("race.toml"));
+  auto race = study::LoadStudy(p.dir.file("race.toml"));
   REQUIRE(race.ok());
   auto read = ExpandStudy(*race);
   REQUIRE(read.ok());
@@ -188,7 +189,7 @@ TEST_CASE("phase 2's seeds, resolved once, are data: expansion no longer reads p
   // Why phase 1 cannot seed is kept, and returned by the expansion.
   Phase1 never_ran;
   testing::WriteAll(never_ran.dir.file("race.toml"), Phase2(R"({ study = "screen.toml" })"));
-  auto early = LoadStudy(never_ran.dir.file("race.toml"));
+  auto early = study::LoadStudy(never_ran.dir.file("race.toml"));
   REQUIRE(early.ok());
   REQUIRE(ResolveSeeds(*early).ok());
   auto none = ExpandStudy(*early);
@@ -214,7 +215,7 @@ template = "t.sh"
 [space]
 mbs = [1, 2, 4]
 )");
-  auto study = LoadStudy(dir.file("s.toml"));
+  auto study = study::LoadStudy(dir.file("s.toml"));
   REQUIRE(study.ok());
   auto fresh = ExpandStudy(*study);
   REQUIRE(fresh.ok());

@@ -21,6 +21,7 @@
 #include "tests/test_util.h"
 
 using namespace sweep;
+using namespace sweep::orchestrator;
 
 namespace {
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -28,7 +29,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 TEST_CASE("plan of the 70B study: every configuration with its memory or what drops it", "[planner]") {
   // Loading also renders templates/megatron-gpt.sbatch with every name: no unknown placeholder.
-  auto study = LoadStudy(std::string(SLURMSWEEP_SOURCE_DIR) + "/examples/llama3-70b-h200.toml");
+  auto study = study::LoadStudy(std::string(SLURMSWEEP_SOURCE_DIR) + "/examples/llama3-70b-h200.toml");
   REQUIRE(study.ok());
   auto plan = PlanStudy(*study);
   REQUIRE(plan.ok());
@@ -43,7 +44,7 @@ TEST_CASE("plan of the 70B study: every configuration with its memory or what dr
                                                             {"pp", int64_t(pp)},      {"precision", precision},
                                                             {"recompute", recompute}, {"optimizer", optimizer}};
     for (const auto& r : plan->rows)
-      if (r.trial.key == TrialKey(want)) return r;
+      if (r.trial.key == study::TrialKey(want)) return r;
     FAIL("no such configuration");
     return plan->rows.front();
   };
@@ -76,19 +77,19 @@ TEST_CASE("plan says which study value it is missing", "[planner]") {
   std::string base =
       "[study]\nname = \"p\"\n[cluster]\ntransport = \"local\"\nworkdir = \"/tmp/x\"\n"
       "[job]\ntemplate = \"job.sbatch\"\nnodes = 1\ngpus_per_node = 8\n";
-  auto no_model = ParseStudy(base + "[space]\ntp = [1, 2]\n", dir.file("s.toml"));
+  auto no_model = study::ParseStudy(base + "[space]\ntp = [1, 2]\n", dir.file("s.toml"));
   REQUIRE(no_model.ok());
   auto p = PlanStudy(*no_model);
   REQUIRE_FALSE(p.ok());
   CHECK(p.status().message().find("[job.vars] model") != std::string::npos);
-  auto unknown = ParseStudy(base + "[job.vars]\nmodel = \"gpt5\"\n[space]\ntp = [1, 2]\n", dir.file("s.toml"));
+  auto unknown = study::ParseStudy(base + "[job.vars]\nmodel = \"gpt5\"\n[space]\ntp = [1, 2]\n", dir.file("s.toml"));
   REQUIRE(unknown.ok());
   CHECK(PlanStudy(*unknown).status().message().find("\"gpt5\" is not a preset") != std::string::npos);
-  auto no_mem = ParseStudy(base + "[job.vars]\nmodel = \"llama3.1-8b\"\nglobal_batch_size = 8\n[space]\ntp = [1, 2]\n",
-                           dir.file("s.toml"));
+  auto no_mem = study::ParseStudy(
+      base + "[job.vars]\nmodel = \"llama3.1-8b\"\nglobal_batch_size = 8\n[space]\ntp = [1, 2]\n", dir.file("s.toml"));
   REQUIRE(no_mem.ok());
   CHECK(PlanStudy(*no_mem).status().message().find("gpu_mem_gib") != std::string::npos);
-  auto ok = ParseStudy(
+  auto ok = study::ParseStudy(
       base + "[job.vars]\nmodel = \"llama3.1-8b\"\nglobal_batch_size = 8\ngpu_mem_gib = 140\n[space]\ntp = [1, 2, 3]\n",
       dir.file("s.toml"));
   REQUIRE(ok.ok());
@@ -104,7 +105,7 @@ namespace {
 // Renders templates/megatron-gpt.sbatch for one configuration of the 70B study and runs it with
 // stand-ins for scontrol and srun on PATH; returns the command line srun was given.
 std::string LaunchLine(const std::map<std::string, std::string>& params) {
-  auto study = LoadStudy(std::string(SLURMSWEEP_SOURCE_DIR) + "/examples/llama3-70b-h200.toml");
+  auto study = study::LoadStudy(std::string(SLURMSWEEP_SOURCE_DIR) + "/examples/llama3-70b-h200.toml");
   REQUIRE(study.ok());
   testing::TempDir dir;
   std::map<std::string, std::string> vars = study->job.vars;
@@ -191,7 +192,7 @@ TEST_CASE("the megatron-gpt template maps the planned knobs to Megatron's flags"
 }
 
 TEST_CASE("run drops what the plan rules out before anything is queued, saying why", "[planner]") {
-  auto study = LoadStudy(std::string(SLURMSWEEP_SOURCE_DIR) + "/examples/llama3-70b-h200.toml");
+  auto study = study::LoadStudy(std::string(SLURMSWEEP_SOURCE_DIR) + "/examples/llama3-70b-h200.toml");
   REQUIRE(study.ok());
   testing::TempDir dir;
   // Prepare only records trials and makes the work directory: the local transport and a temp

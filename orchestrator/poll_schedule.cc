@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 namespace {
 constexpr double kGrowth = 1.5;        // per quiet tick
@@ -31,4 +31,4 @@ double PollSchedule::Next(bool changed, bool unavailable) {
   return Jitter(idle_s_);
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <random>
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 class PollSchedule {
  public:
@@ -29,4 +29,4 @@ class PollSchedule {
   std::minstd_rand rng_;
 };
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -4,7 +4,7 @@
 
 #include "orchestrator/poll_schedule.h"
 
-using sweep::PollSchedule;
+using sweep::orchestrator::PollSchedule;
 
 TEST_CASE("polling speeds up after a change and slows down while nothing changes", "[poll]") {
   PollSchedule s(2, 30, 1);

@@ -14,7 +14,7 @@
 #include "base/terminal.h"
 #include "base/trial_state.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 // A trial's remaining run time from its rate and remaining iterations, if both are known.
@@ -202,4 +202,4 @@ nlohmann::json BestJson(const Progress& p, const ProgressOptions& o) {
           {"value", p.best_value}};
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

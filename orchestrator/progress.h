@@ -20,7 +20,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 // What the cockpit knows about one trial; collected from the store by orchestrator/cockpit.h.
 struct ProgressTrial {
@@ -81,4 +81,4 @@ std::string ProgressChangeKey(const Progress& p);
 nlohmann::json ProgressJson(const Progress& p);
 nlohmann::json BestJson(const Progress& p, const ProgressOptions& options);
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

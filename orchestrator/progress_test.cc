@@ -10,6 +10,7 @@
 #include "tests/fake_slurm.h"
 
 using namespace sweep;
+using namespace sweep::orchestrator;
 
 namespace {
 

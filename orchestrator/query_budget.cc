@@ -13,7 +13,7 @@
 #include <cstring>
 #include <functional>
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 std::string QueryBudget::DefaultPath(const std::string& cluster_id) {
   const char* runtime = std::getenv("XDG_RUNTIME_DIR");
@@ -67,4 +67,4 @@ Result<double> QueryBudget::Reserve(double now) {
   return slot - now;
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

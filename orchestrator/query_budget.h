@@ -10,7 +10,7 @@
 
 #include "base/status.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 class QueryBudget {
  public:
@@ -38,4 +38,4 @@ class QueryBudget {
   double gap_s_ = 0;
 };
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

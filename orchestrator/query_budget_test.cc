@@ -10,6 +10,7 @@
 #include "tests/test_util.h"
 
 using namespace sweep;
+using namespace sweep::orchestrator;
 
 TEST_CASE("QueryBudget: studies sharing a cluster get slots one gap apart", "[budget]") {
   testing::TempDir dir;

@@ -10,7 +10,7 @@
 #include "orchestrator/job_marks.h"
 #include "slurm/job_state.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 namespace {
 
@@ -228,4 +228,4 @@ Status Reconciler::FindRestarts(std::vector<store::TrialRecord>& trials,
   return ctx_.client.Cancel(cancel);
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

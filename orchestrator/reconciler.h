@@ -18,7 +18,7 @@
 #include "slurm/slurm_client.h"
 #include "store/store.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 class Reconciler {
  public:
@@ -47,4 +47,4 @@ class Reconciler {
   Ingester& ingester_;
 };
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

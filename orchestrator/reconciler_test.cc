@@ -6,7 +6,7 @@
 
 #include "tests/fake_run.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 using testing::FakeRun;
@@ -101,4 +101,4 @@ TEST_CASE("reconciler: a job Slurm ran again under its id ends the attempt; the 
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::orchestrator

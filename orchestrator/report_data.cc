@@ -17,7 +17,7 @@
 #include "orchestrator/trial_facts.h"
 #include "planner/planner.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 // A stored trial as the planner reads a configuration: its values in `names`' order.
@@ -199,7 +199,7 @@ std::optional<size_t> FindBaseline(const std::vector<store::TrialRecord>& trials
 
 }  // namespace
 
-ReportOptions ReportOptionsFor(const Study& study) {
+ReportOptions ReportOptionsFor(const study::Study& study) {
   ReportOptions options;
   options.baseline = study.report.baseline;
   options.target = study.report.target;
@@ -209,7 +209,7 @@ ReportOptions ReportOptionsFor(const Study& study) {
 
 namespace {
 
-std::string ClusterText(const ClusterSpec& c) {
+std::string ClusterText(const study::ClusterSpec& c) {
   std::string s = c.transport;
   if (c.transport == "ssh") s += fmt::format(" {}{}:{}", c.user.empty() ? "" : c.user + "@", c.host, c.port);
   if (!c.partition.empty()) s += ", partition " + c.partition;
@@ -220,7 +220,7 @@ std::string ClusterText(const ClusterSpec& c) {
 
 // Performance or hyperparameter study (reports::StudyKind), and which parameters were sampled on
 // a log scale.
-void ClassifyStudy(const Study& study, reports::StudyMeta& meta) {
+void ClassifyStudy(const study::Study& study, reports::StudyMeta& meta) {
   meta.param_log.assign(meta.param_names.size(), false);
   for (size_t i = 0; i < meta.param_names.size(); ++i) {
     for (const auto& p : study.space) {
@@ -291,7 +291,7 @@ Status ChooseTarget(store::Store& store, const std::vector<store::TrialRecord>& 
 
 }  // namespace
 
-Result<ReportData> CollectReportData(store::Store& store, const Study& study, int64_t study_id,
+Result<ReportData> CollectReportData(store::Store& store, const study::Study& study, int64_t study_id,
                                      const ReportOptions& options, double now, const MetricsSink& sink) {
   int left_out = 0;
   auto trials = StudyTrials(store, study, study_id, &left_out);
@@ -388,14 +388,15 @@ Result<ReportData> CollectReportData(store::Store& store, const Study& study, in
   return c;
 }
 
-Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, const Study& study, int64_t study_id,
-                                                        double now, const std::string& objective, int* left_out) {
+Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, const study::Study& study,
+                                                        int64_t study_id, double now, const std::string& objective,
+                                                        int* left_out) {
   auto trials = StudyTrials(store, study, study_id, left_out);
   if (!trials.ok()) return trials.status();
   return TrialRowsOf(store, study, study_id, *trials, ParamNames(study), now, objective);
 }
 
-Result<std::vector<reports::TrialRow>> TrialRowsOf(store::Store& store, const Study& study, int64_t study_id,
+Result<std::vector<reports::TrialRow>> TrialRowsOf(store::Store& store, const study::Study& study, int64_t study_id,
                                                    const std::vector<store::TrialRecord>& trials,
                                                    const std::vector<std::string>& param_names, double now,
                                                    const std::string& objective) {
@@ -419,11 +420,11 @@ Result<std::vector<reports::TrialRow>> TrialRowsOf(store::Store& store, const St
   return rows;
 }
 
-Result<reports::StudyReport> CollectReport(store::Store& store, const Study& study, int64_t study_id,
+Result<reports::StudyReport> CollectReport(store::Store& store, const study::Study& study, int64_t study_id,
                                            const ReportOptions& options, double now) {
   auto c = CollectReportData(store, study, study_id, options, now);
   if (!c.ok()) return c.status();
   return std::move(c->report);
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -17,18 +17,18 @@
 #include "store/store.h"
 #include "study/study.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 // One row per trial of the study (StudyTrials, study_trials.h), in trial id order. `now` fills the wall time of
 // running trials; objective_value is the final value (base/final_objective.h) of `objective`, by
 // default the study's.
-Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, const Study& study, int64_t study_id,
-                                                        double now, const std::string& objective = "",
+Result<std::vector<reports::TrialRow>> CollectTrialRows(store::Store& store, const study::Study& study,
+                                                        int64_t study_id, double now, const std::string& objective = "",
                                                         int* left_out = nullptr);
 
 // CollectTrialRows of `trials` as they are (the run loop's own, StudyTrials already applied), their
 // parameters in the order of `param_names` (ParamNames): nothing else is listed or expanded.
-Result<std::vector<reports::TrialRow>> TrialRowsOf(store::Store& store, const Study& study, int64_t study_id,
+Result<std::vector<reports::TrialRow>> TrialRowsOf(store::Store& store, const study::Study& study, int64_t study_id,
                                                    const std::vector<store::TrialRecord>& trials,
                                                    const std::vector<std::string>& param_names, double now,
                                                    const std::string& objective = "");
@@ -50,7 +50,7 @@ struct ReportOptions {
 };
 
 // The options a study's [report] table asks for (baseline, target), with this binary's version.
-ReportOptions ReportOptionsFor(const Study& study);
+ReportOptions ReportOptionsFor(const study::Study& study);
 
 // Per-trial curves are downsampled so that all of them together stay near this many points per
 // chart (between 50 and 500 per trial): 1000 trials of 10k points make a report of a few MB.
@@ -67,7 +67,7 @@ inline constexpr size_t kCurvePointBudget = 100'000;
 inline constexpr int64_t kRawRowBudget = 1'000'000;
 
 // The HTML report's data: every trial summarised, baseline and target chosen.
-Result<reports::StudyReport> CollectReport(store::Store& store, const Study& study, int64_t study_id,
+Result<reports::StudyReport> CollectReport(store::Store& store, const study::Study& study, int64_t study_id,
                                            const ReportOptions& options, double now);
 
 // For WriteReports (report_files.h): the report and trials.csv's rows from one read of each
@@ -78,7 +78,7 @@ struct ReportData {
   reports::StudyReport report;
   std::vector<reports::TrialRow> rows;
 };
-Result<ReportData> CollectReportData(store::Store& store, const Study& study, int64_t study_id,
+Result<ReportData> CollectReportData(store::Store& store, const study::Study& study, int64_t study_id,
                                      const ReportOptions& options, double now, const MetricsSink& sink = {});
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

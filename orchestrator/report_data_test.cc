@@ -19,7 +19,7 @@
 #include "tests/synthetic_study.h"
 #include "tests/test_util.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 using testing::ReadAll;
@@ -28,7 +28,7 @@ using testing::TempDir;
 struct Fixture {
   TempDir dir;
   std::unique_ptr<store::Store> store;
-  Study study = testing::SyntheticStudy();
+  study::Study study = testing::SyntheticStudy();
   int64_t study_id = 0;
   testing::SyntheticOptions options;
 
@@ -255,7 +255,7 @@ TEST_CASE("Curves are downsampled with their first and last points kept", "[repo
 // A report drawn from the store's summaries (long trials) against one from every point, on the
 // same study: final values, target, steps to target, throughput and the ranking are the same
 // numbers; the curves are the bucket means, from the first point to the final value.
-void CheckSummaryReportAgrees(const Study& study, Fixture& f) {
+void CheckSummaryReportAgrees(const study::Study& study, Fixture& f) {
   ReportOptions from_points, from_summaries;
   from_points.raw_row_budget = std::numeric_limits<int64_t>::max();
   from_summaries.raw_row_budget = 0;
@@ -343,7 +343,7 @@ TEST_CASE("A report from the store's summaries agrees with one from every point"
   Fixture f(o);
   SECTION("minimising a decaying loss") { CheckSummaryReportAgrees(f.study, f); }
   SECTION("maximising a flat, noisy metric: the smoothed curve crosses the target back and forth") {
-    Study study = f.study;
+    study::Study study = f.study;
     study.objective.metric = "iter_time_ms";
     study.objective.minimize = false;
     CheckSummaryReportAgrees(study, f);
@@ -438,9 +438,9 @@ TEST_CASE("metrics.csv keeps NaN, infinities and a missing time apart", "[report
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::orchestrator
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 TEST_CASE("MFU is reported against the peak the study gives, from tokens/s and the model's FLOPs per token",
           "[report]") {
@@ -489,9 +489,9 @@ TEST_CASE("MFU is reported against the peak the study gives, from tokens/s and t
   CHECK_THAT(html, Catch::Contains(">MFU</th>"));
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 TEST_CASE("a retried trial's wall time and cost count its earlier attempts", "[report]") {
@@ -517,4 +517,4 @@ TEST_CASE("a retried trial's wall time and cost count its earlier attempts", "[r
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::orchestrator

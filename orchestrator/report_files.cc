@@ -11,11 +11,11 @@
 #include "reports/html_report.h"
 #include "reports/repeats.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 namespace fs = std::filesystem;
 
-Status WriteReports(store::Store& store, const Study& study, int64_t study_id, const std::string& html_path,
+Status WriteReports(store::Store& store, const study::Study& study, int64_t study_id, const std::string& html_path,
                     const std::string& csv_dir, double now, const ReportOptions& options) {
   if (html_path.empty() && csv_dir.empty()) return Status::InvalidArgument("no report file asked for");
   std::unique_ptr<AtomicFile> metrics_csv;
@@ -70,4 +70,4 @@ Status WriteReports(store::Store& store, const Study& study, int64_t study_id, c
   return Status::OK();
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

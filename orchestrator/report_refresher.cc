@@ -7,7 +7,7 @@
 
 #include "orchestrator/report_files.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 ReportRefresher::~ReportRefresher() {
   if (thread_.joinable()) thread_.join();
@@ -16,7 +16,7 @@ ReportRefresher::~ReportRefresher() {
 bool ReportRefresher::Due() const { return ctx_.clock.Now() - last_ >= ctx_.study.report.refresh_minutes * 60; }
 
 void ReportRefresher::Refresh(bool final) {
-  const Study& study = ctx_.study;
+  const study::Study& study = ctx_.study;
   last_ = ctx_.clock.Now();
   if (!final) {
     LogBackground();
@@ -62,4 +62,4 @@ void ReportRefresher::LogBackground() {
   }
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -16,7 +16,7 @@
 #include "orchestrator/run_context.h"
 #include "store/store.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 class ReportRefresher {
  public:
@@ -49,4 +49,4 @@ class ReportRefresher {
   std::optional<Status> result_;  // of the last background refresh, until logged
 };
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

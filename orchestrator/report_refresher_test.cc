@@ -10,7 +10,7 @@
 
 #include "tests/fake_run.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 using testing::FakeRun;
@@ -65,4 +65,4 @@ TEST_CASE("report refresher: a refresh due while the previous one is being writt
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::orchestrator

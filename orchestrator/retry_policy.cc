@@ -10,12 +10,12 @@
 #include "base/trial_state.h"
 #include "logs/classify.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 // A job that stopped at its time limit after saving a checkpoint continues in a new job. Unlike
 // a retry, the metrics are kept and the time axis goes on: the chain is one curve.
 Result<bool> RetryPolicy::MaybeChain(store::TrialRecord& t) {
-  const JobSpec& job = ctx_.study.job;
+  const study::JobSpec& job = ctx_.study.job;
   if (job.max_chain <= 0 || (t.state != "completed" && t.state != "timeout")) return false;
   auto tail = ingester_.LogTail(t);
   if (!tail.ok()) return tail.status();
@@ -107,4 +107,4 @@ Status RetryPolicy::StartOver(store::TrialRecord& t, std::string reason) {
   return Status::OK();
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

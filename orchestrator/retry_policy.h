@@ -12,7 +12,7 @@
 #include "orchestrator/run_context.h"
 #include "store/store.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 class RetryPolicy {
  public:
@@ -34,4 +34,4 @@ class RetryPolicy {
   Ingester& ingester_;
 };
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

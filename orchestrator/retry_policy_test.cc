@@ -8,7 +8,7 @@
 #include "orchestrator/submitter.h"
 #include "tests/fake_run.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 using testing::FakeRun;
@@ -117,4 +117,4 @@ TEST_CASE("retry policy: a job stopped at its limit after a checkpoint goes on i
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::orchestrator

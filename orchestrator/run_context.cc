@@ -4,7 +4,7 @@
 #include "base/telemetry.h"
 #include "orchestrator/job_marks.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 std::string TelemetryPath(const store::TrialRecord& t) { return t.log_path + std::string(kTelemetrySuffix); }
 
@@ -24,4 +24,4 @@ void ReadStartMarks(slurm::Transport& transport, const std::vector<const store::
   for (size_t i = 0; i < got.size(); ++i) marks.emplace(ids[i], std::move(got[i]));
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

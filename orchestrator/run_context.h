@@ -21,7 +21,7 @@
 #include "study/space.h"
 #include "study/study.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 struct TickReport {
   int active = 0;   // trials with a job that had not ended before this tick
@@ -46,10 +46,10 @@ struct RunContext {
   // Logs, stores and hands on an event of the run (Runner::Event); `trial_id` empty for the study's.
   using EventSink = std::function<void(std::optional<int64_t> trial_id, const std::string& kind, const std::string&)>;
 
-  RunContext(const Study& s, store::Store& db, slurm::CountingTransport& tr, slurm::SlurmClient& c, Clock& cl)
+  RunContext(const study::Study& s, store::Store& db, slurm::CountingTransport& tr, slurm::SlurmClient& c, Clock& cl)
       : study(s), store(db), transport(tr), client(c), clock(cl) {}
 
-  const Study& study;
+  const study::Study& study;
   store::Store& store;
   slurm::CountingTransport& transport;
   slurm::SlurmClient& client;
@@ -79,4 +79,4 @@ slurm::ReadRequest MarksRequest(const store::TrialRecord& trial);
 void ReadStartMarks(slurm::Transport& transport, const std::vector<const store::TrialRecord*>& trials,
                     MarksRead& marks);
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

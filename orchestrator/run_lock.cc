@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 Result<RunLock> RunLock::Acquire(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -54,4 +54,4 @@ RunLock::~RunLock() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -9,7 +9,7 @@
 
 #include "base/status.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 class RunLock {
  public:
@@ -33,4 +33,4 @@ class RunLock {
   std::string path_;
 };
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <map>
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 std::string NoResultReason(const std::vector<reports::TrialRow>& rows, std::string_view objective) {
   bool completed = false, valued = false;
@@ -80,4 +80,4 @@ void InterruptibleClock::SleepFor(double seconds) {
   }
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -13,7 +13,7 @@
 #include "base/clock.h"
 #include "reports/csv.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 // Why a run whose trials have all ended has nothing to rank: "no trial completed (3 failed, ...)"
 // or "no trial logged the objective 'x'"; "" if some completed trial has a value of it.
@@ -58,4 +58,4 @@ class InterruptibleClock final : public Clock {
   const InterruptSignal& signal_;
 };
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

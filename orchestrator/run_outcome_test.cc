@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 reports::TrialRow Row(std::string state, std::optional<double> objective) {
@@ -32,4 +32,4 @@ TEST_CASE("a run whose trials all ended has a result only if a completed trial l
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::orchestrator

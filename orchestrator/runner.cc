@@ -21,7 +21,7 @@
 #include "slurm/job_state.h"
 #include "study/repeats.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 std::string ReadLocalFile(const std::string& path, Status* st) {
@@ -57,7 +57,8 @@ std::string DescribeExit(const std::string& exit_code) {
 
 }  // namespace
 
-Runner::Runner(const Study& study, store::Store& store, slurm::Transport& transport, Clock& clock, std::ostream& log)
+Runner::Runner(const study::Study& study, store::Store& store, slurm::Transport& transport, Clock& clock,
+               std::ostream& log)
     : study_(study),
       store_(store),
       transport_(transport),
@@ -457,7 +458,7 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
     SWEEP_RETURN_IF_ERROR(LoadCurve(t.id));  // its curves are stopping_'s: not copied
     by_id[t.id] = &t;
     progress.push_back(std::move(p));
-    config_of.push_back(ConfigIdentity(study_, t.params_json));
+    config_of.push_back(study::ConfigIdentity(study_, t.params_json));
   }
   std::vector<std::string> jobs;
   // A repeat is never judged against its siblings (config_groups.h).
@@ -523,4 +524,4 @@ Result<int> Runner::AwaitEnds(double max_wait_s, double poll_s) {
   }
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

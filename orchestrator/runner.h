@@ -33,11 +33,11 @@
 #include "store/store.h"
 #include "study/study.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 class Runner {
  public:
-  Runner(const Study& study, store::Store& store, slurm::Transport& transport, Clock& clock, std::ostream& log);
+  Runner(const study::Study& study, store::Store& store, slurm::Transport& transport, Clock& clock, std::ostream& log);
   // Waits for a report refresh still being written in the background.
   ~Runner();
   Runner(const Runner&) = delete;
@@ -125,7 +125,7 @@ class Runner {
   void Event(std::optional<int64_t> trial_id, const std::string& kind, const std::string& message);
   bool StopRequested();
 
-  const Study& study_;
+  const study::Study& study_;
   store::Store& store_;
   slurm::CountingTransport transport_;
   slurm::SlurmClient client_;
@@ -155,4 +155,4 @@ class Runner {
   std::minstd_rand rng_{std::random_device{}()};
 };
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

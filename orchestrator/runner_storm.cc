@@ -11,7 +11,7 @@
 #include "orchestrator/runner.h"
 #include "slurm/job_state.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 Status Runner::StopFailureStorm(std::vector<store::TrialRecord>& trials) {
   for (const auto& t : trials) {
@@ -80,4 +80,4 @@ Status Runner::StopFailureStorm(std::vector<store::TrialRecord>& trials) {
   return Status::FailedPrecondition(fmt::format("{}: {}", study_.path, message));
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -9,7 +9,7 @@
 
 #include "slurm/sbatch_script.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 std::string StudyFiles::ScriptsDir() const { return workdir + "/scripts" + (legacy ? "" : "/" + study); }
 std::string StudyFiles::LogsDir() const { return workdir + "/logs" + (legacy ? "" : "/" + study); }
@@ -123,4 +123,4 @@ Status ClaimStudyFiles(slurm::Transport& transport, const StudyFiles& f, const s
   return Status::Internal("unreachable");
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -15,7 +15,7 @@
 #include "slurm/transport.h"
 #include "store/store.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 struct StudyFiles {
   std::string workdir;
@@ -54,4 +54,4 @@ std::string LocalHostName();
 Status ClaimStudyFiles(slurm::Transport& transport, const StudyFiles& files, const std::string& token,
                        const std::string& host, const std::string& study_path, std::string* note);
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -15,25 +15,25 @@
 #include "reports/study_report.h"
 #include "study/repeats.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
-std::vector<std::string> ParamNames(const Study& study) {
+std::vector<std::string> ParamNames(const study::Study& study) {
   std::vector<std::string> names;
   // Phase 2 of a two-phase study: phase 1's winners come first in every trial (SeedConfigs).
   if (study.seeds) {
     names = study.seeds->param_names;
   } else if (study.seed_from) {
-    auto phase1 = LoadStudy(study.seed_from->study_path);
+    auto phase1 = study::LoadStudy(study.seed_from->study_path);
     if (phase1.ok()) {
       for (const auto& p : phase1->space) names.push_back(p.name);
     }
   }
   for (const auto& p : study.space) names.push_back(p.name);
-  if (Seeded(study)) names.push_back(study.seed_var);  // the last of a repeat's params (study/repeats.h)
+  if (study::Seeded(study)) names.push_back(study.seed_var);  // the last of a repeat's params (study/repeats.h)
   return names;
 }
 
-Result<std::vector<store::TrialRecord>> StudyTrials(store::Store& store, const Study& study, int64_t study_id,
+Result<std::vector<store::TrialRecord>> StudyTrials(store::Store& store, const study::Study& study, int64_t study_id,
                                                     int* left_out) {
   auto trials = store.ListTrials(study_id);
   if (!trials.ok()) return trials.status();
@@ -64,9 +64,9 @@ Result<std::vector<store::TrialRecord>> StudyTrials(store::Store& store, const S
 namespace {
 
 // Phase 2: phase 1's ranking and parameter names, into study.seeds (see ResolveSeeds).
-void ResolvePhase1(Study& study) {
+void ResolvePhase1(study::Study& study) {
   study.seeds.reset();
-  Study::Seeds seeds;
+  study::Study::Seeds seeds;
   auto configs = SeedConfigs(study);
   if (configs.ok()) seeds.configs = std::move(*configs);
   else seeds.status = configs.status();
@@ -77,7 +77,7 @@ void ResolvePhase1(Study& study) {
 
 }  // namespace
 
-Status ResolveSeeds(Study& study) {
+Status ResolveSeeds(study::Study& study) {
   study.expanded.reset();
   if (study.seed_from) ResolvePhase1(study);
   auto specs = ExpandStudy(study);
@@ -85,15 +85,15 @@ Status ResolveSeeds(Study& study) {
   return Status::OK();
 }
 
-Result<std::vector<Params>> SeedConfigs(const Study& study) {
+Result<std::vector<Params>> SeedConfigs(const study::Study& study) {
   if (!study.seed_from) return std::vector<Params>{Params{}};
   if (study.seeds) {
     if (!study.seeds->status.ok()) return study.seeds->status;
     return study.seeds->configs;
   }
-  const Study::SeedFrom& seed = *study.seed_from;
+  const study::Study::SeedFrom& seed = *study.seed_from;
   std::string where = fmt::format("{}:{}: search.seed_from", study.path, seed.line);
-  auto phase1 = LoadStudy(seed.study_path);
+  auto phase1 = study::LoadStudy(seed.study_path);
   if (!phase1.ok()) return phase1.status().WithContext(where);
   for (const auto& p : phase1->space) {
     for (const auto& own : study.space) {
@@ -123,7 +123,7 @@ Result<std::vector<Params>> SeedConfigs(const Study& study) {
                     where, phase1->name, open));
   }
 
-  Study ranked = *phase1;
+  study::Study ranked = *phase1;
   ranked.objective.rank_by_time_to_target = seed.by == "time_to_target";
   // `now` only fills running trials' wall time, and phase 1 has none left: the ranking does not
   // depend on it, so no clock is injected this deep.
@@ -164,11 +164,11 @@ Result<std::vector<Params>> SeedConfigs(const Study& study) {
   return seeds;
 }
 
-Result<std::vector<TrialSpec>> ExpandStudy(const Study& study) {
+Result<std::vector<TrialSpec>> ExpandStudy(const study::Study& study) {
   if (study.expanded) return *study.expanded;
   auto seeds = SeedConfigs(study);
   if (!seeds.ok()) return seeds.status();
-  return ExpandSpace(study, *seeds);
+  return study::ExpandSpace(study, *seeds);
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -22,11 +22,11 @@
 #include "study/space.h"
 #include "study/study.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 // The seeds of `study`: phase 1's top configurations, best first, or one empty seed when the
 // study has no seed_from. Phase 1 must have run to the end (kFailedPrecondition otherwise).
-Result<std::vector<Params>> SeedConfigs(const Study& study);
+Result<std::vector<Params>> SeedConfigs(const study::Study& study);
 
 // Reads phase 2's seeds (SeedConfigs) and phase 1's parameter names once, into study.seeds, so
 // that SeedConfigs, ExpandStudy, ParamNames and the report's trial list no longer read phase 1's
@@ -35,18 +35,18 @@ Result<std::vector<Params>> SeedConfigs(const Study& study);
 // study.expanded (unset if it cannot be expanded), which ExpandStudy and StudyTrials take as data
 // from then on: seeding and expansion happen once per command, not per report refresh. The
 // application calls this after LoadStudy.
-Status ResolveSeeds(Study& study);
+Status ResolveSeeds(study::Study& study);
 
 // ExpandSpace over SeedConfigs: every caller that turns a study file into trials uses this.
-Result<std::vector<TrialSpec>> ExpandStudy(const Study& study);
+Result<std::vector<TrialSpec>> ExpandStudy(const study::Study& study);
 
 // The study's parameters in each trial's order: phase 1's (phase 2 of a two-phase study), then
 // its own [space]'s.
-std::vector<std::string> ParamNames(const Study& study);
+std::vector<std::string> ParamNames(const study::Study& study);
 
 // The study's trials in the store, in trial id order, without those whose [space] values are no
 // longer in the study file (counted in *left_out): they are history, not candidates.
-Result<std::vector<store::TrialRecord>> StudyTrials(store::Store& store, const Study& study, int64_t study_id,
+Result<std::vector<store::TrialRecord>> StudyTrials(store::Store& store, const study::Study& study, int64_t study_id,
                                                     int* left_out = nullptr);
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

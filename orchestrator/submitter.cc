@@ -12,7 +12,7 @@
 #include "orchestrator/trial_script.h"
 #include "slurm/job_state.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 // Stands for a trial's log path until the job array it joins is known: drawn from the safe
@@ -99,7 +99,7 @@ int Submitter::FreeSlots(const std::vector<store::TrialRecord>& trials) const {
 // scripts carry the same #SBATCH directives go as one job array throttled so that at most
 // max_concurrent trials run at once; the rest, or every trial with arrays off, one job each.
 Status Submitter::SubmitNew(std::vector<store::TrialRecord>& trials, int free_slots, TickReport& report) {
-  const ClusterSpec& c = ctx_.study.cluster;
+  const study::ClusterSpec& c = ctx_.study.cluster;
   if (Paused() || free_slots <= 0) return Status::OK();
   int64_t room = c.queue_ahead < 0 ? INT64_MAX : int64_t{free_slots} + c.queue_ahead;
   std::vector<Rendered> rendered;
@@ -130,7 +130,7 @@ Status Submitter::SubmitNew(std::vector<store::TrialRecord>& trials, int free_sl
 
 Status Submitter::SubmitBatch(std::vector<Rendered*>& batch, const std::optional<std::vector<std::string>>& key,
                               int throttle, TickReport& report) {
-  const Study& study = ctx_.study;
+  const study::Study& study = ctx_.study;
   const StudyFiles& files = ctx_.files;
   bool array = batch.size() > 1;
   store::TrialRecord& first = *batch.front()->trial;
@@ -230,4 +230,4 @@ Status Submitter::SubmitBatch(std::vector<Rendered*>& batch, const std::optional
   });
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -17,7 +17,7 @@
 #include "slurm/sbatch_script.h"
 #include "store/store.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 class Submitter {
  public:
@@ -73,4 +73,4 @@ class Submitter {
 // Back to "new" with the attempt and array fields undone, for a submission that never happened.
 void UndoSubmission(store::TrialRecord& trial);
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -7,7 +7,7 @@
 #include "orchestrator/trial_script.h"
 #include "tests/fake_run.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 using testing::FakeRun;
@@ -144,4 +144,4 @@ TEST_CASE("submitter: an undone submission reuses its attempt", "[submitter]") {
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -21,11 +21,11 @@
 #include "study/expr.h"
 #include "study/repeats.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
-std::vector<sampler::Dimension> SamplerSpace(const Study& study) {
+std::vector<sampler::Dimension> SamplerSpace(const study::Study& study) {
   std::vector<sampler::Dimension> dims;
-  for (const ParamSpec& p : study.space) {
+  for (const study::ParamSpec& p : study.space) {
     sampler::Dimension d;
     d.name = p.name;
     if (!p.choices.empty()) {
@@ -42,10 +42,10 @@ std::vector<sampler::Dimension> SamplerSpace(const Study& study) {
   return dims;
 }
 
-Params ParamsOf(const Study& study, const sampler::Point& x) {
+Params ParamsOf(const study::Study& study, const sampler::Point& x) {
   Params params;
   for (size_t j = 0; j < study.space.size(); ++j) {
-    const ParamSpec& p = study.space[j];
+    const study::ParamSpec& p = study.space[j];
     if (!p.choices.empty()) params.emplace_back(p.name, p.choices[static_cast<size_t>(x[j])]);
     else if (p.integer) params.emplace_back(p.name, static_cast<int64_t>(std::llround(x[j])));
     else params.emplace_back(p.name, x[j]);
@@ -55,7 +55,7 @@ Params ParamsOf(const Study& study, const sampler::Point& x) {
 
 namespace {
 
-std::optional<double> Coordinate(const ParamSpec& p, const ParamValue& v) {
+std::optional<double> Coordinate(const study::ParamSpec& p, const ParamValue& v) {
   std::optional<double> number;
   if (const int64_t* i = std::get_if<int64_t>(&v)) number = static_cast<double>(*i);
   else if (const double* d = std::get_if<double>(&v)) number = *d;
@@ -83,9 +83,9 @@ std::optional<double> Coordinate(const ParamSpec& p, const ParamValue& v) {
 
 }  // namespace
 
-std::optional<sampler::Point> PointOf(const Study& study, const std::string& params_json) {
+std::optional<sampler::Point> PointOf(const study::Study& study, const std::string& params_json) {
   std::vector<std::string> names;
-  for (const ParamSpec& p : study.space) names.push_back(p.name);
+  for (const study::ParamSpec& p : study.space) names.push_back(p.name);
   Params values = ParamsFromText(params_json, names);  // in the order of the space
   if (values.size() != names.size() || !IsParamsText(params_json)) return std::nullopt;
   sampler::Point x;
@@ -108,7 +108,7 @@ sampler::Outcome OutcomeOf(const std::string& state) {
   return sampler::Outcome::kIgnored;  // cancelled, lost, node failure, preempted: says nothing
 }
 
-Result<std::optional<sampler::Observation>> ObserveTrial(store::Store& store, const Study& study,
+Result<std::optional<sampler::Observation>> ObserveTrial(store::Store& store, const study::Study& study,
                                                          const store::TrialRecord& trial) {
   auto x = PointOf(study, trial.params_json);
   if (!x) return std::optional<sampler::Observation>();
@@ -128,11 +128,11 @@ Result<std::optional<sampler::Observation>> ObserveTrial(store::Store& store, co
   return std::optional<sampler::Observation>(std::move(o));
 }
 
-Result<std::vector<sampler::Observation>> WarmStartObservations(const Study& study) {
+Result<std::vector<sampler::Observation>> WarmStartObservations(const study::Study& study) {
   std::vector<sampler::Observation> out;
   if (!study.warm_start) return out;
   std::string where = fmt::format("{}:{}: search.seed_from", study.path, study.warm_start->line);
-  auto other = LoadStudy(study.warm_start->study_path);
+  auto other = study::LoadStudy(study.warm_start->study_path);
   if (!other.ok()) return other.status().WithContext(where);
   if (other->objective.metric != study.objective.metric) {
     return Status::InvalidArgument(fmt::format("{}: study '{}' optimises {}, this one {}: its trials cannot inform",
@@ -173,7 +173,7 @@ constexpr double kMaxListed = 10000;
 constexpr size_t kValuesShown = 10;
 constexpr size_t kReasonsShown = 6;
 
-bool IsFloatRange(const ParamSpec& p) { return p.choices.empty() && !p.integer; }
+bool IsFloatRange(const study::ParamSpec& p) { return p.choices.empty() && !p.integer; }
 
 // The combinations of a region that may not be proposed, by reason, most frequent first: each
 // constraint, the parallelism rules and the memory plan (one group each, with an example: their
@@ -206,14 +206,14 @@ std::vector<RefusalGroup> NotProposable(const TpeRegion& region) {
 
 }  // namespace
 
-sampler::Options TpeOptions(const Study& study) {
+sampler::Options TpeOptions(const study::Study& study) {
   sampler::Options options;
   options.seed = study.seed;
   options.startup = std::clamp(study.trials / 4, 2, 10);
   return options;
 }
 
-bool TpeAllows(const Study& study, const TrialSpec& spec, bool submit_predicted_oom, double headroom_bytes) {
+bool TpeAllows(const study::Study& study, const TrialSpec& spec, bool submit_predicted_oom, double headroom_bytes) {
   if (!spec.dropped_reason.empty()) return false;
   if (!study.job.vars.count("model")) return true;
   // The planner's verdict, as Prepare applies it to a grid: parallelism rules always, the memory
@@ -238,10 +238,10 @@ namespace {
 // not in `own` (ConfigIdentity of its trials) yet, then what the sampler proposes from `history`
 // (which counts the enqueued as pending) among those the constraints and `allows` accept: what
 // `run` proposes and what `plan` lists, one path for both.
-Result<std::vector<TrialSpec>> ProposeSpecs(const Study& study, std::vector<sampler::Observation> history,
+Result<std::vector<TrialSpec>> ProposeSpecs(const study::Study& study, std::vector<sampler::Observation> history,
                                             const std::set<std::string>& own, int k,
                                             const std::function<bool(const TrialSpec&)>& allows) {
-  auto checker = ConstraintChecker::Make(study);
+  auto checker = study::ConstraintChecker::Make(study);
   if (!checker.ok()) return checker.status();
   Status error;
   auto feasible = [&](const sampler::Point& x) {
@@ -269,8 +269,9 @@ Result<std::vector<TrialSpec>> ProposeSpecs(const Study& study, std::vector<samp
 
 }  // namespace
 
-Result<std::vector<TrialSpec>> StoredTpeTrials(const Study& study, const std::vector<store::TrialRecord>& stored) {
-  auto checker = ConstraintChecker::Make(study);
+Result<std::vector<TrialSpec>> StoredTpeTrials(const study::Study& study,
+                                               const std::vector<store::TrialRecord>& stored) {
+  auto checker = study::ConstraintChecker::Make(study);
   if (!checker.ok()) return checker.status();
   std::vector<TrialSpec> out;
   for (const auto& t : stored) {
@@ -278,13 +279,13 @@ Result<std::vector<TrialSpec>> StoredTpeTrials(const Study& study, const std::ve
     if (!x) continue;
     auto spec = checker->Check(ParamsOf(study, *x));
     if (!spec.ok()) return spec.status();
-    if (Seeded(study)) *spec = RepeatTrials(study, *spec, SeedOf(study, t.params_json), 1).front();
+    if (study::Seeded(study)) *spec = study::RepeatTrials(study, *spec, study::SeedOf(study, t.params_json), 1).front();
     if (spec->key == t.trial_key) out.push_back(std::move(*spec));
   }
   return out;
 }
 
-Result<std::vector<TrialSpec>> FirstTpeProposals(const Study& study) {
+Result<std::vector<TrialSpec>> FirstTpeProposals(const study::Study& study) {
   auto warm = WarmStartObservations(study);
   if (!warm.ok()) return warm.status();
   // The first tick proposes one batch of max_concurrent before any trial ends; without a warm
@@ -300,15 +301,15 @@ int TpeRegion::Proposable() const {
       std::count_if(rows.begin(), rows.end(), [](const TrialSpec& t) { return t.dropped_reason.empty(); }));
 }
 
-Result<TpeRegion> PlanTpeRegion(const Study& study) {
+Result<TpeRegion> PlanTpeRegion(const study::Study& study) {
   TpeRegion region;
   // The study as a grid of its lists and integer ranges, without the constraints that read a float.
-  Study knobs = study;
+  study::Study knobs = study;
   knobs.sampler = "grid";
   knobs.space.clear();
   knobs.constraints.clear();
   std::set<std::string> floats;
-  for (const ParamSpec& p : study.space) {
+  for (const study::ParamSpec& p : study.space) {
     if (IsFloatRange(p)) {
       region.floats.push_back(&p);
       floats.insert(p.name);
@@ -318,8 +319,8 @@ Result<TpeRegion> PlanTpeRegion(const Study& study) {
     region.combinations *= n;
     knobs.space.push_back(p);
   }
-  for (const Constraint& c : study.constraints) {
-    auto e = Expr::Parse(c.expr);
+  for (const study::Constraint& c : study.constraints) {
+    auto e = study::Expr::Parse(c.expr);
     if (!e.ok()) return e.status().WithContext(fmt::format("{}:{}: constraint '{}'", study.path, c.line, c.expr));
     auto names = e->Variables();
     if (std::any_of(names.begin(), names.end(), [&](const std::string& n) { return floats.count(n) > 0; })) {
@@ -332,11 +333,11 @@ Result<TpeRegion> PlanTpeRegion(const Study& study) {
   if (!first.ok()) return first.status();
   region.first = std::move(*first);
   if (region.combinations > kMaxListed) return region;
-  for (ParamSpec& p : knobs.space) {
+  for (study::ParamSpec& p : knobs.space) {
     if (!p.choices.empty()) continue;
     for (double v = std::ceil(*p.min); v <= std::floor(*p.max); v += 1) p.choices.emplace_back(static_cast<int64_t>(v));
   }
-  auto rows = ExpandSpace(knobs);
+  auto rows = study::ExpandSpace(knobs);
   if (!rows.ok()) return rows.status();
   for (size_t i = 0; i < rows->size(); ++i) (*rows)[i].key = fmt::format("#{}", i + 1);
   if (study.job.vars.count("model")) {
@@ -348,11 +349,11 @@ Result<TpeRegion> PlanTpeRegion(const Study& study) {
   return region;
 }
 
-std::string RenderTpeRegion(const Study& study, const TpeRegion& region) {
+std::string RenderTpeRegion(const study::Study& study, const TpeRegion& region) {
   std::string out = "sampler = \"tpe\": trials are proposed as results come in, from this region:\n";
   size_t width = 0;
-  for (const ParamSpec& p : study.space) width = std::max(width, p.name.size());
-  for (const ParamSpec& p : study.space) {
+  for (const study::ParamSpec& p : study.space) width = std::max(width, p.name.size());
+  for (const study::ParamSpec& p : study.space) {
     std::string what;
     if (!p.choices.empty()) {
       std::string values;
@@ -399,7 +400,7 @@ std::string RenderTpeRegion(const Study& study, const TpeRegion& region) {
                          reasons.size() - kReasonsShown);
     }
   }
-  for (const Constraint* c : region.per_proposal) {
+  for (const study::Constraint* c : region.per_proposal) {
     out += fmt::format("checked on each proposal (names a float range): constraint '{}' ({}:{})\n",
                        TerminalSafe(c->expr), study.path, c->line);
   }
@@ -422,7 +423,7 @@ std::string RenderTpeRegion(const Study& study, const TpeRegion& region) {
   return out;
 }
 
-nlohmann::json TpeRegionJson(const Study& study, const TpeRegion& region) {
+nlohmann::json TpeRegionJson(const study::Study& study, const TpeRegion& region) {
   nlohmann::json rows = nlohmann::json::array();
   auto add = [&](const TrialSpec& t, const char* verdict, const std::string& reason, std::optional<double> gib) {
     nlohmann::json params = nlohmann::json::object();
@@ -438,16 +439,16 @@ nlohmann::json TpeRegionJson(const Study& study, const TpeRegion& region) {
     add(*v.trial, v.verdict, v.reason, v.predicted_gib);
   }
   nlohmann::json floats = nlohmann::json::array();
-  for (const ParamSpec* p : region.floats)
+  for (const study::ParamSpec* p : region.floats)
     floats.push_back({{"name", p->name}, {"min", *p->min}, {"max", *p->max}, {"log", p->log}});
   nlohmann::json per_proposal = nlohmann::json::array();
-  for (const Constraint* c : region.per_proposal) per_proposal.push_back(c->expr);
+  for (const study::Constraint* c : region.per_proposal) per_proposal.push_back(c->expr);
   nlohmann::json combinations = region.combinations;
   if (region.combinations < 0x1p53) combinations = static_cast<int64_t>(region.combinations);
   // The summary plan's text shows: each parameter, the first proposals, and the combinations that may
   // not be proposed counted by verdict and reason.
   nlohmann::json parameters = nlohmann::json::array();
-  for (const ParamSpec& p : study.space) {
+  for (const study::ParamSpec& p : study.space) {
     nlohmann::json param = {{"name", p.name}};
     if (!p.choices.empty()) {
       param["kind"] = "values";
@@ -485,7 +486,7 @@ nlohmann::json TpeRegionJson(const Study& study, const TpeRegion& region) {
 }
 
 Status TpeProposer::Prepare() {
-  const Study& study = ctx_.study;
+  const study::Study& study = ctx_.study;
   auto trials = ctx_.store.ListTrials(ctx_.study_id);
   if (!trials.ok()) return trials.status();
   auto mine = StoredTpeTrials(study, *trials);
@@ -524,14 +525,14 @@ bool TpeProposer::MoreToPropose(const std::vector<store::TrialRecord>& trials) c
   // The budget counts configurations: a study with repeats runs each as several trials.
   std::set<std::string> own;
   for (const auto& t : trials) {
-    if (ctx_.specs.count(t.trial_key)) own.insert(ConfigIdentity(ctx_.study, t.params_json));
+    if (ctx_.specs.count(t.trial_key)) own.insert(study::ConfigIdentity(ctx_.study, t.params_json));
   }
   return static_cast<int>(own.size()) < ctx_.study.trials;
 }
 
 Status TpeProposer::Propose(std::vector<store::TrialRecord>& trials, int free_slots) {
   if (exhausted_) return Status::OK();
-  const Study& study = ctx_.study;
+  const study::Study& study = ctx_.study;
   int waiting = 0;
   std::vector<sampler::Observation> history = warm_;
   std::vector<const TrialSpec*> ooms;
@@ -541,12 +542,12 @@ Status TpeProposer::Propose(std::vector<store::TrialRecord>& trials, int free_sl
   for (const auto& t : trials) {  // in id order: the order they were proposed
     auto spec = ctx_.specs.find(t.trial_key);
     if (spec == ctx_.specs.end()) continue;
-    own_configs.insert(ConfigIdentity(study, t.params_json));
+    own_configs.insert(study::ConfigIdentity(study, t.params_json));
     if (t.state == kTrialNew) ++waiting;
     if (t.state == kTrialCudaOom) ooms.push_back(&spec->second);
     auto o = ObserveTrial(ctx_.store, study, t);
     if (!o.ok()) return o.status();
-    if (*o) observed.emplace_back(ConfigIdentity(study, t.params_json), std::move(**o));
+    if (*o) observed.emplace_back(study::ConfigIdentity(study, t.params_json), std::move(**o));
   }
   for (auto& o : MergeRepeats(observed)) history.push_back(std::move(o));
   int own = static_cast<int>(own_configs.size());
@@ -557,7 +558,7 @@ Status TpeProposer::Propose(std::vector<store::TrialRecord>& trials, int free_sl
   if (!configs.ok()) return configs.status();
   std::vector<TrialSpec> specs;  // each configuration's repeats
   for (const TrialSpec& config : *configs) {
-    for (auto& spec : RepeatTrials(study, config, 0, study.repeats)) specs.push_back(std::move(spec));
+    for (auto& spec : study::RepeatTrials(study, config, 0, study.repeats)) specs.push_back(std::move(spec));
   }
   if (static_cast<int>(configs->size()) < k) {
     exhausted_ = true;
@@ -595,4 +596,4 @@ Status TpeProposer::Propose(std::vector<store::TrialRecord>& trials, int free_sl
   return Status::OK();
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -8,7 +8,7 @@
 #include "base/trial_state.h"
 #include "tests/fake_run.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 using testing::FakeRun;
@@ -61,4 +61,4 @@ TEST_CASE("tpe proposer: no proposal a constraint drops or a CUDA OOM of a small
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::orchestrator

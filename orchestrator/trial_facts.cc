@@ -9,7 +9,7 @@
 #include "base/median.h"
 #include "base/telemetry.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 namespace {
 
 // One metric's points in step order; empty if the trial did not log it.
@@ -257,4 +257,4 @@ Result<TrialFacts> SummaryFacts(store::Store& store, int64_t trial_id, const sto
   return f;
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

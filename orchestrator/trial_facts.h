@@ -17,7 +17,7 @@
 #include "reports/study_report.h"
 #include "store/store.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
 // A trial's metrics as Store::MetricTable reads them: one column set per metric, sorted by name.
 using Columns = std::vector<store::MetricColumns>;
@@ -56,4 +56,4 @@ Result<TrialFacts> SummaryFacts(store::Store& store, int64_t trial_id, const sto
 Result<std::optional<FinalObjective>> FinalFromTail(store::Store& store, int64_t trial_id,
                                                     const store::TrialSummary& summary, const std::string& objective);
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -13,18 +13,18 @@
 #include "study/repeats.h"
 #include "study/template_vars.h"
 
-namespace sweep {
+namespace sweep::orchestrator {
 
-Status CheckStudyTemplate(Study& study) {
-  const JobSpec& job = study.job;
+Status CheckStudyTemplate(study::Study& study) {
+  const study::JobSpec& job = study.job;
   const std::string context = study.path + ": job.template";
   std::map<std::string, std::string> known = job.vars;
   for (const auto& p : study.space) known[p.name] = "";
-  for (const auto& b : BuiltinTemplateVars()) known[b] = "";
-  if (Seeded(study)) known[study.seed_var] = "";
+  for (const auto& b : study::BuiltinTemplateVars()) known[b] = "";
+  if (study::Seeded(study)) known[study.seed_var] = "";
   // Phase 2 of a two-phase study: phase 1's parameters reach the template too.
   if (study.seed_from) {
-    auto phase1 = LoadStudy(study.seed_from->study_path);
+    auto phase1 = study::LoadStudy(study.seed_from->study_path);
     if (!phase1.ok()) {
       return phase1.status().WithContext(fmt::format("{}:{}: search.seed_from", study.path, study.seed_from->line));
     }
@@ -46,7 +46,7 @@ Status CheckStudyTemplate(Study& study) {
   auto used = slurm::TemplatePlaceholders(job.template_text, job.template_path);
   if (!used.ok()) return used.status();
   // Repeats that the template cannot tell apart would run the same job N times: nothing silently off.
-  if (Seeded(study) && std::find(used->begin(), used->end(), study.seed_var) == used->end()) {
+  if (study::Seeded(study) && std::find(used->begin(), used->end(), study.seed_var) == used->end()) {
     return Status::InvalidArgument(fmt::format(
         "{}:{}: key 'search.{}': the trials of a configuration differ only in {{{{{}}}}}, which {} never uses; "
         "pass it to the program (--seed {{{{{}}}}})",
@@ -62,7 +62,7 @@ Status CheckStudyTemplate(Study& study) {
   return Status::OK();
 }
 
-std::map<std::string, std::string> TrialTemplateVars(const Study& study, const TrialSpec& spec, int attempt,
+std::map<std::string, std::string> TrialTemplateVars(const study::Study& study, const TrialSpec& spec, int attempt,
                                                      const std::string& log_path, const std::string& trial_dir) {
   const std::string& w = study.cluster.workdir;
   std::map<std::string, std::string> vars = study.job.vars;
@@ -80,27 +80,27 @@ std::map<std::string, std::string> TrialTemplateVars(const Study& study, const T
   return vars;
 }
 
-std::set<std::string> TextNames(const Study& study) {
+std::set<std::string> TextNames(const study::Study& study) {
   std::set<std::string> names = study.job.text_vars;
-  for (const ParamSpec& p : study.space) {
+  for (const study::ParamSpec& p : study.space) {
     if (p.text) names.insert(p.name);
   }
   return names;
 }
 
-std::map<std::string, std::string> ValueRefusals(const Study& study) {
-  auto first = [](const ParamSpec& p) -> ParamValue {
+std::map<std::string, std::string> ValueRefusals(const study::Study& study) {
+  auto first = [](const study::ParamSpec& p) -> ParamValue {
     if (!p.choices.empty()) return p.choices.front();
     if (p.integer) return static_cast<int64_t>(std::ceil(*p.min));
     return *p.min;
   };
   std::map<std::string, std::string> out;
-  for (const ParamSpec& varied : study.space) {
+  for (const study::ParamSpec& varied : study.space) {
     for (const ParamValue& value : varied.choices) {
       TrialSpec spec;
       spec.key = "t-000000000000";
-      for (const ParamSpec& p : study.space) spec.params.emplace_back(p.name, &p == &varied ? value : first(p));
-      if (Seeded(study)) spec.params.emplace_back(study.seed_var, int64_t{0});
+      for (const study::ParamSpec& p : study.space) spec.params.emplace_back(p.name, &p == &varied ? value : first(p));
+      if (study::Seeded(study)) spec.params.emplace_back(study.seed_var, int64_t{0});
       auto refused = RenderRefusals(study, {spec});
       if (!refused.empty()) {
         out[fmt::format("space.{} = {}", varied.name, ParamToString(value))] = refused.begin()->second;
@@ -110,7 +110,7 @@ std::map<std::string, std::string> ValueRefusals(const Study& study) {
   return out;
 }
 
-std::map<std::string, std::string> RenderRefusals(const Study& study, const std::vector<TrialSpec>& specs) {
+std::map<std::string, std::string> RenderRefusals(const study::Study& study, const std::vector<TrialSpec>& specs) {
   std::map<std::string, std::string> out;
   for (const TrialSpec& spec : specs) {
     if (!spec.dropped_reason.empty()) continue;
@@ -122,15 +122,15 @@ std::map<std::string, std::string> RenderRefusals(const Study& study, const std:
   return out;
 }
 
-std::string TrialJobName(const Study& study, const std::string& trial_key) {
+std::string TrialJobName(const study::Study& study, const std::string& trial_key) {
   return "ss-" + study.name + "-" + trial_key;
 }
 
-std::string TrialCommentTag(const Study& study, const store::TrialRecord& trial) {
+std::string TrialCommentTag(const study::Study& study, const store::TrialRecord& trial) {
   return fmt::format("slurmsweep:study={}:trial={}:attempt={}", study.name, trial.trial_key, trial.attempt);
 }
 
-slurm::SbatchHeader StudyHeader(const Study& study) {
+slurm::SbatchHeader StudyHeader(const study::Study& study) {
   slurm::SbatchHeader h;
   h.workdir = study.cluster.workdir;
   h.partition = study.cluster.partition;
@@ -144,14 +144,14 @@ slurm::SbatchHeader StudyHeader(const Study& study) {
   return h;
 }
 
-Result<std::string> RenderTrialBody(const Study& study, const TrialSpec& spec, const store::TrialRecord& trial,
+Result<std::string> RenderTrialBody(const study::Study& study, const TrialSpec& spec, const store::TrialRecord& trial,
                                     const std::string& trial_dir) {
   return slurm::RenderTemplate(study.job.template_text, study.job.template_path,
                                TrialTemplateVars(study, spec, trial.attempt, trial.log_path, trial_dir),
                                TextNames(study));
 }
 
-Result<std::string> AddTrialHeader(const Study& study, const store::TrialRecord& trial, std::string_view body) {
+Result<std::string> AddTrialHeader(const study::Study& study, const store::TrialRecord& trial, std::string_view body) {
   slurm::SbatchHeader h = StudyHeader(study);
   h.job_name = TrialJobName(study, trial.trial_key);
   h.output = trial.log_path;
@@ -168,4 +168,4 @@ Result<std::string> AddTrialHeader(const Study& study, const store::TrialRecord&
   return WithStartMark(*script, MarksPath(trial.log_path), {study.name, trial.trial_key, trial.attempt});
 }
 
-}  // namespace sweep
+}  // namespace sweep::orchestrator

@@ -8,6 +8,7 @@
 #include "tests/test_util.h"
 
 using namespace sweep;
+using namespace sweep::orchestrator;
 
 namespace {
 
@@ -22,8 +23,8 @@ struct StudyDir {
   StudyDir(const std::string& tmpl = "#!/bin/bash\ntrain --lr {{lr}} --opt {{opt}} --trial {{trial}}\n") {
     testing::WriteAll(dir.file("job.sbatch"), tmpl);
   }
-  Result<Study> Load(const std::string& text) {
-    auto s = ParseStudy(text, dir.file("study.toml"));
+  Result<study::Study> Load(const std::string& text) {
+    auto s = study::ParseStudy(text, dir.file("study.toml"));
     if (!s.ok()) return s;
     if (Status st = CheckStudyTemplate(*s); !st.ok()) return st;
     return s;

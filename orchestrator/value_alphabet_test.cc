@@ -14,14 +14,15 @@
 #include "tests/test_util.h"
 
 using namespace sweep;
+using namespace sweep::orchestrator;
 
 namespace {
 
 struct StudyDir {
   testing::TempDir dir;
   explicit StudyDir(const std::string& tmpl) { testing::WriteAll(dir.file("job.sbatch"), tmpl); }
-  Result<Study> Load(const std::string& text) {
-    auto s = ParseStudy(text, dir.file("study.toml"));
+  Result<study::Study> Load(const std::string& text) {
+    auto s = study::ParseStudy(text, dir.file("study.toml"));
     if (!s.ok()) return s;
     if (Status st = CheckStudyTemplate(*s); !st.ok()) return st;
     return s;

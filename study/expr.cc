@@ -9,7 +9,7 @@
 #include <cmath>
 #include <set>
 
-namespace sweep {
+namespace sweep::study {
 
 struct Expr::Node {
   enum Kind { kLiteral, kVar, kUnary, kBinary } kind = kLiteral;
@@ -347,4 +347,4 @@ std::vector<std::pair<std::string, std::string>> Expr::StringEqualities() const 
   return out;
 }
 
-}  // namespace sweep
+}  // namespace sweep::study

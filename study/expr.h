@@ -16,7 +16,7 @@
 
 #include "base/status.h"
 
-namespace sweep {
+namespace sweep::study {
 
 using ExprValue = std::variant<double, std::string, bool>;
 
@@ -41,4 +41,4 @@ class Expr {
   std::shared_ptr<const Node> root_;
 };
 
-}  // namespace sweep
+}  // namespace sweep::study

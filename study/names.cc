@@ -8,7 +8,7 @@
 
 #include "base/params.h"
 
-namespace sweep {
+namespace sweep::study {
 
 bool IsIdentifier(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
@@ -46,4 +46,4 @@ std::string UnsafeValueMessage(std::string_view value, std::string_view name, st
       name);
 }
 
-}  // namespace sweep
+}  // namespace sweep::study

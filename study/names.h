@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace sweep {
+namespace sweep::study {
 
 // A C identifier: a letter or '_', then letters, digits and '_' (parameter and variable names).
 bool IsIdentifier(std::string_view s);
@@ -18,4 +18,4 @@ bool IsSafePath(std::string_view s);
 // declaration `form` that makes it text instead.
 std::string UnsafeValueMessage(std::string_view value, std::string_view name, std::string_view form);
 
-}  // namespace sweep
+}  // namespace sweep::study

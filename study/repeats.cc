@@ -14,7 +14,7 @@
 #include "study/template_vars.h"
 #include "study/toml_table.h"
 
-namespace sweep {
+namespace sweep::study {
 namespace {
 
 constexpr int kMaxRepeats = 1000;
@@ -170,4 +170,4 @@ int64_t SeedOf(const Study& study, const std::string& params_json) {
   return IntegerInParamsText(params_json, study.seed_var).value_or(0);
 }
 
-}  // namespace sweep
+}  // namespace sweep::study

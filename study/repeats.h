@@ -24,7 +24,7 @@
 #include "base/status.h"
 #include "study/study.h"
 
-namespace sweep {
+namespace sweep::study {
 
 // Whether the study's trials carry a seed: repeats > 1, or a `seed_var` given.
 inline bool Seeded(const Study& s) { return !s.seed_var.empty(); }
@@ -41,4 +41,4 @@ std::string ConfigIdentity(const Study& study, const std::string& params_json);
 // trial stored before the study had repeats is its configuration's seed 0).
 int64_t SeedOf(const Study& study, const std::string& params_json);
 
-}  // namespace sweep
+}  // namespace sweep::study

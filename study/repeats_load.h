@@ -11,7 +11,7 @@
 
 #include "base/status.h"
 
-namespace sweep {
+namespace sweep::study {
 
 struct Study;  // study.h
 
@@ -19,4 +19,4 @@ struct Study;  // study.h
 // [space], constraints and [job.vars] are loaded already. Errors name file, line and key.
 Status LoadRepeatsAndEnqueue(const toml::table& search, const std::string& path, Study& s);
 
-}  // namespace sweep
+}  // namespace sweep::study

@@ -13,6 +13,7 @@
 #include "tests/test_util.h"
 
 using namespace sweep;
+using namespace sweep::study;
 
 namespace {
 
@@ -27,7 +28,7 @@ std::string StudyText(const std::string& search,
 struct StudyDir {
   testing::TempDir dir;
   StudyDir() { testing::WriteAll(dir.file("job.sbatch"), "#!/bin/bash\ntrain --lr {{lr}} --seed {{seed}}\n"); }
-  Result<sweep::Study> Parse(const std::string& text) { return ParseStudy(text, dir.file("study.toml")); }
+  Result<sweep::study::Study> Parse(const std::string& text) { return ParseStudy(text, dir.file("study.toml")); }
 };
 
 std::string Value(const TrialSpec& t, const std::string& name) {

@@ -12,7 +12,7 @@
 #include "study/expr.h"
 #include "study/repeats.h"
 
-namespace sweep {
+namespace sweep::study {
 namespace {
 
 ExprValue ToExpr(const ParamValue& v) {
@@ -150,4 +150,4 @@ Result<TrialSpec> ConstraintChecker::Check(Params c) const {
   return t;
 }
 
-}  // namespace sweep
+}  // namespace sweep::study

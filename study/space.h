@@ -13,7 +13,7 @@
 #include "study/expr.h"
 #include "study/study.h"
 
-namespace sweep {
+namespace sweep::study {
 
 // Grid: the cartesian product, last parameter varying fastest. Random: `trials` distinct
 // draws from a generator seeded by the study's seed (same study file, same trials). Tpe: none
@@ -42,4 +42,4 @@ class ConstraintChecker {
 // The key of a set of parameter values; order-independent.
 std::string TrialKey(const std::vector<std::pair<std::string, ParamValue>>& params);
 
-}  // namespace sweep
+}  // namespace sweep::study

@@ -9,7 +9,7 @@
 #include "base/text.h"
 #include "study/toml_table.h"
 
-namespace sweep {
+namespace sweep::study {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -162,4 +162,4 @@ Result<StoppingConfig> ParseStoppingConfig(const toml::table& table, const std::
   return c;
 }
 
-}  // namespace sweep
+}  // namespace sweep::study

@@ -10,7 +10,7 @@
 #include "base/status.h"
 #include "base/stopping_settings.h"
 
-namespace sweep {
+namespace sweep::study {
 
 // Reads the study file's [stopping] table (`table`, from `path`). Errors are
 // "PATH:LINE: key 'stopping.x.y': what"; unknown keys are refused with the closest known key
@@ -40,4 +40,4 @@ namespace sweep {
 Result<StoppingConfig> ParseStoppingConfig(const toml::table& table, const std::string& path,
                                            const std::vector<std::string>& parameters = {});
 
-}  // namespace sweep
+}  // namespace sweep::study

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace sweep {
+namespace sweep::study {
 namespace {
 
 Result<StoppingConfig> Parse(const std::string& text, const std::vector<std::string>& parameters = {}) {
@@ -165,4 +165,4 @@ TEST_CASE("[stopping] errors name file, line and key, and suggest the closest ke
 }
 
 }  // namespace
-}  // namespace sweep
+}  // namespace sweep::study

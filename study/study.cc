@@ -22,7 +22,7 @@
 #include "study/template_vars.h"
 #include "study/toml_table.h"
 
-namespace sweep {
+namespace sweep::study {
 namespace fs = std::filesystem;
 
 std::map<std::string, int> DefaultRetries() {
@@ -686,4 +686,4 @@ Result<Study> LoadStudy(const std::string& path) {
   return ParseStudy(ss.str(), path);
 }
 
-}  // namespace sweep
+}  // namespace sweep::study

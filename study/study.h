@@ -19,9 +19,7 @@
 #include "base/status.h"
 #include "base/stopping_settings.h"
 
-namespace sweep {
-
-struct TrialSpec;  // space.h
+namespace sweep::study {
 
 struct ParamSpec {
   std::string name;
@@ -199,4 +197,4 @@ Result<Study> LoadStudy(const std::string& path);
 // For tests and tools: `text` as if read from `path`.
 Result<Study> ParseStudy(const std::string& text, const std::string& path);
 
-}  // namespace sweep
+}  // namespace sweep::study

@@ -12,6 +12,7 @@
 #include "tests/test_util.h"
 
 using namespace sweep;
+using namespace sweep::study;
 
 namespace {
 

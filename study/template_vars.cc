@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace sweep {
+namespace sweep::study {
 
 const std::vector<std::string>& BuiltinTemplateVars() {
   static const std::vector<std::string> kVars = {"study", "trial",         "attempt", "workdir", "trial_dir",
@@ -27,4 +27,4 @@ const std::vector<std::string>& BuiltinExprVars() {
   return kVars;
 }
 
-}  // namespace sweep
+}  // namespace sweep::study

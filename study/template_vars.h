@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace sweep {
+namespace sweep::study {
 
 // study, trial, attempt, workdir, trial_dir, log, nodes, gpus_per_node, gpus, cpus_per_task
 const std::vector<std::string>& BuiltinTemplateVars();
@@ -17,4 +17,4 @@ std::string BuiltinTemplateVarList();
 // Names usable in constraints besides the parameters: nodes, gpus_per_node, gpus.
 const std::vector<std::string>& BuiltinExprVars();
 
-}  // namespace sweep
+}  // namespace sweep::study

@@ -17,7 +17,7 @@
 #include "base/status.h"
 #include "base/text.h"
 
-namespace sweep {
+namespace sweep::study {
 
 int LineOf(const toml::node& node);
 
@@ -157,4 +157,4 @@ class TableReader {
   const std::string& path_;
 };
 
-}  // namespace sweep
+}  // namespace sweep::study

@@ -35,26 +35,26 @@ inline std::string Capture(const std::string& cmd) { return RunShell(cmd).second
 
 // Everything a test needs to drive the real run loop in-process.
 struct Harness {
-  Study study;
+  study::Study study;
   std::unique_ptr<store::Store> store;
   std::unique_ptr<slurm::Transport> transport;
   SystemClock clock;
   std::ostringstream log;
-  std::unique_ptr<Runner> runner;
+  std::unique_ptr<orchestrator::Runner> runner;
 
   explicit Harness(const std::string& study_path) {
-    auto s = LoadStudy(study_path);
+    auto s = study::LoadStudy(study_path);
     INFO(s.status().ToString());
     REQUIRE(s.ok());
     study = std::move(*s);
     auto st = store::Store::Open(study.database);
     REQUIRE(st.ok());
     store = std::move(*st);
-    auto t = OpenTransport(study.cluster);
+    auto t = orchestrator::OpenTransport(study.cluster);
     INFO(t.status().ToString());
     REQUIRE(t.ok());
     transport = std::move(*t);
-    runner = std::make_unique<Runner>(study, *store, *transport, clock, log);
+    runner = std::make_unique<orchestrator::Runner>(study, *store, *transport, clock, log);
   }
 
   std::vector<store::TrialRecord> Trials() {

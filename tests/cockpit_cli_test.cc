@@ -182,7 +182,7 @@ TEST_CASE("SIGINT or SIGTERM during run: what goes on and how to resume or cance
   CHECK_THAT(run, Catch::Contains("stopped by SIG" + sig + "; this run ends and releases its lock"));
   CHECK_THAT(run, Catch::Contains("2 being submitted") && Catch::Contains("slurmsweep run " + study) &&
                       Catch::Contains("slurmsweep cancel " + study));
-  CHECK_FALSE(RunLock::Holder(dir.file("sig.db.lock")));
+  CHECK_FALSE(orchestrator::RunLock::Holder(dir.file("sig.db.lock")));
   auto [src, status] = Shell(kBinary + " status " + study);
   INFO(status);
   CHECK(src == 0);

@@ -65,7 +65,7 @@ class FakeRun {
         "[job]\ntemplate = \"job.sbatch\"\n{}\n\n{}",
         max_concurrent, cluster_extra, job, tail);
     WriteAll(dir_.file("study.toml"), text);
-    auto study = ParseStudy(text, dir_.file("study.toml"));
+    auto study = study::ParseStudy(text, dir_.file("study.toml"));
     INFO(study.status().ToString());
     REQUIRE(study.ok());
     study_ = std::move(*study);
@@ -74,16 +74,16 @@ class FakeRun {
     db_ = std::move(*db);
     counting_ = std::make_unique<slurm::CountingTransport>(trips);
     client_ = std::make_unique<slurm::SlurmClient>(*counting_);
-    ctx_ = std::make_unique<RunContext>(study_, *db_, *counting_, *client_, clock);
+    ctx_ = std::make_unique<orchestrator::RunContext>(study_, *db_, *counting_, *client_, clock);
     ctx_->event = [this](std::optional<int64_t> id, const std::string& kind, const std::string& message) {
       events.push_back({id, kind, message});
     };
     auto id = db_->UpsertStudy(study_.name, study_.path, study_.hash, clock.Now());
     REQUIRE(id.ok());
     ctx_->study_id = *id;
-    ctx_->files = FilesOf(study_.cluster.workdir, study_.name, {});
+    ctx_->files = orchestrator::FilesOf(study_.cluster.workdir, study_.name, {});
     if (study_.sampler == "tpe") return;  // its trials are proposed as the run goes
-    auto specs = ExpandStudy(study_);
+    auto specs = orchestrator::ExpandStudy(study_);
     REQUIRE(specs.ok());
     std::vector<store::TrialRecord> records;
     for (const auto& spec : *specs) {
@@ -102,9 +102,9 @@ class FakeRun {
     std::string kind, message;
   };
 
-  RunContext& ctx() { return *ctx_; }
+  orchestrator::RunContext& ctx() { return *ctx_; }
   store::Store& db() { return *db_; }
-  const Study& study() const { return study_; }
+  const study::Study& study() const { return study_; }
   std::vector<store::TrialRecord> Trials() {
     auto t = db_->ListTrials(ctx_->study_id);
     REQUIRE(t.ok());
@@ -125,11 +125,11 @@ class FakeRun {
 
  private:
   TempDir dir_;
-  Study study_;
+  study::Study study_;
   std::unique_ptr<store::Store> db_;
   std::unique_ptr<slurm::CountingTransport> counting_;
   std::unique_ptr<slurm::SlurmClient> client_;
-  std::unique_ptr<RunContext> ctx_;
+  std::unique_ptr<orchestrator::RunContext> ctx_;
 };
 
 }  // namespace sweep::testing

@@ -77,7 +77,7 @@ class FakeSlurm final : public slurm::Transport {
     j.start = clock_.Now();
     j.end = 0;
     files_[j.log] = "";
-    files_[MarksPath(j.log)] +=
+    files_[orchestrator::MarksPath(j.log)] +=
         fmt::format("start job={} restart={} host={} time={:.0f}\n", j.id, j.restarts, host, clock_.Now());
   }
   void AppendLog(const std::string& id, std::string_view text) { files_[job(id).log] += text; }

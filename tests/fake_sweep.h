@@ -35,7 +35,7 @@ class FakeSweep {
         name, max_concurrent, cluster_extra, tables);
     // On disk too, so that another study can name it (a tpe warm start's seed_from).
     testing::WriteAll(dir_.file("study.toml"), text);
-    auto study = ParseStudy(text, dir_.file("study.toml"));
+    auto study = study::ParseStudy(text, dir_.file("study.toml"));
     INFO(study.status().ToString());
     REQUIRE(study.ok());
     study_ = std::move(*study);
@@ -46,7 +46,7 @@ class FakeSweep {
   }
 
   // A new orchestrator process on the same database and cluster.
-  void Restart() { runner_ = std::make_unique<Runner>(study_, *db_, slurm, clock, log_); }
+  void Restart() { runner_ = std::make_unique<orchestrator::Runner>(study_, *db_, slurm, clock, log_); }
   // The user edits the study file (`from` replaced by `to`) and runs it again: a new orchestrator.
   void EditStudy(const std::string& from, const std::string& to) {
     std::string text = testing::ReadAll(dir_.file("study.toml"));
@@ -54,7 +54,7 @@ class FakeSweep {
     REQUIRE(at != std::string::npos);
     text.replace(at, from.size(), to);
     testing::WriteAll(dir_.file("study.toml"), text);
-    auto study = ParseStudy(text, dir_.file("study.toml"));
+    auto study = study::ParseStudy(text, dir_.file("study.toml"));
     INFO(study.status().ToString());
     REQUIRE(study.ok());
     runner_.reset();  // it refers to study_
@@ -62,7 +62,7 @@ class FakeSweep {
     Restart();
   }
 
-  TickReport Tick() {
+  orchestrator::TickReport Tick() {
     auto r = runner_->Tick();
     INFO(log_.str());
     REQUIRE(r.ok());
@@ -97,8 +97,8 @@ class FakeSweep {
   }
   std::string log() const { return log_.str(); }
   std::string file(const std::string& name) const { return dir_.file(name); }
-  const Study& study() const { return study_; }
-  Runner& runner() { return *runner_; }
+  const study::Study& study() const { return study_; }
+  orchestrator::Runner& runner() { return *runner_; }
   store::Store& db() { return *db_; }
 
   FakeClock clock;
@@ -106,10 +106,10 @@ class FakeSweep {
 
  private:
   testing::TempDir dir_;
-  Study study_;
+  study::Study study_;
   std::unique_ptr<store::Store> db_;
   std::ostringstream log_;
-  std::unique_ptr<Runner> runner_;
+  std::unique_ptr<orchestrator::Runner> runner_;
 };
 
 }  // namespace sweep::testing

@@ -78,12 +78,12 @@ struct InProcessRun {
 };
 InProcessRun RunInProcess(const std::string& path, slurm::Transport& transport, Clock& clock, int max_ticks) {
   setenv("SLURM_CONF", testing::ClusterVar("SLURM_CONF").c_str(), 1);
-  auto study = LoadStudy(path);
+  auto study = study::LoadStudy(path);
   REQUIRE(study.ok());
   auto db = store::Store::Open(study->database);
   REQUIRE(db.ok());
   std::ostringstream log;
-  Runner runner(*study, **db, transport, clock, log);
+  orchestrator::Runner runner(*study, **db, transport, clock, log);
   Status st = runner.Run(max_ticks);
   InProcessRun run;
   run.log = log.str();
@@ -555,7 +555,7 @@ TEST_CASE("a tick whose metrics transaction fails is read again: the curves are 
   std::string path = WriteLocalStudy(dir, name, "[space]\nlr = [0.01, 0.02, 0.03]\nmbs = [4]\n",
                                      "iters = 80\nsleep_ms = 40\noptimizer = \"sgd\"\n", kTrainTemplate, 3);
   setenv("SLURM_CONF", testing::ClusterVar("SLURM_CONF").c_str(), 1);
-  auto study = LoadStudy(path);
+  auto study = study::LoadStudy(path);
   REQUIRE(study.ok());
   auto db = store::Store::Open(study->database);
   REQUIRE(db.ok());
@@ -563,7 +563,7 @@ TEST_CASE("a tick whose metrics transaction fails is read again: the curves are 
   auto transport = slurm::NewLocalTransport();
   SystemClock clock;
   std::ostringstream log;
-  Runner runner(*study, locked, *transport, clock, log);
+  orchestrator::Runner runner(*study, locked, *transport, clock, log);
   Status st = runner.Run(2000);
   INFO(log.str());
   REQUIRE(st.ok());
@@ -735,10 +735,10 @@ echo "[Rank 0] (after 10 iterations) memory (MB) | allocated: 1000.0 | max alloc
                            tmpl, 1, "", "queue_ahead = 0\n");
   };
   // The prediction for (mbs 1, full recompute), the first configuration that fits.
-  auto planned = LoadStudy(write(1));
+  auto planned = study::LoadStudy(write(1));
   REQUIRE(planned.ok());
   planned->job.gpus_per_node = 8;
-  auto plan = PlanStudy(*planned);
+  auto plan = orchestrator::PlanStudy(*planned);
   REQUIRE(plan.ok());
   std::map<std::string, double> predicted_gib;  // model + activations, without headroom
   for (const auto& row : plan->rows) {
@@ -800,14 +800,14 @@ TEST_CASE("an interrupted submission whose jobs Slurm has purged is adopted from
                                      "[retry]\nlost = 0\n", arrays ? "" : "arrays = false");
   setenv("SLURM_CONF", testing::ClusterVar("SLURM_CONF").c_str(), 1);
   {
-    auto study = LoadStudy(path);
+    auto study = study::LoadStudy(path);
     REQUIRE(study.ok());
     auto db = store::Store::Open(study->database);
     REQUIRE(db.ok());
     LoseFirstSbatchAnswer transport(slurm::NewLocalTransport());
     SystemClock clock;
     std::ostringstream log;
-    Runner runner(*study, **db, transport, clock, log);
+    orchestrator::Runner runner(*study, **db, transport, clock, log);
     auto tick = runner.Tick();
     INFO(log.str());
     REQUIRE(tick.ok());
@@ -900,7 +900,8 @@ TEST_CASE("a job Slurm runs again under the same id is a new attempt: the curve 
   for (const auto& m : *stored) got.emplace_back(m.step, m.value);
   CHECK(want.size() == 20);
   CHECK(got == want);
-  CHECK(ParseStartMarks(testing::ReadAll(MarksPath(t.log_path))).size() == 2);  // one line per run
+  CHECK(orchestrator::ParseStartMarks(testing::ReadAll(orchestrator::MarksPath(t.log_path))).size() ==
+        2);  // one line per run
 }
 
 // Issue 13, item 3 with preemption for real: a job of the high-priority partition takes the
@@ -920,7 +921,7 @@ TEST_CASE("a preempted job is of the preempted class; with no retry left the tri
     return trials[0].state == "running" && testing::CountPoints(*h.store, trials[0].id, "lm_loss") >= 2;
   }));
   store::TrialRecord first = h.Trials()[0];
-  auto starts = ParseStartMarks(testing::ReadAll(MarksPath(first.log_path)));
+  auto starts = orchestrator::ParseStartMarks(testing::ReadAll(orchestrator::MarksPath(first.log_path)));
   REQUIRE(starts.size() == 1);
   // The whole node, in the partition that preempts.
   REQUIRE(testing::RunShell(fmt::format("SLURM_CONF={} sbatch -p {} -w {} --exclusive -o /dev/null --wrap 'sleep 1'",
@@ -1041,7 +1042,7 @@ TEST_CASE("two studies of one space in one workdir, run at the same time, each s
       CHECK(got == LogLoss(testing::ReadAll(t.log_path)));
       REQUIRE_FALSE(got.empty());
       CHECK(got.back().first == iters);
-      auto starts = ParseStartMarks(testing::ReadAll(MarksPath(t.log_path)));
+      auto starts = orchestrator::ParseStartMarks(testing::ReadAll(orchestrator::MarksPath(t.log_path)));
       REQUIRE(starts.size() == 1);
       CHECK(starts[0].study == study);
       CHECK(starts[0].trial == t.trial_key);
@@ -1065,7 +1066,7 @@ TEST_CASE("a job requeued after its node failed is of the node_fail class; with 
   REQUIRE(h.TickUntil(200, [&](const std::vector<store::TrialRecord>& trials) {
     return trials[0].state == "running" && testing::CountPoints(*h.store, trials[0].id, "lm_loss") >= 2;
   }));
-  auto starts = ParseStartMarks(testing::ReadAll(MarksPath(h.Trials()[0].log_path)));
+  auto starts = orchestrator::ParseStartMarks(testing::ReadAll(orchestrator::MarksPath(h.Trials()[0].log_path)));
   REQUIRE(starts.size() == 1);
   const std::string node = starts[0].host;
   const std::string link = testing::ClusterVar("SLURMSWEEP_NET_PREFIX") + "-" + node;

@@ -23,10 +23,10 @@ TEST_CASE("Importance puts first the parameter Optuna's fANOVA puts first", "[re
   auto opened = store::Store::Open(dir.file("hpo.db"));
   REQUIRE(opened.ok());
   auto& store = **opened;
-  Study study = testing::SyntheticStudy();
+  study::Study study = testing::SyntheticStudy();
   study.space.clear();
   for (const char* name : {"lr", "optimizer", "seed"}) {
-    ParamSpec p;
+    study::ParamSpec p;
     p.name = name;
     p.log = std::string(name) == "lr";
     study.space.push_back(p);
@@ -61,7 +61,7 @@ TEST_CASE("Importance puts first the parameter Optuna's fANOVA puts first", "[re
     stored[i].ended_at = 2100 + i;
     REQUIRE(store.UpdateTrial(stored[i]).ok());
   }
-  REQUIRE(WriteReports(store, study, id, "", dir.file("csv"), 5000).ok());
+  REQUIRE(orchestrator::WriteReports(store, study, id, "", dir.file("csv"), 5000).ok());
   std::string importance = testing::ReadAll(dir.file("csv/importance.csv"));
   INFO(importance);
   REQUIRE(importance.starts_with("param,log,groups,epsilon2,share,trials,step\nlr,true,5,"));

@@ -218,10 +218,10 @@ TEST_CASE("the replay stops at once on SIGTERM", "[replay]") {
 }
 
 TEST_CASE("every trial of examples/megatron-replay.toml replays a recorded run from the staged files", "[replay]") {
-  auto study = LoadStudy(kSourceDir + "/examples/megatron-replay.toml");
+  auto study = study::LoadStudy(kSourceDir + "/examples/megatron-replay.toml");
   INFO((study.ok() ? "" : study.status().ToString()));
   REQUIRE(study.ok());
-  auto trials = ExpandSpace(*study);
+  auto trials = study::ExpandSpace(*study);
   REQUIRE(trials.ok());
   // The work directory as the runner leaves it: every staged file under its base name.
   testing::TempDir dir;

@@ -112,15 +112,15 @@ TEST_CASE("The report loads in headless Chromium with no console message and no 
   TempDir dir;
   auto store = store::Store::Open(dir.file("study.db"));
   REQUIRE(store.ok());
-  Study study = testing::SyntheticStudy();
+  study::Study study = testing::SyntheticStudy();
   testing::SyntheticOptions options;
   options.trials = 40;
   options.hostile_value = "</script><img src=x onerror=alert(1)>";
   int64_t id = testing::FillSyntheticStudy(**store, study, options);
   std::string html = dir.file("report.html");
-  ReportOptions report_options;
+  orchestrator::ReportOptions report_options;
   report_options.version = "test";
-  REQUIRE(WriteReports(**store, study, id, html, "", options.now, report_options).ok());
+  REQUIRE(orchestrator::WriteReports(**store, study, id, html, "", options.now, report_options).ok());
 
   BrowserRun dom = RunChromium(chromium, dir, html, "--dump-dom");
   INFO("chromium stderr:\n" << dom.err);
@@ -171,7 +171,7 @@ TEST_CASE("A hyperparameter study's report and a comparison load cleanly in head
   TempDir dir;
   // The synthetic study without its throughput knob (micro_batch_size): a hyperparameter study,
   // lr sampled on a log scale; a hostile optimizer value.
-  Study hpo = testing::SyntheticStudy();
+  study::Study hpo = testing::SyntheticStudy();
   hpo.space.erase(hpo.space.begin());
   hpo.space[0].log = true;
   testing::SyntheticOptions options;
@@ -180,9 +180,9 @@ TEST_CASE("A hyperparameter study's report and a comparison load cleanly in head
   auto store = store::Store::Open(dir.file("hpo.db"));
   REQUIRE(store.ok());
   int64_t id = testing::FillSyntheticStudy(**store, hpo, options);
-  ReportOptions report_options;
+  orchestrator::ReportOptions report_options;
   report_options.version = "test";
-  auto report = CollectReport(**store, hpo, id, report_options, options.now);
+  auto report = orchestrator::CollectReport(**store, hpo, id, report_options, options.now);
   REQUIRE(report.ok());
   REQUIRE(report->meta.kind == reports::StudyKind::kHyperparameter);
   std::string html = dir.file("hpo.html");
@@ -194,7 +194,7 @@ TEST_CASE("A hyperparameter study's report and a comparison load cleanly in head
   REQUIRE(page.find("<section id=\"best-so-far\"") != std::string::npos);
 
   // Two studies side by side: the synthetic study and a copy of it.
-  Study other = testing::SyntheticStudy();
+  study::Study other = testing::SyntheticStudy();
   other.name = "synthetic-h200";
   auto store2 = store::Store::Open(dir.file("other.db"));
   REQUIRE(store2.ok());
@@ -202,11 +202,11 @@ TEST_CASE("A hyperparameter study's report and a comparison load cleanly in head
   reports::Comparison c;
   c.version = "test";
   c.generated_at = options.now;
-  Study first = testing::SyntheticStudy();
+  study::Study first = testing::SyntheticStudy();
   auto store1 = store::Store::Open(dir.file("first.db"));
   int64_t id1 = testing::FillSyntheticStudy(**store1, first, options);
   for (auto [s, st, sid] : {std::tuple{&first, store1->get(), id1}, std::tuple{&other, store2->get(), id2}}) {
-    auto r = CollectReport(*st, *s, sid, report_options, options.now);
+    auto r = orchestrator::CollectReport(*st, *s, sid, report_options, options.now);
     REQUIRE(r.ok());
     reports::ComparedStudy cs;
     cs.report = std::move(*r);
@@ -283,7 +283,7 @@ TEST_CASE("At 1280 px the Stopped early table and the importance bars stay insid
   // scrollbar), and so did the importance bar's label at 98%.
   std::string chromium = Chromium();
   TempDir dir;
-  Study hpo = testing::SyntheticStudy();
+  study::Study hpo = testing::SyntheticStudy();
   hpo.space.erase(hpo.space.begin());
   hpo.space[0].log = true;
   testing::SyntheticOptions options;
@@ -291,9 +291,9 @@ TEST_CASE("At 1280 px the Stopped early table and the importance bars stay insid
   auto store = store::Store::Open(dir.file("hpo.db"));
   REQUIRE(store.ok());
   int64_t id = testing::FillSyntheticStudy(**store, hpo, options);
-  ReportOptions report_options;
+  orchestrator::ReportOptions report_options;
   report_options.version = "test";
-  auto report = CollectReport(**store, hpo, id, report_options, options.now);
+  auto report = orchestrator::CollectReport(**store, hpo, id, report_options, options.now);
   REQUIRE(report.ok());
   // A median rule's reason as long as real ones get, and a value that lr decides alone.
   int pruned = 0;

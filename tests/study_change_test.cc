@@ -28,14 +28,14 @@ std::string WriteStudy(const testing::TempDir& dir, int iters) {
 
 // Prepare()s the study at `path` as `slurmsweep run` starts; returns what the run loop logged.
 std::string Prepare(const std::string& path) {
-  auto study = LoadStudy(path);
+  auto study = study::LoadStudy(path);
   REQUIRE(study.ok());
   auto db = store::Store::Open(study->database);
   REQUIRE(db.ok());
   auto transport = slurm::NewLocalTransport();
   SystemClock clock;
   std::ostringstream log;
-  Runner runner(*study, **db, *transport, clock, log);
+  orchestrator::Runner runner(*study, **db, *transport, clock, log);
   Status st = runner.Prepare();
   INFO(st.ToString());
   REQUIRE(st.ok());
@@ -63,7 +63,7 @@ TEST_CASE("trials whose values left [space] are not listed, ranked or recommende
   Prepare(path);
   testing::WriteLocalStudyFile(dir, "shrunk", "train --lr {{lr}}", "[space]\nlr = [0.1, 0.01]\n");
   Prepare(path);
-  auto study = LoadStudy(path);
+  auto study = study::LoadStudy(path);
   REQUIRE(study.ok());
   auto db = store::Store::Open(study->database);
   REQUIRE(db.ok());
@@ -73,12 +73,12 @@ TEST_CASE("trials whose values left [space] are not listed, ranked or recommende
   REQUIRE(all.ok());
   CHECK(all->size() == 3);  // kept in the database: nothing stored is lost
   int left_out = -1;
-  auto rows = CollectTrialRows(**db, *study, rec->id, 0, "lm_loss", &left_out);
+  auto rows = orchestrator::CollectTrialRows(**db, *study, rec->id, 0, "lm_loss", &left_out);
   REQUIRE(rows.ok());
   CHECK(left_out == 1);
   REQUIRE(rows->size() == 2);
   for (const auto& r : *rows) CHECK(r.param_values[0].text != "0.001");
-  auto report = CollectReport(**db, *study, rec->id, ReportOptionsFor(*study), 0);
+  auto report = orchestrator::CollectReport(**db, *study, rec->id, orchestrator::ReportOptionsFor(*study), 0);
   REQUIRE(report.ok());
   CHECK(report->trials.size() == 2);
   CHECK(report->meta.trials_left_out == 1);

@@ -37,7 +37,7 @@ class SharedClusterStudy {
         "[job]\ntemplate = \"job.sbatch\"\n\n{}\n{}\n",
         name, space, extra);
     testing::WriteAll(dir_.file("study.toml"), text);
-    auto study = ParseStudy(text, dir_.file("study.toml"));
+    auto study = study::ParseStudy(text, dir_.file("study.toml"));
     INFO(study.status().ToString());
     REQUIRE(study.ok());
     study_ = std::move(*study);
@@ -46,9 +46,9 @@ class SharedClusterStudy {
     db_ = std::move(*db);
     Restart();
   }
-  void Restart() { runner_ = std::make_unique<Runner>(study_, *db_, slurm_, clock_, log_); }
-  Result<TickReport> TryTick() { return runner_->Tick(); }
-  TickReport Tick() {
+  void Restart() { runner_ = std::make_unique<orchestrator::Runner>(study_, *db_, slurm_, clock_, log_); }
+  Result<orchestrator::TickReport> TryTick() { return runner_->Tick(); }
+  orchestrator::TickReport Tick() {
     auto r = runner_->Tick();
     INFO(log_.str());
     REQUIRE(r.ok());
@@ -80,10 +80,10 @@ class SharedClusterStudy {
   testing::FakeSlurm& slurm_;
   testing::FakeClock& clock_;
   testing::TempDir dir_;
-  Study study_;
+  study::Study study_;
   std::unique_ptr<store::Store> db_;
   std::ostringstream log_;
-  std::unique_ptr<Runner> runner_;
+  std::unique_ptr<orchestrator::Runner> runner_;
 };
 
 }  // namespace
@@ -214,8 +214,8 @@ TEST_CASE("a log whose last start mark names another study's job is not read", "
   slurm.Start(t.job_id);
   // Another study's job (an earlier slurmsweep's names, or its claim removed) rewrote the path.
   slurm.PutFile(
-      MarksPath(t.log_path),
-      *slurm.file(MarksPath(t.log_path)) +
+      orchestrator::MarksPath(t.log_path),
+      *slurm.file(orchestrator::MarksPath(t.log_path)) +
           fmt::format("start job=999 restart=0 host=n2 time=1 study=theirs trial={} attempt=1\n", t.trial_key));
   slurm.AppendLog(t.job_id, MegatronLine(10, 20, 4.0));
   s.Tick();
@@ -226,7 +226,7 @@ TEST_CASE("a log whose last start mark names another study's job is not read", "
 }
 
 TEST_CASE("study files: every name carries the study; an earlier slurmsweep's trials keep theirs", "[study_files]") {
-  StudyFiles f = FilesOf("/w", "s1", {});
+  orchestrator::StudyFiles f = orchestrator::FilesOf("/w", "s1", {});
   CHECK_FALSE(f.legacy);
   CHECK(f.TrialLog("t-1", 2) == "/w/logs/s1/t-1.2.out");
   CHECK(f.TrialScript("t-1", 2) == "/w/scripts/s1/t-1.2.sbatch");
@@ -237,8 +237,8 @@ TEST_CASE("study files: every name carries the study; an earlier slurmsweep's tr
   store::TrialRecord mine, old;
   mine.log_path = "/w/logs/s1/t-1.1.out";
   old.log_path = "/w/logs/t-1.1.out";
-  CHECK_FALSE(FilesOf("/w", "s1", {mine}).legacy);
-  StudyFiles legacy = FilesOf("/w", "s1", {mine, old});
+  CHECK_FALSE(orchestrator::FilesOf("/w", "s1", {mine}).legacy);
+  orchestrator::StudyFiles legacy = orchestrator::FilesOf("/w", "s1", {mine, old});
   CHECK(legacy.legacy);
   CHECK(legacy.TrialLog("t-1", 2) == "/w/logs/t-1.2.out");
   CHECK(legacy.TrialDir("t-1") == "/w/trials/t-1");

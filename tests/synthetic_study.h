@@ -25,8 +25,8 @@ struct SyntheticOptions {
   double now = 1'800'000'000;  // "current" time: ends of finished trials lie before it
 };
 
-inline Study SyntheticStudy() {
-  Study s;
+inline study::Study SyntheticStudy() {
+  study::Study s;
   s.path = "/studies/synthetic.toml";
   s.dir = "/studies";
   s.hash = "0123456789abcdef";
@@ -42,7 +42,7 @@ inline Study SyntheticStudy() {
   s.job.gpus_per_node = 8;
   s.job.vars["seq_length"] = "2048";
   for (const char* name : {"micro_batch_size", "lr", "optimizer", "weight_decay"}) {
-    ParamSpec p;
+    study::ParamSpec p;
     p.name = name;
     s.space.push_back(p);
   }
@@ -62,7 +62,7 @@ inline std::string SyntheticState(int i, int n) {
 }
 
 // Records the study and its trials and metrics; returns the study id.
-inline int64_t FillSyntheticStudy(store::Store& store, const Study& study, const SyntheticOptions& o) {
+inline int64_t FillSyntheticStudy(store::Store& store, const study::Study& study, const SyntheticOptions& o) {
   const int64_t study_id = *store.UpsertStudy(study.name, study.path, study.hash, o.now - 86400);
   const int mbs_values[] = {1, 2, 4, 8};
   const char* lr_values[] = {"0.0001", "0.0003", "0.001"};

@@ -12,12 +12,12 @@ using testing::MegatronLine;
 
 namespace {
 
-void CheckSameView(testing::FakeSweep& s, const TickReport& report) {
+void CheckSameView(testing::FakeSweep& s, const orchestrator::TickReport& report) {
   REQUIRE(report.trials != nullptr);
-  auto stored = ReadStudyView(s.db(), s.study(), s.runner().study_id(), s.clock.Now());
+  auto stored = orchestrator::ReadStudyView(s.db(), s.study(), s.runner().study_id(), s.clock.Now());
   REQUIRE(stored.ok());
-  auto own = ReadStudyView(s.db(), s.study(), s.runner().study_id(), s.clock.Now(), *report.trials,
-                           ParamNames(s.study()), report.left_out);
+  auto own = orchestrator::ReadStudyView(s.db(), s.study(), s.runner().study_id(), s.clock.Now(), *report.trials,
+                                         orchestrator::ParamNames(s.study()), report.left_out);
   REQUIRE(own.ok());
   CHECK(own->left_out == stored->left_out);
   REQUIRE(own->rows.size() == stored->rows.size());
@@ -44,7 +44,7 @@ TEST_CASE("tick view: the hook's trials make the cockpit's view the store gives,
   s.slurm.AppendLog("100_0", MegatronLine(10, 100, 3.0) + MegatronLine(20, 100, 2.5));
   s.slurm.AppendLog("100_1", MegatronLine(10, 100, 2.0));
   s.slurm.End("100_1", "COMPLETED");
-  TickReport report = s.Tick();
+  orchestrator::TickReport report = s.Tick();
   CHECK(report.trials->size() == 3);
   CheckSameView(s, report);
 

@@ -19,8 +19,8 @@ namespace {
 
 // Every value type, and the built-ins ExpandSpace passes, so type errors and comparisons of
 // mixed types are reachable.
-const std::map<std::string, sweep::ExprValue>& Vars() {
-  static const std::map<std::string, sweep::ExprValue> kVars = {
+const std::map<std::string, sweep::study::ExprValue>& Vars() {
+  static const std::map<std::string, sweep::study::ExprValue> kVars = {
       {"nodes", 2.0},
       {"gpus_per_node", 4.0},
       {"gpus", 8.0},
@@ -46,7 +46,7 @@ void CheckError(const sweep::Status& st, const char* where) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
-  auto expr = sweep::Expr::Parse(text);
+  auto expr = sweep::study::Expr::Parse(text);
   if (!expr.ok()) {
     CheckError(expr.status(), "Parse");
     return 0;

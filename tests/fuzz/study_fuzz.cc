@@ -53,25 +53,26 @@ void WriteFixture(const FixtureFile& f) {
 
 // ExpandSpace's conversion of a parameter value. space.cc itself is left out: clang 14 cannot
 // compile it (a lambda capturing a structured binding, C++20 that clang supports from 16).
-sweep::ExprValue ToExpr(const sweep::ParamValue& v) {
+sweep::study::ExprValue ToExpr(const sweep::ParamValue& v) {
   if (auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
   if (auto* d = std::get_if<double>(&v)) return *d;
   if (auto* str = std::get_if<std::string>(&v)) return *str;
   return std::get<bool>(v);
 }
 
-void CheckLoaded(const sweep::Study& s) {
+void CheckLoaded(const sweep::study::Study& s) {
   if (s.name.empty() || s.name.size() > 64) Die("accepted a study name of bad length");
   if (s.space.empty()) Die("accepted an empty [space]");
   if (s.cluster.workdir.empty() || s.cluster.workdir.front() != '/') Die("accepted a relative workdir");
-  std::map<std::string, sweep::ExprValue> vars = {
+  std::map<std::string, sweep::study::ExprValue> vars = {
       {"nodes", static_cast<double>(s.job.nodes)},
       {"gpus_per_node", static_cast<double>(s.job.gpus_per_node)},
       {"gpus", static_cast<double>(s.job.nodes) * s.job.gpus_per_node},
   };
-  for (const auto& p : s.space) vars[p.name] = p.choices.empty() ? sweep::ExprValue(*p.min) : ToExpr(p.choices[0]);
+  for (const auto& p : s.space)
+    vars[p.name] = p.choices.empty() ? sweep::study::ExprValue(*p.min) : ToExpr(p.choices[0]);
   for (const auto& c : s.constraints) {
-    auto e = sweep::Expr::Parse(c.expr);
+    auto e = sweep::study::Expr::Parse(c.expr);
     if (!e.ok()) Die("accepted a constraint that does not parse: " + c.expr);
     // Type errors only show with values; they must still be input errors, not crashes.
     auto ok = e->EvalBool(vars);
@@ -94,7 +95,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
-  auto study = sweep::ParseStudy(text, kStudyPath);
+  auto study = sweep::study::ParseStudy(text, kStudyPath);
   if (study.ok()) {
     CheckLoaded(*study);
     return 0;
