@@ -1,6 +1,7 @@
 // Tests of the early-stopping rules on hand-made curves whose right answer is obvious (the
 // [stopping] table's parsing: study/stopping_config_test.cc).
 #include "stopping/early_stop.h"
+#include "stopping/test_curves.h"
 
 #include <catch2/catch.hpp>
 #include <algorithm>
@@ -17,31 +18,9 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Loss per iteration shared by "same model" trials: falls fast, then slowly, never flat.
-double Loss(int64_t step) { return 2.0 + 3.0 * std::exp(-static_cast<double>(step) / 40.0); }
-
-// A curve logged every `interval` steps from step 1, `seconds_per_step` apart, for `seconds`
-// of training time; time 0 is the first logged iteration, as the metrics parser stores it.
-std::vector<CurvePoint> Curve(double seconds_per_step, double seconds,
-                              const std::function<double(int64_t)>& loss = Loss, int64_t interval = 1) {
-  std::vector<CurvePoint> out;
-  for (int64_t step = 1;; step += interval) {
-    double t = static_cast<double>(step - 1) * seconds_per_step;
-    if (t > seconds + 1e-9) break;
-    out.push_back({step, t, loss(step)});
-  }
-  return out;
-}
-
-TrialProgress Trial(int64_t id, std::vector<CurvePoint> loss, TrialPhase phase = TrialPhase::kRunning,
-                    std::vector<std::pair<std::string, std::string>> params = {}) {
-  TrialProgress t;
-  t.id = id;
-  t.phase = phase;
-  t.loss = std::move(loss);
-  t.params = std::move(params);
-  return t;
-}
+using testing::Curve;
+using testing::Loss;
+using testing::Trial;
 
 std::vector<int64_t> StoppedIds(const std::vector<StopDecision>& decisions) {
   std::vector<int64_t> ids;

@@ -15,33 +15,14 @@
 #include <vector>
 
 #include "stopping/early_stop.h"
+#include "stopping/test_curves.h"
 
 namespace sweep::stopping {
 namespace {
 
-double Loss(int64_t step) { return 2.0 + 3.0 * std::exp(-static_cast<double>(step) / 40.0); }
-
-// Logged every step from step 1, `seconds_per_step` apart, for `seconds` of training time.
-std::vector<CurvePoint> Curve(double seconds_per_step, double seconds,
-                              const std::function<double(int64_t)>& loss = Loss) {
-  std::vector<CurvePoint> out;
-  for (int64_t step = 1;; ++step) {
-    double t = static_cast<double>(step - 1) * seconds_per_step;
-    if (t > seconds + 1e-9) break;
-    out.push_back({step, t, loss(step)});
-  }
-  return out;
-}
-
-TrialProgress Trial(int64_t id, std::vector<CurvePoint> loss, TrialPhase phase = TrialPhase::kRunning,
-                    std::vector<std::pair<std::string, std::string>> params = {}) {
-  TrialProgress t;
-  t.id = id;
-  t.phase = phase;
-  t.loss = std::move(loss);
-  t.params = std::move(params);
-  return t;
-}
+using testing::Curve;
+using testing::Loss;
+using testing::Trial;
 
 std::optional<StopDecision> DecisionFor(const StoppingConfig& c, const std::vector<TrialProgress>& trials, int64_t id) {
   for (const StopDecision& d : EvaluateStopping(c, trials)) {
