@@ -19,7 +19,7 @@ void AddCancelFlags(CLI::App* sub, App& app, CancelFlags& flags) {
 }
 
 Status CmdCancel(App& app, CancelFlags& flags) {
-  SWEEP_RETURN_IF_ERROR(app.LoadStudyFile());
+  SWEEP_RETURN_IF_ERROR(app.LoadStudyFile(App::Space::kNotNeeded));
   // Nothing was ever run: say so rather than create an empty database that `status` then shows.
   {
     SWEEP_RETURN_IF_ERROR(app.OpenStore(true));

@@ -19,7 +19,7 @@ void AddLogsFlags(CLI::App* sub, App& app, LogsFlags& flags) {
 }
 
 Status CmdLogs(App& app, LogsFlags& flags) {
-  SWEEP_RETURN_IF_ERROR(app.LoadStudyFile());
+  SWEEP_RETURN_IF_ERROR(app.LoadStudyFile(App::Space::kNotNeeded));
   SWEEP_RETURN_IF_ERROR(app.OpenStore(true));
   auto rec = app.store->GetStudy(app.study.name);
   if (!rec.ok()) return rec.status().WithContext("nothing recorded yet for this study; run it first");

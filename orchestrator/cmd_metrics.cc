@@ -33,7 +33,7 @@ Status CmdMetrics(App& app, MetricsFlags& flags) {
   check.objective = "lm_loss";
   LogFormat format(MetricFormat::kAuto);
   if (!app.study_path.empty()) {
-    SWEEP_RETURN_IF_ERROR(app.LoadStudyFile());
+    SWEEP_RETURN_IF_ERROR(app.LoadStudyFile(App::Space::kNotNeeded));
     format = app.study.metric_format;
     check.objective = app.study.objective.metric;
   }

@@ -19,13 +19,14 @@
 
 namespace sweep::orchestrator::cli {
 
-Status App::LoadStudyFile() {
+Status App::LoadStudyFile(Space space) {
   auto s = study::LoadStudy(study_path);
   if (!s.ok()) return s.status();
   study = std::move(*s);
   SWEEP_RETURN_IF_ERROR(CheckStudyTemplate(study));
   for (const auto& w : study.warnings) std::cerr << "warning: " << w << "\n";
   // Phase 2: phase 1's ranking is read once, here; every later expansion takes it as data.
+  if (space == Space::kNotNeeded) return Status::OK();
   SWEEP_RETURN_IF_ERROR(ResolveSeeds(study));
   return Status::OK();
 }

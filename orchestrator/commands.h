@@ -47,7 +47,11 @@ struct App {
   std::unique_ptr<store::Store> store;
   std::unique_ptr<slurm::Transport> transport;
 
-  Status LoadStudyFile();
+  // Loads and checks the study file; with kExpanded also resolves phase 2's seeds and expands the
+  // space once (Study::expanded), which status, plan, report and run use. Commands that only name
+  // stored trials (cancel, logs, metrics) skip it: on a 10^6-point grid it is seconds and a GB.
+  enum class Space { kExpanded, kNotNeeded };
+  Status LoadStudyFile(Space space = Space::kExpanded);
   Status OpenStore(bool read_only);
   Status Connect();
 };
