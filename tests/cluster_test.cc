@@ -377,10 +377,13 @@ exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --seed {{seed}} --lr 0.05 
 )TPL";
   // Grid order: parameters by name, the first varying slowest, so (mbs 16, seed 1) is task 0 and
   // the config it dominates, (mbs 32, seed 1), is task 50: still queued when task 0 runs out of memory.
+  // Six at once, so that task 50 waits for 44 tasks to end (at least 8 waves of ~2 s) while the run
+  // sees the OOM at its second tick: with 12 at once (4 waves) a tick slowed by a loaded machine
+  // (22 s in one CI run) saw it only after task 50 had run.
   std::string path = WriteStudy(dir, "arrays",
                                 "[space]\nmbs = [16, 1, 2, 4, 8, 32]\n"
                                 "seed = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n",
-                                "x = 1\n", /*max_concurrent=*/12, tmpl, "", "[retry]\nfailed = 1\n");
+                                "x = 1\n", /*max_concurrent=*/6, tmpl, "", "[retry]\nfailed = 1\n");
   Harness h(path);
   REQUIRE(h.runner->Prepare().ok());
   bool done = false;
@@ -426,10 +429,10 @@ exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --seed {{seed}} --lr 0.05 
     }
   }
   CHECK(states["completed"] == 58);
-  // Slurm's own record: one array of 60 tasks throttled to 12 running at once; the task cancelled
+  // Slurm's own record: one array of 60 tasks throttled to 6 running at once; the task cancelled
   // while queued never ran, so Slurm keeps no record of it.
   CHECK_THAT(testing::ReadAll(fmt::format("{}/scripts/arrays/{}.sbatch", dir.file("work"), trials[0].array_name)),
-             Catch::Contains("#SBATCH --array=0-59%12"));
+             Catch::Contains("#SBATCH --array=0-59%6"));
   std::string listed = testing::Capture(
       fmt::format("SLURM_CONF={} squeue -h -r -t all -j {} -o %i", testing::ClusterVar("SLURM_CONF"), array_id));
   CHECK(std::count(listed.begin(), listed.end(), '\n') == 59);
