@@ -1,7 +1,8 @@
 // The loader's part of [search] repeats, seed_var and enqueue (repeats.h), apart so that users of
-// repeats.h do not parse toml++'s headers. It names Study only by reference, so it declares it
-// rather than include study.h, which study.cc's loader (its one caller) includes anyway: the
-// headers of study/ include no loop (study.cc -> repeats_load.h -> study.h -> ...).
+// repeats.h do not parse toml++'s headers, and so that repeats.h stays below space.h (the loader
+// checks enqueued configurations with the space's constraints; the space expands into repeats).
+// It names Study only by reference, so it declares it rather than include study.h, which
+// study.cc's loader (its one caller) includes anyway.
 // Module study/: the study file; uses base/ only.
 #pragma once
 

@@ -12,6 +12,7 @@
 #include "base/status.h"
 #include "study/expr.h"
 #include "study/study.h"
+#include "study/trial_key.h"  // TrialKey, for the space's users
 
 namespace sweep::study {
 
@@ -38,8 +39,5 @@ class ConstraintChecker {
   std::vector<std::pair<Constraint, Expr>> constraints_;
   std::map<std::string, ExprValue> builtins_;
 };
-
-// The key of a set of parameter values; order-independent.
-std::string TrialKey(const std::vector<std::pair<std::string, ParamValue>>& params);
 
 }  // namespace sweep::study
