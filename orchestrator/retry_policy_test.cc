@@ -74,7 +74,6 @@ TEST_CASE("retry policy: a failed attempt starts over from scratch while [retry]
 TEST_CASE("retry policy: a cancel the run asked for is classed by its request, a stop that came late is completed",
           "[retry_policy]") {
   RetryRun r("", "[space]\nlr = [0.1]\n");
-  FakeRun& run = r.run;
   RetryPolicy& retry = r.retry;
   store::TrialRecord t = Ended(r, MegatronLine(10, 100, 2.0), "COMPLETED");
   t.stop_request = "pruned by the median rule: behind";
