@@ -20,6 +20,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 using testing::Curve;
 using testing::Loss;
+using testing::StallingCurve;
 using testing::Trial;
 
 std::vector<int64_t> StoppedIds(const std::vector<StopDecision>& decisions) {
@@ -863,15 +864,7 @@ TEST_CASE("rates: a periodic stall counts once seen, and a rate that spreads nee
   // Trial 1 runs 1 s per iteration but stalls 12 s every 10th iteration (a checkpoint); trial 2,
   // its sibling, runs 1.2 s per iteration without stalls. Before the first stall trial 1 looks
   // 1.2x faster; over stalls it is 0.45 it/s against 0.83.
-  auto stalling = [](double seconds) {
-    std::vector<CurvePoint> out;
-    double t = 0;
-    for (int64_t step = 1; t <= seconds; ++step) {
-      out.push_back({step, t, Loss(step)});
-      t += step % 10 == 0 ? 13 : 1;
-    }
-    return out;
-  };
+  auto stalling = [](double seconds) { return StallingCurve(10, 12, seconds); };
   StoppingConfig c = ThroughputOnly();
   c.budget_s = 150;
   auto trials = [&](double seconds) {
@@ -895,15 +888,7 @@ TEST_CASE("rates: a sibling is stopped on rates only once they were observed as 
   // evidence's min_fraction (30 s of the 300 s budget): before it trial 1 looks 1.2x faster, over its
   // stalls it makes 0.4 it/s against 0.83 (hybrid-50it of the bench, where the sibling stopped so was
   // the best at the budget).
-  auto stalling = [](double seconds) {
-    std::vector<CurvePoint> out;
-    double t = 0;
-    for (int64_t step = 1; t <= seconds; ++step) {
-      out.push_back({step, t, Loss(step)});
-      t += step % 40 == 0 ? 61 : 1;
-    }
-    return out;
-  };
+  auto stalling = [](double seconds) { return StallingCurve(40, 60, seconds); };
   StoppingConfig c = ThroughputOnly();
   c.budget_s = 300;
   c.throughput.lead = false;  // rule (1) alone: (6) would judge the loss at equal time

@@ -29,6 +29,18 @@ inline std::vector<CurvePoint> Curve(double seconds_per_step, double seconds,
   return out;
 }
 
+// A curve at 1 s per iteration from step 1 that stalls `stall_s` seconds more after every `every`-th
+// iteration (an evaluation or a checkpoint), for `seconds` of training time.
+inline std::vector<CurvePoint> StallingCurve(int64_t every, double stall_s, double seconds) {
+  std::vector<CurvePoint> out;
+  double t = 0;
+  for (int64_t step = 1; t <= seconds; ++step) {
+    out.push_back({step, t, Loss(step)});
+    t += step % every == 0 ? 1 + stall_s : 1;
+  }
+  return out;
+}
+
 inline TrialProgress Trial(int64_t id, std::vector<CurvePoint> loss, TrialPhase phase = TrialPhase::kRunning,
                            std::vector<std::pair<std::string, std::string>> params = {}) {
   TrialProgress t;
