@@ -83,6 +83,9 @@ struct ThroughputRuleConfig {
   double margin = 0.02;        // (2), (3), (4), (5): nats of loss
   bool extrapolate = true;     // (5): its own recent descent, in a straight line, cannot catch up
   bool lead = true;            // (6): a rival lower at equal time that it is not catching up with
+  // (1), with budget_s: how far ahead two siblings' rates are trusted, as a multiple of the time both were
+  // observed (1: no further than observed; 9: as soon as min_fraction = 0.1 of the budget has run).
+  double rate_horizon = 1;
 };
 
 struct RaceRuleConfig {

@@ -34,7 +34,8 @@
 //               none: every configuration is its own group) share one loss-per-iteration curve,
 //               and a trial's iteration rate is measured over its whole curve. A trial is stopped when a live rival is
 //               expected to be lower at any budget: (1) a sibling (same group) at least rate_margin faster, both
-//               rates observed, with budget_s, for at least the time left to it (a periodic stall longer than
+//               rates observed, with budget_s, for at least the time left to it over rate_horizon (1: a
+//               rate predicts no further ahead than it was observed; a periodic stall longer than
 //               that has not shown yet, and before it the stalling trial looks the faster); (2) a trial
 //               of another group rival_speedup times faster whose loss has fallen at least as much per iteration
 //               (within margin); (3) one of another group, no slower, whose loss has fallen more than margin further

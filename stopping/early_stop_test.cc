@@ -912,6 +912,13 @@ TEST_CASE("rates: a sibling is stopped on rates only once they were observed as 
     CHECK(EvaluateStopping(c, steady(140)).empty());  // 140 s seen, 160 s to go
     CHECK(StoppedIds(EvaluateStopping(c, steady(151))) == std::vector<int64_t>{2});
   }
+  SECTION("a study that trusts its rates further (rate_horizon) stops sooner, and so the staller's sibling too") {
+    c.throughput.rate_horizon = 9;  // 31 s seen x 9 >= the 269 s to go: from min_fraction on
+    auto steady = Trial(1, Curve(1.0, 31), TrialPhase::kRunning, {{"lr", "0.1"}, {"mbs", "8"}});
+    auto slow = Trial(2, Curve(1.2, 31), TrialPhase::kRunning, {{"lr", "0.1"}, {"mbs", "4"}});
+    CHECK(StoppedIds(EvaluateStopping(c, {steady, slow})) == std::vector<int64_t>{2});
+    CHECK(StoppedIds(EvaluateStopping(c, trials(35))) == std::vector<int64_t>{2});  // the stall not shown yet
+  }
 }
 
 TEST_CASE("another model's trial stops this one only if lower at equal time", "[stopping]") {

@@ -201,14 +201,15 @@ class ThroughputModel {
 // hybrid-50it (bench/data/megatron-more/other-h100) one layout ran 0.142 s an iteration and stalled
 // 1.2 s every 10; its sibling ran 0.161 s and stalled 0.8 s; at 1.5 s of the 10.5 s budget, before
 // either stall, the sibling (the best at the budget) was stopped as 1.14x slower. So both rates must
-// have been observed for at least the time left to the budget. Without a budget the horizon is
-// unknown and only the stall window (Context::Evident) guards.
+// have been observed for at least the time left to the budget (over `rate_horizon`, 1 by default: a
+// study that knows its periodic events are short can trust a rate further). Without a budget the
+// horizon is unknown and only the stall window (Context::Evident) guards.
 bool RatesSeenAsFarAsTheBudget(const Context& c, size_t i, size_t j) {
   if (c.config.budget_s <= 0) return true;
   const Series& me = c.series[i];
   const Series& them = c.series[j];
   double seen = std::min(me.last_t() - me.first_t(), them.last_t() - them.first_t());
-  return seen >= c.config.budget_s - me.last_t();
+  return seen * c.config.throughput.rate_horizon >= c.config.budget_s - me.last_t();
 }
 
 // Rule (6) of the throughput rule (early_stop.h): the rival of trial i it is stopped for, if any.

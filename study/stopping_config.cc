@@ -70,8 +70,8 @@ Status ParsePatience(const TableReader& r, PatienceRuleConfig& c) {
 }
 
 Status ParseThroughput(const TableReader& r, ThroughputRuleConfig& c, const std::vector<std::string>& parameters) {
-  SWEEP_RETURN_IF_ERROR(r.CheckKeys(
-      {"params", "min_points", "grace_s", "rate_margin", "rival_speedup", "margin", "extrapolate", "lead"}));
+  SWEEP_RETURN_IF_ERROR(r.CheckKeys({"params", "min_points", "grace_s", "rate_margin", "rate_horizon", "rival_speedup",
+                                     "margin", "extrapolate", "lead"}));
   const toml::node* n = r.Get("params");
   if (!n) return r.Missing("params", "the parameters that change speed but not loss per iteration");
   const toml::array* list = n->as_array();
@@ -88,6 +88,7 @@ Status ParseThroughput(const TableReader& r, ThroughputRuleConfig& c, const std:
   SWEEP_RETURN_IF_ERROR(r.Int("min_points", 2, 1000000, &c.min_points));
   SWEEP_RETURN_IF_ERROR(r.Number("grace_s", 0, kInf, &c.grace_s));
   SWEEP_RETURN_IF_ERROR(r.Number("rate_margin", 0, kInf, &c.rate_margin));
+  SWEEP_RETURN_IF_ERROR(r.Positive("rate_horizon", &c.rate_horizon));
   SWEEP_RETURN_IF_ERROR(r.Number("margin", 0, kInf, &c.margin));
   SWEEP_RETURN_IF_ERROR(r.Number("rival_speedup", 0, kInf, &c.rival_speedup));
   SWEEP_RETURN_IF_ERROR(r.Bool("extrapolate", &c.extrapolate));

@@ -35,7 +35,8 @@ namespace sweep::study {
 //   [stopping.median]      grace_s = 0, min_trials = 3, quantile = 0.5
 //   [stopping.patience]    window_s (required), min_delta = 0, grace_s = 0
 //   [stopping.throughput]  params = ["tp", "pp", "mbs", ...] (required), grace_s = 0,
-//                          min_points = 2, rate_margin = 0.02, rival_speedup = 1.5 (0: off),
+//                          min_points = 2, rate_margin = 0.02, rate_horizon = 1,
+//                          rival_speedup = 1.5 (0: off),
 //                          margin = 0.02, extrapolate = true, lead = true
 Result<StoppingConfig> ParseStoppingConfig(const toml::table& table, const std::string& path,
                                            const std::vector<std::string>& parameters = {});

@@ -50,6 +50,7 @@ min_delta = 0.001
 params = ["mbs", "tp"]
 grace_s = 30
 rate_margin = 0.03
+rate_horizon = 4
 rival_speedup = 2
 margin = 0.05
 extrapolate = false
@@ -82,6 +83,7 @@ lead = false
   CHECK(c->patience.window_s == 600);
   CHECK(c->throughput.params == std::vector<std::string>{"mbs", "tp"});
   CHECK(c->throughput.rival_speedup == 2);
+  CHECK(c->throughput.rate_horizon == 4);
   CHECK_FALSE(c->throughput.extrapolate);
   CHECK_FALSE(c->throughput.lead);
   CHECK(c->AnyRule());
@@ -147,6 +149,8 @@ TEST_CASE("[stopping] errors name file, line and key, and suggest the closest ke
   CHECK(status("[stopping]\nmedian = 3\n") == "study.toml:2: key 'stopping.median': must be a table");
   CHECK(status("[stopping.throughput]\nparams = [\"mbs\", \"tpp\"]\n", {"mbs", "tp", "lr"}) ==
         "study.toml:2: key 'stopping.throughput.params': 'tpp' is not a parameter of [space] (did you mean 'tp'?)");
+  CHECK(status("[stopping.throughput]\nparams = [\"mbs\"]\nrate_horizon = 0\n", {"mbs"}) ==
+        "study.toml:3: key 'stopping.throughput.rate_horizon': must be greater than 0");
   CHECK(status("[stopping.throughput]\nparams = []\n") ==
         "study.toml:2: key 'stopping.throughput.params': must be a non-empty list of parameter names");
   CHECK(status("[stopping]\nbudget_s = 10\n[stopping.race]\nslack = 0.1\n") ==
