@@ -44,7 +44,7 @@
 #include "slurm/transport.h"
 #include "stopping/early_stop.h"
 #include "store/store.h"
-#include "study/study.h"
+#include "study/loader.h"
 
 namespace sweep {
 namespace {

@@ -16,6 +16,7 @@
 #include "orchestrator/report_files.h"
 #include "orchestrator/study_trials.h"
 #include "orchestrator/trial_script.h"
+#include "study/loader.h"
 
 namespace sweep::orchestrator::cli {
 

@@ -10,7 +10,7 @@
 #include "orchestrator/report_data.h"
 #include "orchestrator/study_trials.h"
 #include "store/store.h"
-#include "study/study.h"
+#include "study/loader.h"
 
 namespace sweep::orchestrator {
 

@@ -150,11 +150,7 @@ Result<std::vector<store::TrialRecord>> AddTopRepeats(store::Store& store, const
     for (int64_t seed = 0; seed < repeats; ++seed) {
       if (have.count(std::to_string(seed))) continue;
       TrialSpec spec = study::RepeatTrials(study, config->second, seed, 1).front();
-      store::TrialRecord r;
-      r.trial_key = spec.key;
-      r.params_json = spec.params_json;
-      r.state = "new";
-      added.push_back(std::move(r));
+      added.push_back(store::TrialRecord::FromSpec(spec));
     }
   }
   SWEEP_RETURN_IF_ERROR(store.InsertTrialsIfAbsent(study_id, added));

@@ -5,8 +5,8 @@
 
 #include "orchestrator/config_groups.h"
 #include "orchestrator/trial_script.h"
+#include "study/loader.h"
 #include "study/repeats.h"
-#include "study/study.h"
 #include "tests/test_util.h"
 
 using namespace sweep;

@@ -8,8 +8,8 @@
 #include "orchestrator/report_data.h"
 #include "reports/csv.h"
 #include "store/store.h"
+#include "study/loader.h"
 #include "study/space.h"
-#include "study/study.h"
 #include "tests/test_util.h"
 
 namespace sweep::orchestrator {
@@ -36,13 +36,7 @@ TEST_CASE("an integer, floats, a string and a boolean reach trials.csv typed thr
     REQUIRE(id.ok());
     study_id = *id;
     std::vector<store::TrialRecord> records;
-    for (const TrialSpec& spec : *specs) {
-      store::TrialRecord r;
-      r.trial_key = spec.key;
-      r.params_json = spec.params_json;
-      r.state = "new";
-      records.push_back(std::move(r));
-    }
+    for (const TrialSpec& spec : *specs) records.push_back(store::TrialRecord::FromSpec(spec));
     REQUIRE((*store)->InsertTrialsIfAbsent(study_id, records).ok());
   }
   // A later command opens the file again, as `report` does.

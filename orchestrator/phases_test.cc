@@ -8,6 +8,7 @@
 #include <set>
 
 #include "store/store.h"
+#include "study/loader.h"
 #include "tests/test_util.h"
 
 using namespace sweep;
@@ -68,13 +69,7 @@ struct Phase1 {
     auto specs = study::ExpandSpace(*study);
     REQUIRE(specs.ok());
     std::vector<store::TrialRecord> records;
-    for (const auto& s : *specs) {
-      store::TrialRecord r;
-      r.trial_key = s.key;
-      r.params_json = s.params_json;
-      r.state = "new";
-      records.push_back(r);
-    }
+    for (const auto& s : *specs) records.push_back(store::TrialRecord::FromSpec(s));
     REQUIRE((*db)->InsertTrialsIfAbsent(*id, records).ok());
     for (size_t i = 0; i < records.size(); ++i) {
       auto key = std::pair{static_cast<int>(std::get<int64_t>((*specs)[i].params[0].second)),
@@ -229,13 +224,7 @@ mbs = [1, 2, 4]
   auto id = (*store)->UpsertStudy("once", study->path, study->hash, 0);
   REQUIRE(id.ok());
   std::vector<store::TrialRecord> records;
-  for (const auto& spec : *fresh) {
-    store::TrialRecord r;
-    r.trial_key = spec.key;
-    r.params_json = spec.params_json;
-    r.state = "new";
-    records.push_back(r);
-  }
+  for (const auto& spec : *fresh) records.push_back(store::TrialRecord::FromSpec(spec));
   REQUIRE((*store)->InsertTrialsIfAbsent(*id, records).ok());
   // The kept expansion decides, not a new one: with mbs = 4 gone from it, that trial is history.
   auto kept = std::make_shared<std::vector<TrialSpec>>(*study->expanded);

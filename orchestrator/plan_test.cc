@@ -18,6 +18,7 @@
 #include "slurm/sbatch_script.h"
 #include "slurm/transport.h"
 #include "store/store.h"
+#include "study/loader.h"
 #include "tests/test_util.h"
 
 using namespace sweep;

@@ -127,12 +127,7 @@ Status Runner::Prepare() {
   for (auto spec : *specs) {
     if (spec.dropped_reason.empty() && plan_drops->count(spec.key)) spec.dropped_reason = (*plan_drops)[spec.key];
     ctx_.specs[spec.key] = spec;
-    store::TrialRecord r;
-    r.trial_key = spec.key;
-    r.params_json = spec.params_json;
-    r.state = spec.dropped_reason.empty() ? std::string(kTrialNew) : std::string(kTrialDropped);
-    r.reason = spec.dropped_reason;
-    records.push_back(std::move(r));
+    records.push_back(store::TrialRecord::FromSpec(spec));
   }
   std::vector<TrialSpec> checked;
   for (const auto& [key, spec] : ctx_.specs) checked.push_back(spec);

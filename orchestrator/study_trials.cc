@@ -13,6 +13,7 @@
 #include "orchestrator/config_groups.h"
 #include "orchestrator/report_data.h"
 #include "reports/study_report.h"
+#include "study/loader.h"
 #include "study/repeats.h"
 
 namespace sweep::orchestrator {

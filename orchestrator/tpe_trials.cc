@@ -20,6 +20,7 @@
 #include "orchestrator/trial_script.h"
 #include "study/expr.h"
 #include "study/repeats.h"
+#include "study/loader.h"
 
 namespace sweep::orchestrator {
 
@@ -569,13 +570,7 @@ Status TpeProposer::Propose(std::vector<store::TrialRecord>& trials, int free_sl
   }
   if (specs.empty()) return Status::OK();
   std::vector<store::TrialRecord> records;
-  for (const TrialSpec& spec : specs) {
-    store::TrialRecord r;
-    r.trial_key = spec.key;
-    r.params_json = spec.params_json;
-    r.state = std::string(kTrialNew);
-    records.push_back(std::move(r));
-  }
+  for (const TrialSpec& spec : specs) records.push_back(store::TrialRecord::FromSpec(spec));
   // Rendered before anything is stored, as a grid's trials are in Prepare.
   if (auto refused = RenderRefusals(study, specs); !refused.empty()) {
     return Status::InvalidArgument(fmt::format("tpe proposed trial {} that its template cannot carry: {}",

@@ -10,6 +10,7 @@
 #include "orchestrator/job_marks.h"
 #include "orchestrator/study_files.h"
 #include "slurm/sbatch_script.h"
+#include "study/loader.h"
 #include "study/repeats.h"
 #include "study/template_vars.h"
 

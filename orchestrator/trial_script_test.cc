@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "orchestrator/trial_script.h"
-#include "study/study.h"
+#include "study/loader.h"
 #include "tests/test_util.h"
 
 using namespace sweep;

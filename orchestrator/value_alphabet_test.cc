@@ -10,7 +10,7 @@
 
 #include "base/params.h"
 #include "orchestrator/trial_script.h"
-#include "study/study.h"
+#include "study/loader.h"
 #include "tests/test_util.h"
 
 using namespace sweep;

@@ -78,6 +78,10 @@ struct TrialRecord {
   // moves it, and ResetMetrics sets it to 0 with log_offset.
   int64_t telemetry_offset = 0;
 
+  // A trial as the study expanded it, before it is stored: "new", or "dropped" with the spec's
+  // dropped_reason (a constraint, the memory planner).
+  static TrialRecord FromSpec(const TrialSpec& spec);
+
   // The values of `names` in that order, typed as the study file gave them; a name the trial has
   // no value for is left out (a planner's configuration, phase 2's seeds).
   Params Values(const std::vector<std::string>& names) const;

@@ -3,8 +3,18 @@
 #include "store/store.h"
 
 #include "base/params_text.h"
+#include "base/trial_state.h"
 
 namespace sweep::store {
+
+TrialRecord TrialRecord::FromSpec(const TrialSpec& spec) {
+  TrialRecord r;
+  r.trial_key = spec.key;
+  r.params_json = spec.params_json;
+  r.state = spec.dropped_reason.empty() ? std::string(kTrialNew) : std::string(kTrialDropped);
+  r.reason = spec.dropped_reason;
+  return r;
+}
 
 Params TrialRecord::Values(const std::vector<std::string>& names) const { return ParamsFromText(params_json, names); }
 

@@ -7,9 +7,9 @@
 #include <map>
 #include <set>
 
+#include "study/loader.h"
 #include "study/repeats.h"
 #include "study/space.h"
-#include "study/study.h"
 #include "tests/test_util.h"
 
 using namespace sweep;

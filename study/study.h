@@ -1,7 +1,5 @@
-// Study: what a study file (TOML) asks for, loaded and checked before anything touches the
-// cluster. Every error names the file, line and key. The file format is versioned by what
-// this loader accepts; unknown keys are errors (with the closest known key suggested), so a
-// typo never silently becomes a default.
+// Study: what a study file (TOML) asks for, as loaded and checked (loader.h) before anything
+// touches the cluster. The file format is versioned by what the loader accepts.
 // Module study/: the study file; uses base/ only (its vocabulary: params.h, metric_format.h,
 // stopping_config.h). The template is read, not checked: orchestrator/trial_script.h.
 #pragma once
@@ -192,9 +190,5 @@ struct Study {
   };
   std::optional<Notify> notify;
 };
-
-Result<Study> LoadStudy(const std::string& path);
-// For tests and tools: `text` as if read from `path`.
-Result<Study> ParseStudy(const std::string& text, const std::string& path);
 
 }  // namespace sweep::study

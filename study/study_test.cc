@@ -7,8 +7,8 @@
 #include <set>
 
 #include "study/expr.h"
+#include "study/loader.h"
 #include "study/space.h"
-#include "study/study.h"
 #include "tests/test_util.h"
 
 using namespace sweep;

@@ -16,8 +16,8 @@
 
 #include "orchestrator/phases.h"
 #include "orchestrator/run_lock.h"
-#include "study/study.h"
 #include "store/store.h"
+#include "study/loader.h"
 #include "tests/test_util.h"
 
 using namespace sweep;

@@ -16,8 +16,8 @@
 #include "base/clock.h"
 #include "orchestrator/connect.h"
 #include "orchestrator/runner.h"
-#include "study/study.h"
 #include "store/store.h"
+#include "study/loader.h"
 #include "tests/test_util.h"
 
 namespace sweep::testing {

@@ -22,7 +22,7 @@
 #include "orchestrator/report_files.h"
 #include "orchestrator/study_trials.h"
 #include "orchestrator/runner.h"
-#include "study/study.h"
+#include "study/loader.h"
 #include "reports/study_report.h"
 #include "store/store.h"
 #include "tests/cluster_harness.h"

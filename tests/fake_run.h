@@ -18,7 +18,7 @@
 #include "orchestrator/study_files.h"
 #include "slurm/slurm_client.h"
 #include "store/store.h"
-#include "study/study.h"
+#include "study/loader.h"
 #include "tests/fake_slurm.h"
 #include "tests/test_util.h"
 

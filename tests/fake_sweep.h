@@ -15,7 +15,7 @@
 
 #include "orchestrator/runner.h"
 #include "store/store.h"
-#include "study/study.h"
+#include "study/loader.h"
 #include "tests/fake_slurm.h"
 #include "tests/test_util.h"
 

@@ -22,7 +22,7 @@
 #include "orchestrator/phases.h"
 #include "planner/planner.h"
 #include "orchestrator/runner.h"
-#include "study/study.h"
+#include "study/loader.h"
 #include "slurm/transport.h"
 #include "store/store.h"
 #include "tests/cluster_harness.h"

@@ -17,7 +17,7 @@
 
 #include "logs/metrics_parser.h"
 #include "study/space.h"
-#include "study/study.h"
+#include "study/loader.h"
 #include "slurm/sbatch_script.h"
 #include "slurm/transport.h"
 #include "tests/test_util.h"

@@ -12,9 +12,9 @@
 #include "base/clock.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/runner.h"
-#include "study/study.h"
 #include "slurm/transport.h"
 #include "store/store.h"
+#include "study/loader.h"
 #include "tests/test_util.h"
 
 using namespace sweep;

@@ -16,7 +16,7 @@
 #include "orchestrator/runner.h"
 #include "orchestrator/study_files.h"
 #include "store/store.h"
-#include "study/study.h"
+#include "study/loader.h"
 #include "tests/fake_slurm.h"
 #include "tests/test_util.h"
 

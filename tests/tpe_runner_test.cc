@@ -22,7 +22,7 @@
 #include "reports/html_report.h"
 #include "reports/html_text.h"
 #include "store/store.h"
-#include "study/study.h"
+#include "study/loader.h"
 #include "tests/fake_slurm.h"
 #include "tests/fake_sweep.h"
 #include "tests/test_util.h"

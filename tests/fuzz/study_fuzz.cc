@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "study/expr.h"
-#include "study/study.h"
+#include "study/loader.h"
 
 namespace {
 
