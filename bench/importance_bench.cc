@@ -33,6 +33,7 @@
 
 #include "base/final_objective.h"
 #include "reports/csv.h"
+#include "reports/importance_csv.h"
 #include "reports/study_report.h"
 
 namespace {

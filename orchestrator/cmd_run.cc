@@ -19,7 +19,7 @@
 #include "base/trial_state.h"
 #include "orchestrator/cockpit.h"
 #include "orchestrator/commands.h"
-#include "orchestrator/config_groups.h"
+#include "orchestrator/repeat_top.h"
 #include "orchestrator/notify.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/report_files.h"

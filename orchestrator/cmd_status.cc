@@ -17,7 +17,7 @@
 #include "base/trial_state.h"
 #include "orchestrator/cockpit.h"
 #include "orchestrator/commands.h"
-#include "orchestrator/config_groups.h"
+#include "orchestrator/configurations.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/report_files.h"
 #include "orchestrator/study_trials.h"

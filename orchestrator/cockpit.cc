@@ -9,7 +9,7 @@
 
 #include "base/terminal.h"
 #include "base/trial_state.h"
-#include "orchestrator/config_groups.h"
+#include "orchestrator/configurations.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/study_trials.h"
 

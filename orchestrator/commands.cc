@@ -14,6 +14,7 @@
 #include "orchestrator/connect.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/report_files.h"
+#include "orchestrator/phase_seeds.h"
 #include "orchestrator/study_trials.h"
 #include "orchestrator/trial_script.h"
 #include "study/loader.h"

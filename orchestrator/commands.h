@@ -82,7 +82,7 @@ struct RunFlags {
   int max_ticks = 0;
   bool detach = false;
   std::string resubmit;  // end states whose trials start over
-  int repeat_top = 0;    // --repeat-top K: more seeds for the K best configurations (config_groups.h)
+  int repeat_top = 0;    // --repeat-top K: more seeds for the K best configurations (repeat_top.h)
   int repeat_count = 0;  // --repeats N: to N seeds in all (0: twice the study's repeats)
   bool submit_predicted_oom = false;
   bool json = false;

@@ -8,6 +8,7 @@
 
 #include "base/atomic_file.h"
 #include "orchestrator/report_data.h"
+#include "orchestrator/phase_seeds.h"
 #include "orchestrator/study_trials.h"
 #include "store/store.h"
 #include "study/loader.h"

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "orchestrator/phase_seeds.h"
 #include "store/store.h"
 #include "study/loader.h"
 #include "tests/test_util.h"
@@ -107,6 +108,7 @@ TEST_CASE("phase 2 crosses phase 1's fastest configurations with its own space",
   testing::WriteAll(p.dir.file("race.toml"), Phase2(R"({ study = "screen.toml", top = 2 })"));
   auto race = study::LoadStudy(p.dir.file("race.toml"));
   REQUIRE(race.ok());
+  REQUIRE(ResolveSeeds(*race).ok());
   auto specs = ExpandStudy(*race);
   REQUIRE(specs.ok());
   CHECK(ParamsOf(*specs) == std::set<std::string>{R"({"lr":0.1,"mbs":4,"tp":2})", R"({"lr":0.01,"mbs":4,"tp":2})",
@@ -119,6 +121,7 @@ TEST_CASE("phase 2 crosses phase 1's fastest configurations with its own space",
   testing::WriteAll(p.dir.file("race.toml"), Phase2(R"({ study = "screen.toml", top = 2, by = "final" })"));
   race = study::LoadStudy(p.dir.file("race.toml"));
   REQUIRE(race.ok());
+  REQUIRE(ResolveSeeds(*race).ok());
   specs = ExpandStudy(*race);
   REQUIRE(specs.ok());
   CHECK(ParamsOf(*specs).count(R"({"lr":0.1,"mbs":1,"tp":1})") == 1);
@@ -130,6 +133,7 @@ TEST_CASE("phase 2 refuses to start before phase 1 has ended, and names what is 
   testing::WriteAll(p.dir.file("race.toml"), Phase2(R"({ study = "screen.toml" })"));
   auto race = study::LoadStudy(p.dir.file("race.toml"));
   REQUIRE(race.ok());
+  REQUIRE(ResolveSeeds(*race).ok());
   auto none = ExpandStudy(*race);  // phase 1 never ran
   REQUIRE_FALSE(none.ok());
   CHECK(none.status().code() == Status::Code::kFailedPrecondition);
@@ -141,6 +145,7 @@ TEST_CASE("phase 2 refuses to start before phase 1 has ended, and names what is 
             {{2, 2}, {150, 2.3, "completed"}},
             {{4, 1}, {50, 9.9, "pending"}},
             {{4, 2}, {100, 2.4, "completed"}}});
+  REQUIRE(ResolveSeeds(*race).ok());  // phase 1 is read once per command: this is the next one
   auto early = ExpandStudy(*race);
   REQUIRE_FALSE(early.ok());
   CHECK_THAT(early.status().message(), Catch::Contains("2 trial(s) not ended"));
@@ -149,6 +154,7 @@ TEST_CASE("phase 2 refuses to start before phase 1 has ended, and names what is 
   testing::WriteAll(p.dir.file("race.toml"), Phase2(R"({ study = "screen.toml" })", "lr = [0.1]\ntp = [8]\n"));
   auto both = study::LoadStudy(p.dir.file("race.toml"));
   REQUIRE(both.ok());
+  REQUIRE(ResolveSeeds(*both).ok());
   auto clash = ExpandStudy(*both);
   REQUIRE_FALSE(clash.ok());
   CHECK_THAT(clash.status().message(), Catch::Contains("'tp' is in both"));
@@ -169,9 +175,12 @@ TEST_CASE("phase 2's seeds, resolved once, are data: expansion no longer reads p
   testing::WriteAll(p.dir.file("race.toml"), Phase2(R"({ study = "screen.toml", top = 2 })"));
   auto race = study::LoadStudy(p.dir.file("race.toml"));
   REQUIRE(race.ok());
+  auto unread = ExpandStudy(*race);  // phase 1 is read once, by ResolveSeeds, before anything expands
+  REQUIRE_FALSE(unread.ok());
+  CHECK_THAT(unread.status().message(), Catch::Contains("race.toml:12") && Catch::Contains("ResolveSeeds"));
+  REQUIRE(ResolveSeeds(*race).ok());
   auto read = ExpandStudy(*race);
   REQUIRE(read.ok());
-  REQUIRE(ResolveSeeds(*race).ok());
   REQUIRE(race->seeds);
   CHECK(race->seeds->param_names == std::vector<std::string>{"mbs", "tp"});
   CHECK(ParamNames(*race) == std::vector<std::string>{"mbs", "tp", "lr"});

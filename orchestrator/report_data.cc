@@ -11,7 +11,7 @@
 #include "base/final_objective.h"
 #include "base/params_text.h"
 #include "base/trial_state.h"
-#include "orchestrator/config_groups.h"
+#include "orchestrator/configurations.h"
 #include "orchestrator/phases.h"
 #include "orchestrator/study_trials.h"
 #include "orchestrator/trial_facts.h"

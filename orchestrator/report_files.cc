@@ -8,6 +8,7 @@
 
 #include "base/atomic_file.h"
 #include "reports/csv.h"
+#include "reports/importance_csv.h"
 #include "reports/html_report.h"
 #include "reports/repeats.h"
 

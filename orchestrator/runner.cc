@@ -12,7 +12,8 @@
 #include <utility>
 
 #include "base/trial_state.h"
-#include "orchestrator/config_groups.h"
+#include "orchestrator/configurations.h"
+#include "stopping/siblings.h"
 #include "orchestrator/phases.h"
 #include "orchestrator/poll_schedule.h"
 #include "orchestrator/query_budget.h"
@@ -456,8 +457,9 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
     config_of.push_back(study::ConfigIdentity(study_, t.params_json));
   }
   std::vector<std::string> jobs;
-  // A repeat is never judged against its siblings (config_groups.h).
-  for (const stopping::StopDecision& d : EvaluateApartFromSiblings(stopping_, std::move(progress), config_of)) {
+  // A repeat is never judged against its siblings (stopping/siblings.h).
+  for (const stopping::StopDecision& d :
+       stopping::EvaluateApartFromSiblings(stopping_, std::move(progress), config_of)) {
     store::TrialRecord& t = *by_id.at(d.trial_id);
     t.stop_request = fmt::format("pruned by the {} rule: {}", d.rule, d.reason);
     SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));

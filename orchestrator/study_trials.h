@@ -8,8 +8,8 @@
 // [space] (the convergence knobs: optimizer, learning rate), raced with early stopping on loss
 // versus time and ranked by time to target. Each phase is an ordinary study (its own database,
 // report and resume); the link is read once, when the application resolves phase 2's seeds
-// (ResolveSeeds). Phase 1's ranking is its report's (report_data.h), and a report lists only the
-// trials the study file (phase 2: over phase 1's seeds) still expands to: the two files use each other.
+// (ResolveSeeds, phase_seeds.h: phase 1's ranking is its report's, report_data.h). A report lists only the
+// trials the study file (phase 2: over phase 1's seeds) still expands to (StudyTrials, here).
 // Module orchestrator/: the application; may use every module.
 #pragma once
 
@@ -24,18 +24,10 @@
 
 namespace sweep::orchestrator {
 
-// The seeds of `study`: phase 1's top configurations, best first, or one empty seed when the
-// study has no seed_from. Phase 1 must have run to the end (kFailedPrecondition otherwise).
+// The seeds of `study`: phase 1's top configurations, best first, as ResolveSeeds (phase_seeds.h)
+// read them, or one empty seed when the study has no seed_from. kFailedPrecondition when phase 1
+// has not run to the end, or its ranking was not read yet.
 Result<std::vector<Params>> SeedConfigs(const study::Study& study);
-
-// Reads phase 2's seeds (SeedConfigs) and phase 1's parameter names once, into study.seeds, so
-// that SeedConfigs, ExpandStudy, ParamNames and the report's trial list no longer read phase 1's
-// files. Why phase 1 cannot seed yet is kept there, not returned: commands that need the trials
-// fail with it, the others (status, cancel) go on. Then expands the study once, into
-// study.expanded (unset if it cannot be expanded), which ExpandStudy and StudyTrials take as data
-// from then on: seeding and expansion happen once per command, not per report refresh. The
-// application calls this after LoadStudy.
-Status ResolveSeeds(study::Study& study);
 
 // ExpandSpace over SeedConfigs: every caller that turns a study file into trials uses this.
 Result<std::vector<TrialSpec>> ExpandStudy(const study::Study& study);
@@ -48,5 +40,11 @@ std::vector<std::string> ParamNames(const study::Study& study);
 // longer in the study file (counted in *left_out): they are history, not candidates.
 Result<std::vector<store::TrialRecord>> StudyTrials(store::Store& store, const study::Study& study, int64_t study_id,
                                                     int* left_out = nullptr);
+
+// The stored trials that a seeded study's expansion (`expanded`) does not list but that are
+// repeats of one of its configurations with another seed (added by `run --repeat-top`): their
+// specs, so a later `run` tracks, resumes and reports them as the study's own.
+std::vector<TrialSpec> StoredRepeats(const study::Study& study, const std::vector<TrialSpec>& expanded,
+                                     const std::vector<store::TrialRecord>& stored);
 
 }  // namespace sweep::orchestrator

@@ -14,7 +14,6 @@
 
 #include "base/params_text.h"
 #include "base/terminal.h"
-#include "orchestrator/config_groups.h"
 #include "orchestrator/phases.h"
 #include "base/trial_state.h"
 #include "orchestrator/trial_script.h"
@@ -537,7 +536,7 @@ Status TpeProposer::Propose(std::vector<store::TrialRecord>& trials, int free_sl
   int waiting = 0;
   std::vector<sampler::Observation> history = warm_;
   std::vector<const TrialSpec*> ooms;
-  // A configuration's repeats are one point with its noise (config_groups.h); the budget counts configurations.
+  // A configuration's repeats are one point with its noise (MergeRepeats); the budget counts configurations.
   std::vector<std::pair<std::string, sampler::Observation>> observed;
   std::set<std::string> own_configs;
   for (const auto& t : trials) {  // in id order: the order they were proposed
@@ -589,6 +588,72 @@ Status TpeProposer::Propose(std::vector<store::TrialRecord>& trials, int free_sl
     trials.push_back(std::move(records[i]));
   }
   return Status::OK();
+}
+
+std::vector<sampler::Observation> MergeRepeats(
+    const std::vector<std::pair<std::string, sampler::Observation>>& observations) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const sampler::Observation*>> by_config;
+  for (const auto& [config, o] : observations) {
+    auto& members = by_config[config];
+    if (members.empty()) order.push_back(config);
+    members.push_back(&o);
+  }
+  std::vector<sampler::Observation> out;
+  for (const std::string& config : order) {
+    const auto& members = by_config[config];
+    sampler::Observation merged;
+    merged.x = members.front()->x;
+    merged.source = members.front()->source;
+    double sum = 0;
+    int valued = 0;
+    bool pending = false, partial = false, infeasible = false;
+    for (const sampler::Observation* o : members) {
+      switch (o->outcome) {
+        case sampler::Outcome::kPending:
+          pending = true;
+          break;
+        case sampler::Outcome::kPartial:
+          partial = true;
+          [[fallthrough]];
+        case sampler::Outcome::kComplete:
+          sum += o->value, ++valued;
+          break;
+        case sampler::Outcome::kInfeasible:
+          infeasible = true;
+          break;
+        case sampler::Outcome::kIgnored:
+          break;
+      }
+    }
+    if (pending) merged.outcome = sampler::Outcome::kPending;
+    else if (valued > 0) {
+      merged.outcome = partial ? sampler::Outcome::kPartial : sampler::Outcome::kComplete;
+      merged.value = sum / valued;
+    } else {
+      merged.outcome = infeasible ? sampler::Outcome::kInfeasible : sampler::Outcome::kIgnored;
+    }
+    out.push_back(std::move(merged));
+  }
+  return out;
+}
+
+int ConfigsForSlots(int free, int repeats) {
+  if (free <= 0) return 0;
+  return std::max(1, free / std::max(1, repeats));
+}
+
+std::vector<sampler::Point> PendingEnqueued(const study::Study& study, const std::set<std::string>& own, int k) {
+  std::vector<sampler::Point> out;
+  auto checker = study::ConstraintChecker::Make(study);
+  if (!checker.ok()) return out;  // the study's constraints parsed at load; nothing to add otherwise
+  for (const Params& c : study.enqueue) {
+    if (static_cast<int>(out.size()) >= k) break;
+    auto spec = checker->Check(c);
+    if (!spec.ok() || own.count(spec->params_json)) continue;
+    if (auto x = PointOf(study, spec->params_json)) out.push_back(std::move(*x));
+  }
+  return out;
 }
 
 }  // namespace sweep::orchestrator

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <optional>
+#include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -102,5 +104,20 @@ class TpeProposer {
   std::vector<sampler::Observation> warm_;  // another study's trials ([search] seed_from)
   bool exhausted_ = false;                  // no feasible configuration left to propose
 };
+
+// The tpe sampler's history of this study: one observation per configuration (in the order of
+// its first trial), from its repeats' observations: pending while any repeat is; else the mean of
+// the valued ones (complete when none was pruned, partial otherwise); else infeasible if any
+// repeat was, else ignored. `observations`: (ConfigIdentity, observation) per trial, in trial order.
+std::vector<sampler::Observation> MergeRepeats(
+    const std::vector<std::pair<std::string, sampler::Observation>>& observations);
+
+// How many configurations (each `repeats` trials) a tpe study proposes for `free` slots: at least
+// one while a slot is free, so a study whose repeats outnumber max_concurrent still moves.
+int ConfigsForSlots(int free, int repeats);
+
+// The enqueued configurations ([[search.enqueue]]) of a tpe study that are not in `own` yet
+// (ConfigIdentity of its trials), in file order, at most `k`, as points of its space.
+std::vector<sampler::Point> PendingEnqueued(const study::Study& study, const std::set<std::string>& own, int k);
 
 }  // namespace sweep::orchestrator

@@ -4,8 +4,8 @@
 // of each study over the first, split as in the single report: throughput factor x convergence
 // factor = time-to-target factor, with the cost factor (GPU-hours to the target) beside it.
 // Plain data in (each study's StudyReport, collected against the common target), HTML and CSV out.
-// Module reports/: rendering plain data into reports; uses base/ only. One of its four public
-// headers (study_report.h, csv.h, html_report.h, compare_report.h); the rest is internal.
+// Module reports/: rendering plain data into reports; uses base/ only. A public header (the internal
+// ones say "Internal to reports/").
 #pragma once
 
 #include <optional>

@@ -2,8 +2,6 @@
 // a parameter value, metric name or failure reason cannot run as a spreadsheet formula.
 #include "reports/csv.h"
 
-#include "reports/study_report.h"
-
 #include <fmt/format.h>
 
 #include <cmath>
@@ -123,24 +121,6 @@ std::string RenderTrialsCsv(const std::vector<std::string>& param_names, const s
 
 void AppendCsvText(std::string_view text, std::string& out) { AppendText(text, out); }
 
-std::string RenderImportanceCsv(const StudyReport& report) {
-  std::string out = "param,log,groups,epsilon2,share,trials,step\n";
-  Importances imp = ParamImportances(report);
-  if (!imp.why_none.empty()) return out;
-  for (const ParamImportance& p : imp.params) {
-    AppendText(report.meta.param_names[p.param], out);
-    bool log = p.param < report.meta.param_log.size() && report.meta.param_log[p.param];
-    fmt::format_to(std::back_inserter(out), ",{},{},", log ? "true" : "false", p.groups);
-    // Not estimable: empty cells, not a 0 that would read as "explains nothing".
-    if (p.estimable) AppendExact(p.epsilon2, out);
-    out.push_back(',');
-    if (p.estimable) AppendExact(p.share, out);
-    fmt::format_to(std::back_inserter(out), ",{},", imp.trials);
-    if (imp.at_step) fmt::format_to(std::back_inserter(out), "{}", *imp.at_step);
-    out.push_back('\n');
-  }
-  return out;
-}
 void AppendCsvNumber(const std::optional<double>& value, std::string& out) {
   if (value) AppendExact(*value, out);
 }

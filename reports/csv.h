@@ -1,8 +1,8 @@
 // trials.csv (one row per trial) and metrics.csv (one row per logged metric point) of a study, for
 // spreadsheets and pandas. The columns are versioned formats (kTrialsCsvVersion,
 // kMetricsCsvVersion); reports only render plain data handed to them.
-// Module reports/: rendering plain data into reports; uses base/ only. One of its four public
-// headers (study_report.h, csv.h, html_report.h, compare_report.h); the rest is internal.
+// Module reports/: rendering plain data into reports; uses base/ only. A public header (the internal
+// ones say "Internal to reports/").
 #pragma once
 
 #include <cstdint>
@@ -50,14 +50,6 @@ inline constexpr int kMetricsCsvVersion = 1;
 std::string MetricsCsvHeader();
 void AppendMetricsCsvRow(int64_t trial_id, std::string_view trial_key, int64_t step, double time_s,
                          std::string_view name, double value, std::string& out);
-
-// importance.csv (version 2): param,log,groups,epsilon2,share,trials,step, one row per parameter,
-// largest share first (reports::ParamImportances); only the header when there are too few trials;
-// epsilon2 and share empty for a parameter that is not estimable (its groups cannot carry it);
-// step: the step every trial was compared at when trials stopped early are compared (empty: the
-// completed trials' final values). Version 1 had no step column.
-struct StudyReport;
-std::string RenderImportanceCsv(const StudyReport& report);
 
 // One cell of user text (formula-guarded, RFC 4180 quoted when needed), and one number in the
 // shortest form that reads back to the same double (empty for none): for the other CSV files.

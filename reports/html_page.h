@@ -1,7 +1,7 @@
 // The HTML report's page, section by section: the shell (head, header, about) in html_report.cc,
 // the headline in html_headline.cc, the ranking and cost tables in html_tables.cc, the charts in
 // html_charts.cc, parameter importance in html_importance.cc, the stylesheet in html_style.cc.
-// Internal to reports/ (its public headers: study_report.h, csv.h, html_report.h, compare_report.h).
+// Internal to reports/ (scripts/include-loops.py checks that no other folder includes it).
 // Module reports/: rendering plain data into reports; uses base/ only.
 #pragma once
 
@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "reports/html_report.h"
+#include "reports/html_options.h"
 #include "reports/study_report.h"
 #include "reports/svg_chart.h"
 

@@ -3,22 +3,17 @@
 // of each parameter, cost and study metadata. No script, no fonts, nothing fetched: inline CSS
 // and SVG, and a Content-Security-Policy that forbids any request, so it opens from an email
 // offline and prints well. Every text from the study, its parameters or its logs is escaped.
-// Module reports/: rendering plain data into reports; uses base/ only. One of its four public
-// headers (study_report.h, csv.h, html_report.h, compare_report.h); the rest is internal.
+// Module reports/: rendering plain data into reports; uses base/ only. A public header (the internal
+// ones say "Internal to reports/").
 #pragma once
 
 #include <cstddef>
 #include <string>
 
+#include "reports/html_options.h"
 #include "reports/study_report.h"
 
 namespace sweep::reports {
-
-struct HtmlOptions {
-  size_t top_n = 20;       // ranking rows shown; the rest sit in a collapsed section
-  size_t highlighted = 8;  // best-ranked curves drawn in colour (plus baseline), the others grey
-  size_t throughput_bars = 30;
-};
 
 // The Content-Security-Policy the report carries: nothing may be fetched, inline CSS and data:
 // images only. Exposed for the browser test.

@@ -1,6 +1,6 @@
 // Text for the HTML report: escaping of everything that comes from a study, its parameters or
 // its logs, and the few number and duration formats the report shows.
-// Internal to reports/ (its public headers: study_report.h, csv.h, html_report.h, compare_report.h);
+// Internal to reports/ (scripts/include-loops.py checks that no other folder includes it);
 // tests may include it.
 // Module reports/: rendering plain data into reports; uses base/ only.
 #pragma once

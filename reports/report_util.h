@@ -1,6 +1,6 @@
 // Helpers shared within reports/ (the HTML report's files, the comparison, the analysis): escaping,
-// finiteness, and the number and parameter texts both HTML reports show. Internal to reports/ (its
-// public headers: study_report.h, csv.h, html_report.h, compare_report.h).
+// finiteness, and the number and parameter texts both HTML reports show. Internal to reports/
+// (scripts/include-loops.py checks that no other folder includes it).
 // Module reports/: rendering plain data into reports; uses base/ only.
 #pragma once
 
@@ -16,9 +16,6 @@ namespace sweep::reports {
 
 // HtmlEscape, by the short name the renderers' many format calls use.
 inline std::string Esc(std::string_view s) { return HtmlEscape(s); }
-
-// A value that is there and neither NaN nor infinite.
-inline bool Finite(const std::optional<double>& v) { return v && std::isfinite(*v); }
 
 // Resource hours: three significant digits (a short CPU study costs thousandths of an hour), whole
 // hours from 1000 on.

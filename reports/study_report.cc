@@ -3,7 +3,6 @@
 #include "reports/study_report.h"
 
 #include "base/median.h"
-#include "reports/report_util.h"
 
 #include <algorithm>
 #include <cmath>

@@ -16,10 +16,11 @@
 //   convergence factor = baseline steps to target / recommended steps to target
 //   time-to-target factor = baseline time to target / recommended time to target
 //                         = throughput factor × convergence factor (exactly, by these definitions)
-// Module reports/: rendering plain data into reports; uses base/ only. One of its four public
-// headers (study_report.h, csv.h, html_report.h, compare_report.h); the rest is internal.
+// Module reports/: rendering plain data into reports; uses base/ only. A public header (the internal
+// ones say "Internal to reports/").
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,6 +33,9 @@
 #include "reports/repeats.h"
 
 namespace sweep::reports {
+
+// A value that is there and neither NaN nor infinite.
+inline bool Finite(const std::optional<double>& v) { return v && std::isfinite(*v); }
 
 // A point of a (downsampled) objective curve.
 using CurvePoint = sweep::CurvePoint;  // base/metric_point.h

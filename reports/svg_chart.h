@@ -1,7 +1,7 @@
 // Inline SVG charts for the HTML report, drawn by our code so the file needs no script and no
 // network: line charts (curves), horizontal bar charts and dot charts (one value per trial,
 // by category or against a number). Every text that reaches the SVG is escaped here.
-// Internal to reports/ (its public headers: study_report.h, csv.h, html_report.h, compare_report.h);
+// Internal to reports/ (scripts/include-loops.py checks that no other folder includes it);
 // tests may include it.
 // Module reports/: rendering plain data into reports; uses base/ only.
 #pragma once

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "reports/csv.h"
+#include "reports/importance_csv.h"
 #include "reports/html_report.h"
 #include "reports/html_text.h"
 #include "reports/study_report.h"

@@ -154,7 +154,7 @@ struct Study {
     int line = 0;
   };
   std::optional<WarmStart> warm_start;
-  // Phase 2's seeds, resolved once by the application (ResolveSeeds, orchestrator/study_trials.h)
+  // Phase 2's seeds, resolved once by the application (ResolveSeeds, orchestrator/phase_seeds.h)
   // so that expansion and the report's trial list then take data, not phase 1's files. Unset
   // (tests, tools): read from phase 1 whenever they are needed.
   struct Seeds {

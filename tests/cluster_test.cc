@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
-#include "orchestrator/config_groups.h"
+#include "orchestrator/repeat_top.h"
 #include "orchestrator/connect.h"
 #include "orchestrator/phases.h"
 #include "orchestrator/report_data.h"

@@ -3,7 +3,8 @@
 // siblings, and trials added by --repeat-top are the study's own.
 #include <catch2/catch.hpp>
 
-#include "orchestrator/config_groups.h"
+#include "orchestrator/tpe_trials.h"
+#include "stopping/siblings.h"
 #include "orchestrator/trial_script.h"
 #include "study/loader.h"
 #include "study/repeats.h"
@@ -105,11 +106,11 @@ TEST_CASE("early stopping never stops a repeat because its sibling is better", "
   bool sibling_stopped =
       std::any_of(plain.begin(), plain.end(), [](const stopping::StopDecision& d) { return d.trial_id == 2; });
   REQUIRE(sibling_stopped);
-  auto apart = EvaluateApartFromSiblings(state, trials, config_of);
+  auto apart = stopping::EvaluateApartFromSiblings(state, trials, config_of);
   REQUIRE(apart.size() == 1);
   CHECK(apart[0].trial_id == 3);  // Y is behind both repeats of X
   // With no siblings at all, it is stopping::StoppingState::Evaluate.
-  auto alone = EvaluateApartFromSiblings(state, trials, {"X", "Y", "Z"});
+  auto alone = stopping::EvaluateApartFromSiblings(state, trials, {"X", "Y", "Z"});
   CHECK(alone.size() == plain.size());
   // A genuine rival still counts: configuration Z at 1.2 puts the median of seed 1's others (1.2, 2.5)
   // at 1.85, and seed 1 goes; seed 0 stays.
@@ -117,7 +118,7 @@ TEST_CASE("early stopping never stops a repeat because its sibling is better", "
   trials.push_back(trials.back());
   trials.back().id = 4;
   trials.back().name = "t4";
-  auto rival = EvaluateApartFromSiblings(state, trials, {"X", "X", "Y", "Z"});
+  auto rival = stopping::EvaluateApartFromSiblings(state, trials, {"X", "X", "Y", "Z"});
   std::vector<int64_t> stopped;
   for (const auto& d : rival) stopped.push_back(d.trial_id);
   CHECK(stopped == std::vector<int64_t>{2, 3});
