@@ -1,5 +1,5 @@
 // Largest-Triangle-Three-Buckets downsampling (Steinarsson, 2013) of a curve for the report's
-// charts (orchestrator/trial_facts.cc downsamples curves and telemetry with it): keeps the first and last point and, in
+// charts (results/trial_facts.cc downsamples curves and telemetry with it): keeps the first and last point and, in
 // each bucket between, the point that spans the largest triangle with its neighbours, so peaks and the overall shape
 // survive at ~500 points. Module base/: uses the standard library only.
 #pragma once

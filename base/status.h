@@ -1,5 +1,5 @@
 // Status and Result<T>: expected failures travel up as values carrying context;
-// only the CLI prints them and maps them to exit codes (see orchestrator/main.cc).
+// only the CLI prints them and maps them to exit codes (see cli/main.cc).
 // Module base/: the vocabulary every module shares; uses the standard library only.
 #pragma once
 

@@ -22,7 +22,7 @@ class TerminalGuard {
   TerminalGuard(const TerminalGuard&) = delete;
   TerminalGuard& operator=(const TerminalGuard&) = delete;
   // The stream's own buffer, unfiltered: for the cursor movements of a display that redraws in
-  // place (orchestrator/cockpit.h), never for text.
+  // place (cli/status_view.h), never for text.
   std::streambuf* raw() const { return original_; }
 
  private:

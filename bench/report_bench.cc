@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/report_files.h"
+#include "results/report_files.h"
 #include "tests/synthetic_study.h"
 
 namespace {
@@ -147,7 +147,7 @@ int main(int argc, char** argv) {
   auto reader = store::Store::OpenReadOnly(db);
   if (!reader.ok()) Fail(reader.status().ToString());
 
-  orchestrator::ReportOptions report_options;
+  results::ReportOptions report_options;
   report_options.version = "bench";
   fs::path html = dir / "report.html";
   std::vector<double> raw_s, status_s, html_s, status_ratio, html_ratio, csv_s, shell_s, csv_ratio;
@@ -159,12 +159,12 @@ int main(int argc, char** argv) {
     double raw = 0;
     rows = RawRead(db, &raw);
     t0 = std::chrono::steady_clock::now();
-    auto table = orchestrator::CollectTrialRows(**reader, study, study_id, options.now, study.objective.metric);
+    auto table = results::CollectTrialRows(**reader, study, study_id, options.now, study.objective.metric);
     double status = Seconds(t0);
     if (!table.ok()) Fail(table.status().ToString());
     status_rows = table->size();
     t0 = std::chrono::steady_clock::now();
-    Status st = orchestrator::WriteReports(**reader, study, study_id, html.string(), "", options.now, report_options);
+    Status st = results::WriteReports(**reader, study, study_id, html.string(), "", options.now, report_options);
     double h = Seconds(t0);
     if (!st.ok()) Fail(st.ToString());
     raw_s.push_back(raw);
@@ -176,8 +176,7 @@ int main(int argc, char** argv) {
       fs::path csv_dir = dir / "csv";
       auto ours = [&] {
         t0 = std::chrono::steady_clock::now();
-        Status s =
-            orchestrator::WriteReports(**reader, study, study_id, "", csv_dir.string(), options.now, report_options);
+        Status s = results::WriteReports(**reader, study, study_id, "", csv_dir.string(), options.now, report_options);
         if (!s.ok()) Fail(s.ToString());
         csv_s.push_back(Seconds(t0));
       };

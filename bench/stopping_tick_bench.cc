@@ -40,7 +40,7 @@
 #include <iostream>
 
 #include "base/clock.h"
-#include "orchestrator/runner.h"
+#include "run/runner.h"
 #include "slurm/transport.h"
 #include "stopping/early_stop.h"
 #include "store/store.h"
@@ -178,7 +178,7 @@ lr = [{5}]
   auto transport = slurm::NewLocalTransport();
   SystemClock clock;
   std::ostringstream log;
-  orchestrator::Runner runner(*study, **db, *transport, clock, log);
+  run::Runner runner(*study, **db, *transport, clock, log);
   if (Status st = runner.Prepare(); !st.ok()) Fail(st.ToString() + "\n" + log.str());
   auto records = (*db)->ListTrials(runner.study_id());
   if (!records.ok()) Fail(records.status().ToString());

@@ -96,14 +96,14 @@ struct Plan {
 };
 
 // What the plan reads of a study besides each configuration's parameters: its [job.vars] and
-// the GPUs a trial gets (orchestrator/phases.h fills it in from a Study).
+// the GPUs a trial gets (results/phases.h fills it in from a Study).
 struct PlanJob {
   std::map<std::string, std::string> vars;
   int nodes = 1;
   int gpus_per_node = 0;  // 0 (no GPUs asked for) counts as 1
 };
 
-// The plan of `trials`, the study's expanded space (ExpandStudy in orchestrator/phases.h, which
+// The plan of `trials`, the study's expanded space (ExpandStudy in results/phases.h, which
 // also offers PlanStudy(study) doing both).
 Result<Plan> PlanTrials(const PlanJob& job, std::vector<TrialSpec> trials);
 // The table (one line per configuration) and the summary line.

@@ -1,6 +1,6 @@
 // Tests of the memory planner and model FLOPs: hand-checkable cases and the planner against the
 // memory Megatron-LM measured in recorded runs (tests/data/megatron_cases.csv). `plan` of a
-// study file, and the run loop acting on it, are orchestrator/plan_test.cc's.
+// study file, and the run loop acting on it, are run/plan_test.cc's.
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>

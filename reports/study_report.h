@@ -1,7 +1,7 @@
 // The HTML report's input and the analysis on it: which configuration to recommend, how much
 // faster it reaches the target than the baseline (throughput factor × convergence factor =
 // time-to-target factor), the ranking, and what the sweep cost. Plain data in, plain data out:
-// orchestrator/report_data.cc fills StudyReport from the store; html_report.cc renders it.
+// results/report_data.cc fills StudyReport from the store; html_report.cc renders it.
 //
 // Definitions (stated in the report too):
 //   throughput       = iterations per second, 1000 / median iter_time_ms of the trial
@@ -30,7 +30,7 @@
 #include "base/metric_point.h"
 #include "base/params.h"
 #include "base/trial_state.h"
-#include "reports/repeats.h"
+#include "reports/config_ranking.h"
 
 namespace sweep::reports {
 
@@ -97,7 +97,7 @@ struct StudyMeta {
   std::string kind_basis;   // why, for the reader: "micro_batch_size changes the speed"
   int trials_left_out = 0;  // trials of earlier versions of the study file whose values left [space]
   // Trials whose curve was drawn from the store's bucket means (long trials, see
-  // orchestrator/report_data.h's kRawRowBudget), which the definitions then mention.
+  // results/report_data.h's kRawRowBudget), which the definitions then mention.
   int curves_from_buckets = 0;
   bool monitor = false;  // [job] monitor = true: the report has a telemetry section
 };

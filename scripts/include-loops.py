@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fails on any include loop between the tree's files, and on a folder's internal header included from another.
 
-A file's header and source are one node (orchestrator/foo.h and foo.cc are "orchestrator/foo"): a.cc including
+A file's header and source are one node (run/runner.h and run/runner.cc are "run/runner"): a.cc including
 b.h while b.cc includes a.h is a loop, though no single file includes itself. Nodes are the project's own
 files; an include is "dir/name.h" from the top of the tree. Prints each loop (a strongly connected set of
 nodes, and one cycle through it) and exits 1 if there is any; exits 0 and prints the node count otherwise.

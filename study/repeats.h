@@ -5,7 +5,7 @@
 // 0 .. N-1, so a rerun makes the same trials. The first repeat (seed 0) keeps the key the
 // configuration has without repeats: raising `repeats` on a study that ran keeps its results and
 // adds the other seeds; `run --repeat-top K --repeats N` brings the best K configurations to N
-// seeds the same way (orchestrator/configurations.h). The seed is stored among the trial's
+// seeds the same way (results/configurations.h). The seed is stored among the trial's
 // parameters (the last one), so the store, the CSV and the template see it as any other value;
 // what groups trials into a configuration is their parameters without it (ConfigIdentity).
 //

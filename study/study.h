@@ -1,7 +1,7 @@
 // Study: what a study file (TOML) asks for, as loaded and checked (loader.h) before anything
 // touches the cluster. The file format is versioned by what the loader accepts.
 // Module study/: the study file; uses base/ only (its vocabulary: params.h, metric_format.h,
-// stopping_config.h). The template is read, not checked: orchestrator/trial_script.h.
+// stopping_config.h). The template is read, not checked: run/trial_script.h.
 #pragma once
 
 #include <map>
@@ -28,7 +28,7 @@ struct ParamSpec {
   bool integer = false;
   // `{ values = [...], text = true }`: its string values may hold characters outside the safe
   // alphabet (base/params.h), and the template may then name it only where the shell treats it
-  // as data (a variable's value, a comment; orchestrator/trial_script.h checks).
+  // as data (a variable's value, a comment; run/trial_script.h checks).
   bool text = false;
   int line = 0;
 };
@@ -59,7 +59,7 @@ struct ClusterSpec {
   // a CUDA OOM, can still shape what is submitted next).
   int queue_ahead = -1;
   // Every slurmsweep of this user on this machine polling the same cluster shares one pace: at
-  // most one tick per query_gap_s among all of them (QueryBudget). 0 = this study is not paced.
+  // most one tick per query_gap_s among all of them (QueryPace). 0 = this study is not paced.
   double query_gap_s = 0.5;
 };
 
@@ -154,7 +154,7 @@ struct Study {
     int line = 0;
   };
   std::optional<WarmStart> warm_start;
-  // Phase 2's seeds, resolved once by the application (ResolveSeeds, orchestrator/phase_seeds.h)
+  // Phase 2's seeds, resolved once by the application (ResolveSeeds, results/phase_seeds.h)
   // so that expansion and the report's trial list then take data, not phase 1's files. Unset
   // (tests, tools): read from phase 1 whenever they are needed.
   struct Seeds {
@@ -179,7 +179,7 @@ struct Study {
   // [retry]: how many times a trial that ended in a class is submitted again from scratch; the
   // classes and their defaults are base/trial_state.h's.
   std::map<std::string, int> retry = DefaultRetries();
-  // [notify]: a local command `run` starts on each event (orchestrator/notify.h), the event as
+  // [notify]: a local command `run` starts on each event (run/notify.h), the event as
   // JSON on its stdin. Unset: no notifications.
   struct Notify {
     std::string command;  // run with /bin/sh -c on this machine

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/phases.h"
-#include "orchestrator/run_lock.h"
+#include "results/phases.h"
+#include "run/run_lock.h"
 #include "store/store.h"
 #include "study/loader.h"
 #include "tests/test_util.h"
@@ -182,7 +182,7 @@ TEST_CASE("plan of a study that already ran shows each trial's state and counts 
       testing::WriteLocalStudyFile(dir, "again", "train --lr {{lr}}", "[space]\nlr = [0.1, 0.01, 0.001]\n");
   auto study = study::LoadStudy(path);
   REQUIRE(study.ok());
-  auto specs = orchestrator::ExpandStudy(*study);
+  auto specs = results::ExpandStudy(*study);
   REQUIRE(specs.ok());
   REQUIRE(specs->size() == 3);
   {
@@ -282,14 +282,14 @@ TEST_CASE("status says whether a run is going on, and clears a killed detached r
   CHECK_THAT(out2, Catch::Contains("no run of this study is going on; removed " + db + ".pid"));
   CHECK_FALSE(std::filesystem::exists(db + ".pid"));
   {
-    auto lock = orchestrator::RunLock::Acquire(db + ".lock");  // as `run` holds it
+    auto lock = run::RunLock::Acquire(db + ".lock");  // as `run` holds it
     REQUIRE(lock.ok());
     auto [rc3, out3] = Shell(kBinary + " status " + path);
     CHECK(rc3 == 0);
     CHECK_THAT(out3, Catch::Contains(fmt::format("a run of this study is going on (pid {})", getpid())));
   }
   // Status took no lock a run would trip over.
-  CHECK(orchestrator::RunLock::Acquire(db + ".lock").ok());
+  CHECK(run::RunLock::Acquire(db + ".lock").ok());
 }
 
 TEST_CASE("status names the log of each failed trial", "[cli]") {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "orchestrator/connect.h"
-#include "orchestrator/runner.h"
+#include "run/connect.h"
+#include "run/runner.h"
 #include "store/store.h"
 #include "study/loader.h"
 #include "tests/test_util.h"
@@ -40,7 +40,7 @@ struct Harness {
   std::unique_ptr<slurm::Transport> transport;
   SystemClock clock;
   std::ostringstream log;
-  std::unique_ptr<orchestrator::Runner> runner;
+  std::unique_ptr<run::Runner> runner;
 
   explicit Harness(const std::string& study_path) {
     auto s = study::LoadStudy(study_path);
@@ -50,11 +50,11 @@ struct Harness {
     auto st = store::Store::Open(study.database);
     REQUIRE(st.ok());
     store = std::move(*st);
-    auto t = orchestrator::OpenTransport(study.cluster);
+    auto t = run::OpenTransport(study.cluster);
     INFO(t.status().ToString());
     REQUIRE(t.ok());
     transport = std::move(*t);
-    runner = std::make_unique<orchestrator::Runner>(study, *store, *transport, clock, log);
+    runner = std::make_unique<run::Runner>(study, *store, *transport, clock, log);
   }
 
   std::vector<store::TrialRecord> Trials() {

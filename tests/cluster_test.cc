@@ -15,13 +15,13 @@
 #include <nlohmann/json.hpp>
 
 #include "base/clock.h"
-#include "orchestrator/repeat_top.h"
-#include "orchestrator/connect.h"
-#include "orchestrator/phases.h"
-#include "orchestrator/report_data.h"
-#include "orchestrator/report_files.h"
-#include "orchestrator/study_trials.h"
-#include "orchestrator/runner.h"
+#include "run/repeat_top.h"
+#include "run/connect.h"
+#include "results/phases.h"
+#include "results/report_data.h"
+#include "results/report_files.h"
+#include "results/study_trials.h"
+#include "run/runner.h"
 #include "study/loader.h"
 #include "reports/study_report.h"
 #include "store/store.h"
@@ -122,7 +122,7 @@ TEST_CASE("a study runs to completion over SSH and a second run submits nothing"
                Catch::Contains(fmt::format("#SBATCH --comment=slurmsweep:study=happy:array={}", trials[0].array_name)));
     CHECK_THAT(script, Catch::Contains("#SBATCH --array=0-3%4"));
     // The report has a row per trial with its final loss.
-    auto rows = orchestrator::CollectTrialRows(*h.store, h.study, h.runner->study_id(), h.clock.Now());
+    auto rows = results::CollectTrialRows(*h.store, h.study, h.runner->study_id(), h.clock.Now());
     REQUIRE(rows.ok());
     REQUIRE(rows->size() == 4);
     for (const auto& r : *rows) {
@@ -541,8 +541,8 @@ TEST_CASE("the Megatron replay sweep ranks layouts by loss versus time and the r
     CHECK(t.state == "pruned");
     CHECK_THAT(t.reason, Catch::Contains("throughput rule"));
   }
-  auto report = orchestrator::CollectReport(*h.store, h.study, h.runner->study_id(),
-                                            orchestrator::ReportOptionsFor(h.study), h.clock.Now());
+  auto report = results::CollectReport(*h.store, h.study, h.runner->study_id(), results::ReportOptionsFor(h.study),
+                                       h.clock.Now());
   REQUIRE(report.ok());
   reports::Analysis a = reports::Analyze(*report);
   REQUIRE(a.recommended);
@@ -583,12 +583,12 @@ TEST_CASE("a two-phase study: the race runs exactly the screen's fastest configu
   // Phase 2 refuses to start before phase 1 has run.
   auto early = study::LoadStudy(dir.file("two-phase-race.toml"));
   REQUIRE(early.ok());
-  CHECK_FALSE(orchestrator::ExpandStudy(*early).ok());
+  CHECK_FALSE(results::ExpandStudy(*early).ok());
 
   Harness screen(dir.file("two-phase-screen.toml"));
   REQUIRE(screen.runner->Run(300).ok());
   auto screened =
-      orchestrator::CollectReport(*screen.store, screen.study, screen.runner->study_id(), {}, screen.clock.Now());
+      results::CollectReport(*screen.store, screen.study, screen.runner->study_id(), {}, screen.clock.Now());
   REQUIRE(screened.ok());
   std::vector<std::pair<double, std::string>> speed;  // iter/s, "hidden=..,mbs=.."
   for (const auto& t : screened->trials) {
@@ -603,8 +603,8 @@ TEST_CASE("a two-phase study: the race runs exactly the screen's fastest configu
   INFO(race.log.str());
   auto trials = race.Trials();
   REQUIRE(trials.size() == 8);  // 2 seeds x 2 optimizers x 2 learning rates
-  auto report = orchestrator::CollectReport(*race.store, race.study, race.runner->study_id(),
-                                            orchestrator::ReportOptionsFor(race.study), race.clock.Now());
+  auto report = results::CollectReport(*race.store, race.study, race.runner->study_id(),
+                                       results::ReportOptionsFor(race.study), race.clock.Now());
   REQUIRE(report.ok());
   REQUIRE(report->meta.param_names == std::vector<std::string>{"hidden", "micro_batch_size", "lr", "optimizer"});
   std::set<std::string> seeds;
@@ -742,13 +742,13 @@ TEST_CASE("monitor = true: the job's /proc telemetry is stored once, apart from 
       CHECK(mem->front().step >= static_cast<int64_t>(*t.started_at) - 2);
     }
     // The training steps are still the log's.
-    auto rows = orchestrator::CollectTrialRows(*h.store, h.study, h.runner->study_id(), h.clock.Now());
+    auto rows = results::CollectTrialRows(*h.store, h.study, h.runner->study_id(), h.clock.Now());
     REQUIRE(rows.ok());
     for (const auto& r : *rows) CHECK(r.steps == 30);
     for (const auto& t : trials) points += h.store->CountMetrics(t.id).value();
     // The report charts it per trial.
-    auto report = orchestrator::CollectReport(*h.store, h.study, h.runner->study_id(),
-                                              orchestrator::ReportOptionsFor(h.study), h.clock.Now());
+    auto report = results::CollectReport(*h.store, h.study, h.runner->study_id(), results::ReportOptionsFor(h.study),
+                                         h.clock.Now());
     REQUIRE(report.ok());
     std::string html = reports::RenderHtmlReport(*report);
     CHECK_THAT(html, Catch::Contains("<section id=\"telemetry\">"));
@@ -781,7 +781,7 @@ exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --lr {{lr}} --optimizer {{
   REQUIRE(trials.size() == 4);
   std::map<double, std::set<int64_t>> seeds;  // lr -> seeds stored
   std::map<double, std::vector<double>> finals;
-  auto rows = orchestrator::CollectTrialRows(*h.store, h.study, h.runner->study_id(), h.clock.Now());
+  auto rows = results::CollectTrialRows(*h.store, h.study, h.runner->study_id(), h.clock.Now());
   REQUIRE(rows.ok());
   for (size_t i = 0; i < trials.size(); ++i) {
     const auto& t = trials[i];
@@ -800,8 +800,8 @@ exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --lr {{lr}} --optimizer {{
   CHECK(finals[0.05][0] != finals[0.05][1]);
 
   // The report ranks configurations by their mean over the two seeds.
-  auto report = orchestrator::CollectReport(*h.store, h.study, h.runner->study_id(),
-                                            orchestrator::ReportOptionsFor(h.study), h.clock.Now());
+  auto report = results::CollectReport(*h.store, h.study, h.runner->study_id(), results::ReportOptionsFor(h.study),
+                                       h.clock.Now());
   REQUIRE(report.ok());
   REQUIRE(report->configs);
   REQUIRE(report->configs->groups.size() == 2);
@@ -810,8 +810,8 @@ exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --lr {{lr}} --optimizer {{
   CHECK(best.param_values[0] == (mean_a < mean_b ? "0.003" : "0.05"));
   CHECK(*best.mean == Approx(std::min(mean_a, mean_b)));
   CHECK(*report->configs->groups[1].mean == Approx(std::max(mean_a, mean_b)));
-  REQUIRE(orchestrator::WriteReports(*h.store, h.study, h.runner->study_id(), dir.file("r.html"), dir.file("csv"),
-                                     h.clock.Now(), orchestrator::ReportOptionsFor(h.study))
+  REQUIRE(results::WriteReports(*h.store, h.study, h.runner->study_id(), dir.file("r.html"), dir.file("csv"),
+                                h.clock.Now(), results::ReportOptionsFor(h.study))
               .ok());
   std::string configs = testing::ReadAll(dir.file("csv/configs.csv"));
   CHECK(configs.rfind("rank,lr,mbs,optimizer,repeats,completed,mean,std,min,max,seeds,trial_keys\n1,", 0) == 0);
@@ -819,7 +819,7 @@ exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --lr {{lr}} --optimizer {{
   CHECK_THAT(testing::ReadAll(dir.file("r.html")), Catch::Contains("Configurations over seeds"));
 
   // --repeat-top 1 --repeats 3: the best configuration gets seed 2; nothing else runs again.
-  auto added = orchestrator::RepeatTop(*h.store, h.study, 1, 3, h.clock.Now());
+  auto added = run::RepeatTop(*h.store, h.study, 1, 3, h.clock.Now());
   REQUIRE(added.ok());
   Harness more(path);
   REQUIRE(more.runner->Run(240).ok());
@@ -830,8 +830,8 @@ exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --lr {{lr}} --optimizer {{
   CHECK(extra["seed"] == 2);
   CHECK(extra["lr"].get<double>() == (mean_a < mean_b ? 0.003 : 0.05));
   CHECK(after.back().state == "completed");
-  auto ranked = orchestrator::CollectReport(*more.store, more.study, more.runner->study_id(),
-                                            orchestrator::ReportOptionsFor(more.study), more.clock.Now());
+  auto ranked = results::CollectReport(*more.store, more.study, more.runner->study_id(),
+                                       results::ReportOptionsFor(more.study), more.clock.Now());
   REQUIRE(ranked.ok());
   CHECK(ranked->configs->groups.size() == 2);
   CHECK(ranked->configs->groups[0].rows.size() + ranked->configs->groups[1].rows.size() == 5);

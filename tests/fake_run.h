@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "base/trial_state.h"
-#include "orchestrator/study_trials.h"
-#include "orchestrator/run_context.h"
-#include "orchestrator/study_files.h"
+#include "results/study_trials.h"
+#include "run/run_context.h"
+#include "run/study_files.h"
 #include "slurm/slurm_client.h"
 #include "store/store.h"
 #include "study/loader.h"
@@ -74,16 +74,16 @@ class FakeRun {
     db_ = std::move(*db);
     counting_ = std::make_unique<slurm::CountingTransport>(trips);
     client_ = std::make_unique<slurm::SlurmClient>(*counting_);
-    ctx_ = std::make_unique<orchestrator::RunContext>(study_, *db_, *counting_, *client_, clock);
+    ctx_ = std::make_unique<run::RunContext>(study_, *db_, *counting_, *client_, clock);
     ctx_->event = [this](std::optional<int64_t> id, const std::string& kind, const std::string& message) {
       events.push_back({id, kind, message});
     };
     auto id = db_->UpsertStudy(study_.name, study_.path, study_.hash, clock.Now());
     REQUIRE(id.ok());
     ctx_->study_id = *id;
-    ctx_->files = orchestrator::FilesOf(study_.cluster.workdir, study_.name, {});
+    ctx_->files = run::FilesOf(study_.cluster.workdir, study_.name, {});
     if (study_.sampler == "tpe") return;  // its trials are proposed as the run goes
-    auto specs = orchestrator::ExpandStudy(study_);
+    auto specs = results::ExpandStudy(study_);
     REQUIRE(specs.ok());
     std::vector<store::TrialRecord> records;
     for (const auto& spec : *specs) {
@@ -102,7 +102,7 @@ class FakeRun {
     std::string kind, message;
   };
 
-  orchestrator::RunContext& ctx() { return *ctx_; }
+  run::RunContext& ctx() { return *ctx_; }
   store::Store& db() { return *db_; }
   const study::Study& study() const { return study_; }
   std::vector<store::TrialRecord> Trials() {
@@ -129,7 +129,7 @@ class FakeRun {
   std::unique_ptr<store::Store> db_;
   std::unique_ptr<slurm::CountingTransport> counting_;
   std::unique_ptr<slurm::SlurmClient> client_;
-  std::unique_ptr<orchestrator::RunContext> ctx_;
+  std::unique_ptr<run::RunContext> ctx_;
 };
 
 }  // namespace sweep::testing

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "orchestrator/job_marks.h"
+#include "run/job_marks.h"
 #include "slurm/transport.h"
 
 namespace sweep::testing {
@@ -77,7 +77,7 @@ class FakeSlurm final : public slurm::Transport {
     j.start = clock_.Now();
     j.end = 0;
     files_[j.log] = "";
-    files_[orchestrator::MarksPath(j.log)] +=
+    files_[run::MarksPath(j.log)] +=
         fmt::format("start job={} restart={} host={} time={:.0f}\n", j.id, j.restarts, host, clock_.Now());
   }
   void AppendLog(const std::string& id, std::string_view text) { files_[job(id).log] += text; }

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/runner.h"
+#include "run/runner.h"
 #include "store/store.h"
 #include "study/loader.h"
 #include "tests/fake_slurm.h"
@@ -46,7 +46,7 @@ class FakeSweep {
   }
 
   // A new orchestrator process on the same database and cluster.
-  void Restart() { runner_ = std::make_unique<orchestrator::Runner>(study_, *db_, slurm, clock, log_); }
+  void Restart() { runner_ = std::make_unique<run::Runner>(study_, *db_, slurm, clock, log_); }
   // The user edits the study file (`from` replaced by `to`) and runs it again: a new orchestrator.
   void EditStudy(const std::string& from, const std::string& to) {
     std::string text = testing::ReadAll(dir_.file("study.toml"));
@@ -62,7 +62,7 @@ class FakeSweep {
     Restart();
   }
 
-  orchestrator::TickReport Tick() {
+  run::TickReport Tick() {
     auto r = runner_->Tick();
     INFO(log_.str());
     REQUIRE(r.ok());
@@ -98,7 +98,7 @@ class FakeSweep {
   std::string log() const { return log_.str(); }
   std::string file(const std::string& name) const { return dir_.file(name); }
   const study::Study& study() const { return study_; }
-  orchestrator::Runner& runner() { return *runner_; }
+  run::Runner& runner() { return *runner_; }
   store::Store& db() { return *db_; }
 
   FakeClock clock;
@@ -109,7 +109,7 @@ class FakeSweep {
   study::Study study_;
   std::unique_ptr<store::Store> db_;
   std::ostringstream log_;
-  std::unique_ptr<orchestrator::Runner> runner_;
+  std::unique_ptr<run::Runner> runner_;
 };
 
 }  // namespace sweep::testing

@@ -18,10 +18,10 @@
 #include "base/trial_state.h"
 #include "base/clock.h"
 #include "logs/metrics_parser.h"
-#include "orchestrator/job_marks.h"
-#include "orchestrator/phases.h"
+#include "run/job_marks.h"
+#include "results/phases.h"
 #include "planner/planner.h"
-#include "orchestrator/runner.h"
+#include "run/runner.h"
 #include "study/loader.h"
 #include "slurm/transport.h"
 #include "store/store.h"
@@ -83,7 +83,7 @@ InProcessRun RunInProcess(const std::string& path, slurm::Transport& transport, 
   auto db = store::Store::Open(study->database);
   REQUIRE(db.ok());
   std::ostringstream log;
-  orchestrator::Runner runner(*study, **db, transport, clock, log);
+  run::Runner runner(*study, **db, transport, clock, log);
   Status st = runner.Run(max_ticks);
   InProcessRun run;
   run.log = log.str();
@@ -563,7 +563,7 @@ TEST_CASE("a tick whose metrics transaction fails is read again: the curves are 
   auto transport = slurm::NewLocalTransport();
   SystemClock clock;
   std::ostringstream log;
-  orchestrator::Runner runner(*study, locked, *transport, clock, log);
+  run::Runner runner(*study, locked, *transport, clock, log);
   Status st = runner.Run(2000);
   INFO(log.str());
   REQUIRE(st.ok());
@@ -738,7 +738,7 @@ echo "[Rank 0] (after 10 iterations) memory (MB) | allocated: 1000.0 | max alloc
   auto planned = study::LoadStudy(write(1));
   REQUIRE(planned.ok());
   planned->job.gpus_per_node = 8;
-  auto plan = orchestrator::PlanStudy(*planned);
+  auto plan = results::PlanStudy(*planned);
   REQUIRE(plan.ok());
   std::map<std::string, double> predicted_gib;  // model + activations, without headroom
   for (const auto& row : plan->rows) {
@@ -807,7 +807,7 @@ TEST_CASE("an interrupted submission whose jobs Slurm has purged is adopted from
     LoseFirstSbatchAnswer transport(slurm::NewLocalTransport());
     SystemClock clock;
     std::ostringstream log;
-    orchestrator::Runner runner(*study, **db, transport, clock, log);
+    run::Runner runner(*study, **db, transport, clock, log);
     auto tick = runner.Tick();
     INFO(log.str());
     REQUIRE(tick.ok());
@@ -900,8 +900,7 @@ TEST_CASE("a job Slurm runs again under the same id is a new attempt: the curve 
   for (const auto& m : *stored) got.emplace_back(m.step, m.value);
   CHECK(want.size() == 20);
   CHECK(got == want);
-  CHECK(orchestrator::ParseStartMarks(testing::ReadAll(orchestrator::MarksPath(t.log_path))).size() ==
-        2);  // one line per run
+  CHECK(run::ParseStartMarks(testing::ReadAll(run::MarksPath(t.log_path))).size() == 2);  // one line per run
 }
 
 // Issue 13, item 3 with preemption for real: a job of the high-priority partition takes the
@@ -921,7 +920,7 @@ TEST_CASE("a preempted job is of the preempted class; with no retry left the tri
     return trials[0].state == "running" && testing::CountPoints(*h.store, trials[0].id, "lm_loss") >= 2;
   }));
   store::TrialRecord first = h.Trials()[0];
-  auto starts = orchestrator::ParseStartMarks(testing::ReadAll(orchestrator::MarksPath(first.log_path)));
+  auto starts = run::ParseStartMarks(testing::ReadAll(run::MarksPath(first.log_path)));
   REQUIRE(starts.size() == 1);
   // The whole node, in the partition that preempts.
   REQUIRE(testing::RunShell(fmt::format("SLURM_CONF={} sbatch -p {} -w {} --exclusive -o /dev/null --wrap 'sleep 1'",
@@ -1042,7 +1041,7 @@ TEST_CASE("two studies of one space in one workdir, run at the same time, each s
       CHECK(got == LogLoss(testing::ReadAll(t.log_path)));
       REQUIRE_FALSE(got.empty());
       CHECK(got.back().first == iters);
-      auto starts = orchestrator::ParseStartMarks(testing::ReadAll(orchestrator::MarksPath(t.log_path)));
+      auto starts = run::ParseStartMarks(testing::ReadAll(run::MarksPath(t.log_path)));
       REQUIRE(starts.size() == 1);
       CHECK(starts[0].study == study);
       CHECK(starts[0].trial == t.trial_key);
@@ -1066,7 +1065,7 @@ TEST_CASE("a job requeued after its node failed is of the node_fail class; with 
   REQUIRE(h.TickUntil(200, [&](const std::vector<store::TrialRecord>& trials) {
     return trials[0].state == "running" && testing::CountPoints(*h.store, trials[0].id, "lm_loss") >= 2;
   }));
-  auto starts = orchestrator::ParseStartMarks(testing::ReadAll(orchestrator::MarksPath(h.Trials()[0].log_path)));
+  auto starts = run::ParseStartMarks(testing::ReadAll(run::MarksPath(h.Trials()[0].log_path)));
   REQUIRE(starts.size() == 1);
   const std::string node = starts[0].host;
   const std::string link = testing::ClusterVar("SLURMSWEEP_NET_PREFIX") + "-" + node;

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/report_files.h"
+#include "results/report_files.h"
 #include "tests/synthetic_study.h"
 #include "tests/test_util.h"
 
@@ -61,7 +61,7 @@ TEST_CASE("Importance puts first the parameter Optuna's fANOVA puts first", "[re
     stored[i].ended_at = 2100 + i;
     REQUIRE(store.UpdateTrial(stored[i]).ok());
   }
-  REQUIRE(orchestrator::WriteReports(store, study, id, "", dir.file("csv"), 5000).ok());
+  REQUIRE(results::WriteReports(store, study, id, "", dir.file("csv"), 5000).ok());
   std::string importance = testing::ReadAll(dir.file("csv/importance.csv"));
   INFO(importance);
   REQUIRE(importance.starts_with("param,log,groups,epsilon2,share,trials,step\nlr,true,5,"));

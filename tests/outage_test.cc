@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "base/clock.h"
-#include "orchestrator/connect.h"
-#include "orchestrator/runner.h"
+#include "run/connect.h"
+#include "run/runner.h"
 #include "study/study.h"
 #include "store/store.h"
 #include "tests/cluster_harness.h"

@@ -14,7 +14,7 @@
 #include <tuple>
 #include <vector>
 
-#include "orchestrator/report_files.h"
+#include "results/report_files.h"
 #include "reports/compare_report.h"
 #include "reports/html_report.h"
 #include "reports/study_report.h"
@@ -118,9 +118,9 @@ TEST_CASE("The report loads in headless Chromium with no console message and no 
   options.hostile_value = "</script><img src=x onerror=alert(1)>";
   int64_t id = testing::FillSyntheticStudy(**store, study, options);
   std::string html = dir.file("report.html");
-  orchestrator::ReportOptions report_options;
+  results::ReportOptions report_options;
   report_options.version = "test";
-  REQUIRE(orchestrator::WriteReports(**store, study, id, html, "", options.now, report_options).ok());
+  REQUIRE(results::WriteReports(**store, study, id, html, "", options.now, report_options).ok());
 
   BrowserRun dom = RunChromium(chromium, dir, html, "--dump-dom");
   INFO("chromium stderr:\n" << dom.err);
@@ -180,9 +180,9 @@ TEST_CASE("A hyperparameter study's report and a comparison load cleanly in head
   auto store = store::Store::Open(dir.file("hpo.db"));
   REQUIRE(store.ok());
   int64_t id = testing::FillSyntheticStudy(**store, hpo, options);
-  orchestrator::ReportOptions report_options;
+  results::ReportOptions report_options;
   report_options.version = "test";
-  auto report = orchestrator::CollectReport(**store, hpo, id, report_options, options.now);
+  auto report = results::CollectReport(**store, hpo, id, report_options, options.now);
   REQUIRE(report.ok());
   REQUIRE(report->meta.kind == reports::StudyKind::kHyperparameter);
   std::string html = dir.file("hpo.html");
@@ -206,7 +206,7 @@ TEST_CASE("A hyperparameter study's report and a comparison load cleanly in head
   auto store1 = store::Store::Open(dir.file("first.db"));
   int64_t id1 = testing::FillSyntheticStudy(**store1, first, options);
   for (auto [s, st, sid] : {std::tuple{&first, store1->get(), id1}, std::tuple{&other, store2->get(), id2}}) {
-    auto r = orchestrator::CollectReport(*st, *s, sid, report_options, options.now);
+    auto r = results::CollectReport(*st, *s, sid, report_options, options.now);
     REQUIRE(r.ok());
     reports::ComparedStudy cs;
     cs.report = std::move(*r);
@@ -291,9 +291,9 @@ TEST_CASE("At 1280 px the Stopped early table and the importance bars stay insid
   auto store = store::Store::Open(dir.file("hpo.db"));
   REQUIRE(store.ok());
   int64_t id = testing::FillSyntheticStudy(**store, hpo, options);
-  orchestrator::ReportOptions report_options;
+  results::ReportOptions report_options;
   report_options.version = "test";
-  auto report = orchestrator::CollectReport(**store, hpo, id, report_options, options.now);
+  auto report = results::CollectReport(**store, hpo, id, report_options, options.now);
   REQUIRE(report.ok());
   // A median rule's reason as long as real ones get, and a value that lr decides alone.
   int pruned = 0;

@@ -15,8 +15,8 @@
 #include <mutex>
 #include <sstream>
 
-#include "orchestrator/phases.h"
-#include "orchestrator/runner.h"
+#include "results/phases.h"
+#include "run/runner.h"
 #include "store/store.h"
 #include "study/study.h"
 #include "tests/fake_slurm.h"
@@ -134,7 +134,7 @@ TEST_CASE("restart: the first tick of a new run reads each trial's stored points
   for (int i = 0; i < 2; ++i) s.slurm.AppendLog(fmt::format("100_{}", i), MegatronLine(41, 100, 2.5));
   CountingStore counting(s.db());
   std::ostringstream log;
-  orchestrator::Runner restarted(s.study(), counting, s.slurm, s.clock, log);
+  run::Runner restarted(s.study(), counting, s.slurm, s.clock, log);
   auto r = restarted.Tick();
   INFO(log.str());
   REQUIRE(r.ok());
@@ -158,7 +158,7 @@ TEST_CASE("restart: the first tick of a new run reads each trial's stored points
 // What the stopping rules of `runner` see of each trial, against a series built from the trial's
 // stored curves at once (what a restarted run starts from). Returns how many trials have a series
 // (one forgotten after a failed write is rebuilt from the store when next needed).
-int CheckSeriesAsStored(orchestrator::Runner& runner, const study::Study& study, store::Store& db,
+int CheckSeriesAsStored(run::Runner& runner, const study::Study& study, store::Store& db,
                         const std::vector<int64_t>& ids) {
   int checked = 0;
   for (int64_t id : ids) {
@@ -195,7 +195,7 @@ TEST_CASE(
   Sweep s("[space]\nlr = [0.1, 0.2, 0.3]\n\n[stopping.median]\ngrace_s = 0\nmin_trials = 5\n", 3);
   CountingStore counting(s.db());
   std::ostringstream log;
-  auto runner = std::make_unique<orchestrator::Runner>(s.study(), counting, s.slurm, s.clock, log);
+  auto runner = std::make_unique<run::Runner>(s.study(), counting, s.slurm, s.clock, log);
   REQUIRE(runner->Tick().ok());
   for (int i = 0; i < 3; ++i) s.slurm.Start(fmt::format("100_{}", i));
   std::vector<int64_t> ids;
@@ -232,7 +232,7 @@ TEST_CASE(
   CHECK(s.db().MetricSeries(ids[0], "lm_loss").value().size() == static_cast<size_t>(step));
   // A restart (the orchestrator killed after that tick): the new run rebuilds them from the store
   // and extends them from there.
-  runner = std::make_unique<orchestrator::Runner>(s.study(), counting, s.slurm, s.clock, log);
+  runner = std::make_unique<run::Runner>(s.study(), counting, s.slurm, s.clock, log);
   grow(3);
   REQUIRE(runner->Tick().ok());
   CHECK(CheckSeriesAsStored(*runner, s.study(), s.db(), ids) == 3);
@@ -243,7 +243,7 @@ TEST_CASE(
 
 TEST_CASE("submit: trials that share #SBATCH lines go as one job array, throttled to max_concurrent", "[runner]") {
   Sweep s("[space]\nlr = [0.1, 0.2, 0.3]\n", 2);
-  orchestrator::TickReport first = s.Tick();
+  run::TickReport first = s.Tick();
   CHECK(first.submitted == 3);
   REQUIRE(s.slurm.issued("sbatch").size() == 1);
   auto script = s.slurm.file("/fake/work/scripts/fk/ss-fk-arr1-1.sbatch");
@@ -262,7 +262,7 @@ TEST_CASE("submit: trials that share #SBATCH lines go as one job array, throttle
     s.slurm.AppendLog(id, MegatronLine(10, 20, 3.0 - i) + MegatronLine(20, 20, 2.0 - i));
     s.slurm.End(id, "COMPLETED");
   }
-  orchestrator::TickReport second = s.Tick();
+  run::TickReport second = s.Tick();
   CHECK(second.slurm_queries == 1);
   CHECK(second.done);
   CHECK(s.slurm.issued("sbatch").size() == 1);
@@ -309,7 +309,7 @@ TEST_CASE("timeout: while slurmctld does not answer nothing is marked and nothin
   Sweep s("[space]\nlr = [0.1, 0.2]\n", 2);
   s.Tick();
   s.slurm.time_out_calls = 1;  // the next squeue times out
-  orchestrator::TickReport r = s.Tick();
+  run::TickReport r = s.Tick();
   CHECK(r.unavailable);
   CHECK_FALSE(r.done);
   for (const auto& t : s.Trials()) CHECK(t.state == "pending");
@@ -336,7 +336,7 @@ TEST_CASE("timeout: an sbatch killed by its timeout is in doubt: its job is foun
 TEST_CASE("adopt: a submission whose sbatch answer was lost is found by name, never submitted twice", "[runner]") {
   Sweep s("[space]\nlr = [0.1, 0.2]\n", 2);
   s.slurm.lose_sbatch_answers = 1;
-  orchestrator::TickReport lost = s.Tick();
+  run::TickReport lost = s.Tick();
   CHECK(lost.unavailable);
   for (const auto& t : s.Trials()) CHECK(t.state == "submitting");
 
@@ -831,7 +831,7 @@ TEST_CASE("Run: a report refresh that does not finish never holds up the ticks; 
     first_returned = true;
     return Status::OK();
   });
-  s.runner().set_on_tick([&](const orchestrator::TickReport&) {
+  s.runner().set_on_tick([&](const run::TickReport&) {
     std::lock_guard<std::mutex> lock(mu);
     ++ticks;
     if (refreshes >= 1 && !released && ++ticks_while_held == 20) {
@@ -887,7 +887,7 @@ TEST_CASE("calibrate: a measured peak above the plan's skips the new configurati
       "nodes = 1\ngpus_per_node = 8\n[job.vars]\nmodel = \"llama3.1-8b\"\ngpu_mem_gib = 400\nheadroom_gib = 0\n"
       "global_batch_size = 64\nseq_length = 4096\n[space]\nmbs = [1, 2, 4, 8]\ntp = [1]\n";
   Sweep s(vars, 1, "queue_ahead = 0", "echo {{mbs}} {{tp}}");
-  auto plan = orchestrator::PlanStudy(s.study());
+  auto plan = results::PlanStudy(s.study());
   REQUIRE(plan.ok());
   std::map<int64_t, double> peak;  // mbs -> predicted peak bytes
   for (const auto& row : plan->rows) {

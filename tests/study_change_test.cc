@@ -10,8 +10,8 @@
 #include <string>
 
 #include "base/clock.h"
-#include "orchestrator/report_data.h"
-#include "orchestrator/runner.h"
+#include "results/report_data.h"
+#include "run/runner.h"
 #include "slurm/transport.h"
 #include "store/store.h"
 #include "study/loader.h"
@@ -35,7 +35,7 @@ std::string Prepare(const std::string& path) {
   auto transport = slurm::NewLocalTransport();
   SystemClock clock;
   std::ostringstream log;
-  orchestrator::Runner runner(*study, **db, *transport, clock, log);
+  run::Runner runner(*study, **db, *transport, clock, log);
   Status st = runner.Prepare();
   INFO(st.ToString());
   REQUIRE(st.ok());
@@ -73,12 +73,12 @@ TEST_CASE("trials whose values left [space] are not listed, ranked or recommende
   REQUIRE(all.ok());
   CHECK(all->size() == 3);  // kept in the database: nothing stored is lost
   int left_out = -1;
-  auto rows = orchestrator::CollectTrialRows(**db, *study, rec->id, 0, "lm_loss", &left_out);
+  auto rows = results::CollectTrialRows(**db, *study, rec->id, 0, "lm_loss", &left_out);
   REQUIRE(rows.ok());
   CHECK(left_out == 1);
   REQUIRE(rows->size() == 2);
   for (const auto& r : *rows) CHECK(r.param_values[0].text != "0.001");
-  auto report = orchestrator::CollectReport(**db, *study, rec->id, orchestrator::ReportOptionsFor(*study), 0);
+  auto report = results::CollectReport(**db, *study, rec->id, results::ReportOptionsFor(*study), 0);
   REQUIRE(report.ok());
   CHECK(report->trials.size() == 2);
   CHECK(report->meta.trials_left_out == 1);

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "orchestrator/job_marks.h"
-#include "orchestrator/runner.h"
-#include "orchestrator/study_files.h"
+#include "run/job_marks.h"
+#include "run/runner.h"
+#include "run/study_files.h"
 #include "store/store.h"
 #include "study/loader.h"
 #include "tests/fake_slurm.h"
@@ -46,9 +46,9 @@ class SharedClusterStudy {
     db_ = std::move(*db);
     Restart();
   }
-  void Restart() { runner_ = std::make_unique<orchestrator::Runner>(study_, *db_, slurm_, clock_, log_); }
-  Result<orchestrator::TickReport> TryTick() { return runner_->Tick(); }
-  orchestrator::TickReport Tick() {
+  void Restart() { runner_ = std::make_unique<run::Runner>(study_, *db_, slurm_, clock_, log_); }
+  Result<run::TickReport> TryTick() { return runner_->Tick(); }
+  run::TickReport Tick() {
     auto r = runner_->Tick();
     INFO(log_.str());
     REQUIRE(r.ok());
@@ -83,7 +83,7 @@ class SharedClusterStudy {
   study::Study study_;
   std::unique_ptr<store::Store> db_;
   std::ostringstream log_;
-  std::unique_ptr<orchestrator::Runner> runner_;
+  std::unique_ptr<run::Runner> runner_;
 };
 
 }  // namespace
@@ -214,8 +214,8 @@ TEST_CASE("a log whose last start mark names another study's job is not read", "
   slurm.Start(t.job_id);
   // Another study's job (an earlier slurmsweep's names, or its claim removed) rewrote the path.
   slurm.PutFile(
-      orchestrator::MarksPath(t.log_path),
-      *slurm.file(orchestrator::MarksPath(t.log_path)) +
+      run::MarksPath(t.log_path),
+      *slurm.file(run::MarksPath(t.log_path)) +
           fmt::format("start job=999 restart=0 host=n2 time=1 study=theirs trial={} attempt=1\n", t.trial_key));
   slurm.AppendLog(t.job_id, MegatronLine(10, 20, 4.0));
   s.Tick();
@@ -226,7 +226,7 @@ TEST_CASE("a log whose last start mark names another study's job is not read", "
 }
 
 TEST_CASE("study files: every name carries the study; an earlier slurmsweep's trials keep theirs", "[study_files]") {
-  orchestrator::StudyFiles f = orchestrator::FilesOf("/w", "s1", {});
+  run::StudyFiles f = run::FilesOf("/w", "s1", {});
   CHECK_FALSE(f.legacy);
   CHECK(f.TrialLog("t-1", 2) == "/w/logs/s1/t-1.2.out");
   CHECK(f.TrialScript("t-1", 2) == "/w/scripts/s1/t-1.2.sbatch");
@@ -237,8 +237,8 @@ TEST_CASE("study files: every name carries the study; an earlier slurmsweep's tr
   store::TrialRecord mine, old;
   mine.log_path = "/w/logs/s1/t-1.1.out";
   old.log_path = "/w/logs/t-1.1.out";
-  CHECK_FALSE(orchestrator::FilesOf("/w", "s1", {mine}).legacy);
-  orchestrator::StudyFiles legacy = orchestrator::FilesOf("/w", "s1", {mine, old});
+  CHECK_FALSE(run::FilesOf("/w", "s1", {mine}).legacy);
+  run::StudyFiles legacy = run::FilesOf("/w", "s1", {mine, old});
   CHECK(legacy.legacy);
   CHECK(legacy.TrialLog("t-1", 2) == "/w/logs/t-1.2.out");
   CHECK(legacy.TrialDir("t-1") == "/w/trials/t-1");

@@ -2,9 +2,9 @@
 // is the one the store would give, without listing the trials or expanding the space again.
 #include <catch2/catch.hpp>
 
-#include "orchestrator/cockpit.h"
-#include "orchestrator/report_data.h"
-#include "orchestrator/study_trials.h"
+#include "cli/status_view.h"
+#include "results/report_data.h"
+#include "results/study_trials.h"
 #include "tests/fake_sweep.h"
 
 using namespace sweep;
@@ -12,12 +12,12 @@ using testing::MegatronLine;
 
 namespace {
 
-void CheckSameView(testing::FakeSweep& s, const orchestrator::TickReport& report) {
+void CheckSameView(testing::FakeSweep& s, const run::TickReport& report) {
   REQUIRE(report.trials != nullptr);
-  auto stored = orchestrator::ReadStudyView(s.db(), s.study(), s.runner().study_id(), s.clock.Now());
+  auto stored = cli::ReadStudyView(s.db(), s.study(), s.runner().study_id(), s.clock.Now());
   REQUIRE(stored.ok());
-  auto own = orchestrator::ReadStudyView(s.db(), s.study(), s.runner().study_id(), s.clock.Now(), *report.trials,
-                                         orchestrator::ParamNames(s.study()), report.left_out);
+  auto own = cli::ReadStudyView(s.db(), s.study(), s.runner().study_id(), s.clock.Now(), *report.trials,
+                                results::ParamNames(s.study()), report.left_out);
   REQUIRE(own.ok());
   CHECK(own->left_out == stored->left_out);
   REQUIRE(own->rows.size() == stored->rows.size());
@@ -44,7 +44,7 @@ TEST_CASE("tick view: the hook's trials make the cockpit's view the store gives,
   s.slurm.AppendLog("100_0", MegatronLine(10, 100, 3.0) + MegatronLine(20, 100, 2.5));
   s.slurm.AppendLog("100_1", MegatronLine(10, 100, 2.0));
   s.slurm.End("100_1", "COMPLETED");
-  orchestrator::TickReport report = s.Tick();
+  run::TickReport report = s.Tick();
   CHECK(report.trials->size() == 3);
   CheckSameView(s, report);
 

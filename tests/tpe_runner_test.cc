@@ -14,10 +14,10 @@
 #include <sstream>
 #include <utility>
 
-#include "orchestrator/phases.h"
-#include "orchestrator/report_data.h"
-#include "orchestrator/runner.h"
-#include "orchestrator/tpe_trials.h"
+#include "results/phases.h"
+#include "results/report_data.h"
+#include "run/runner.h"
+#include "run/tpe_trials.h"
 #include "planner/planner.h"
 #include "reports/html_report.h"
 #include "reports/html_text.h"
@@ -86,7 +86,7 @@ std::vector<std::string> Drive(TpeSweep& s, int restart_every) {
 TEST_CASE("tpe: a batch of K = free slots goes as one job array; more are proposed as trials end",
           "[runner][sampler]") {
   TpeSweep s(kTpeStudy, 4);
-  orchestrator::TickReport first = s.Tick();
+  run::TickReport first = s.Tick();
   CHECK(first.submitted == 4);
   REQUIRE(s.slurm.issued("sbatch").size() == 1);
   auto script = s.slurm.file("/fake/work/scripts/tp/ss-tp-arr1-1.sbatch");
@@ -95,7 +95,7 @@ TEST_CASE("tpe: a batch of K = free slots goes as one job array; more are propos
 
   // Two end: two slots are free, and the next tick fills them with two new proposals, one array.
   s.EndSome(2);
-  orchestrator::TickReport second = s.Tick();
+  run::TickReport second = s.Tick();
   CHECK(second.ended == 2);
   CHECK(second.submitted == 2);
   CHECK(s.slurm.issued("sbatch").size() == 2);
@@ -245,7 +245,7 @@ mbs = [1, 2, 4, 8]
     }
     specs.push_back(spec);
   }
-  auto plan = orchestrator::PlanTrials(s.study(), specs);
+  auto plan = results::PlanTrials(s.study(), specs);
   REQUIRE(plan.ok());
   for (const auto& row : plan->rows) {
     INFO(row.trial.key << " " << row.reason);
@@ -263,7 +263,7 @@ mbs = [1, 2, 4, 8]
       }
     }
   }
-  auto full = orchestrator::PlanTrials(s.study(), all);
+  auto full = results::PlanTrials(s.study(), all);
   REQUIRE(full.ok());
   CHECK(static_cast<size_t>(full->Count(planner::PlanRow::Verdict::kFits)) == trials.size());
   CHECK(trials.size() < 12);
@@ -320,7 +320,7 @@ TEST_CASE("tpe: a measured peak above the plan's recalibrates memory for every l
     auto s = std::make_unique<testing::FakeSweep>(kMemoryStudy, 2, "", "echo {{mbs}} {{lr}}", "tm");
     std::vector<TrialSpec> layouts;
     for (int64_t mbs : {1, 2, 4, 8}) layouts.push_back({"", {{"mbs", mbs}}, "", ""});
-    auto plan = orchestrator::PlanTrials(s->study(), layouts);
+    auto plan = results::PlanTrials(s->study(), layouts);
     REQUIRE(plan.ok());
     std::map<int64_t, double> peak;  // mbs -> predicted peak bytes
     for (const auto& row : plan->rows) {
@@ -377,15 +377,15 @@ TEST_CASE("tpe: the report draws each trial's predicted GPU memory beside the me
                                           {1010, 1010, "system/gpu0/mem_used_gib", 30}};
     REQUIRE(s.db().AppendTelemetry(t.id, rows, 100).ok());
   }
-  auto report = orchestrator::CollectReport(s.db(), s.study(), s.runner().study_id(),
-                                            orchestrator::ReportOptionsFor(s.study()), s.clock.Now());
+  auto report = results::CollectReport(s.db(), s.study(), s.runner().study_id(), results::ReportOptionsFor(s.study()),
+                                       s.clock.Now());
   REQUIRE(report.ok());
   REQUIRE(report->trials.size() == trials.size());
   std::string html = reports::RenderHtmlReport(*report);
   const double gib = 1024.0 * 1024 * 1024;
   for (size_t i = 0; i < trials.size(); ++i) {
     INFO(trials[i].params_json);
-    auto plan = orchestrator::PlanTrials(s.study(), {{"", {{"mbs", Mbs(trials[i])}}, "", ""}});
+    auto plan = results::PlanTrials(s.study(), {{"", {{"mbs", Mbs(trials[i])}}, "", ""}});
     REQUIRE(plan.ok());
     REQUIRE(plan->rows[0].memory);
     double predicted = plan->rows[0].memory->Peak().Total() / gib;
@@ -452,21 +452,21 @@ lr = { min = 1e-5, max = 1e-3, log = true }
 
 TEST_CASE("tpe: what each end state teaches the sampler follows the table of trial states", "[sampler]") {
   using sampler::Outcome;
-  CHECK(orchestrator::OutcomeOf("completed") == Outcome::kComplete);
-  CHECK(orchestrator::OutcomeOf(std::string(kTrialPruned)) == Outcome::kPartial);
+  CHECK(run::OutcomeOf("completed") == Outcome::kComplete);
+  CHECK(run::OutcomeOf(std::string(kTrialPruned)) == Outcome::kPartial);
   // The settings' fault: the same configuration would end so again, or was ruled out.
   for (const char* s : {"failed", "timeout", "out_of_memory", "cuda_oom", "diverged", "skipped", "dropped"}) {
     INFO(s);
-    CHECK(orchestrator::OutcomeOf(s) == Outcome::kInfeasible);
+    CHECK(run::OutcomeOf(s) == Outcome::kInfeasible);
   }
   // The cluster's fault or the user's: nothing about the configuration.
   for (const char* s : {"cancelled", "node_fail", "preempted", "lost"}) {
     INFO(s);
-    CHECK(orchestrator::OutcomeOf(s) == Outcome::kIgnored);
+    CHECK(run::OutcomeOf(s) == Outcome::kIgnored);
   }
   for (const char* s : {"new", "submitting", "pending", "running", "a-newer-version's-state"}) {
     INFO(s);
-    CHECK(orchestrator::OutcomeOf(s) == Outcome::kPending);
+    CHECK(run::OutcomeOf(s) == Outcome::kPending);
   }
 }
 
@@ -490,7 +490,7 @@ opt = ["sgd", "adam"]
 )",
                        4, "", "echo {{x}} {{y}} {{opt}} --seed {{seed}}", "tr");
   // Four free slots: two configurations of two trials each, the enqueued one first.
-  orchestrator::TickReport first = s.Tick();
+  run::TickReport first = s.Tick();
   CHECK(first.submitted == 4);
   auto trials = s.Trials();
   REQUIRE(trials.size() == 4);

@@ -1,0 +1,214 @@
+// `slurmsweep status`: every trial's state, job and latest metrics from the study database, once,
+// as JSON, or watched; and the status table `run` prints at its end.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "base/final_objective.h"
+#include "base/text.h"
+#include "base/trial_state.h"
+#include "cli/status_view.h"
+#include "cli/commands.h"
+#include "results/configurations.h"
+#include "results/report_data.h"
+#include "results/report_files.h"
+#include "results/study_trials.h"
+#include "run/run_lock.h"
+
+namespace sweep::cli {
+namespace {
+
+// Where to look when a trial failed: its last attempt's log on the cluster.
+Status PrintFailedLogs(App& app, int64_t study_id) {
+  auto trials = app.store->ListTrials(study_id);
+  if (!trials.ok()) return trials.status();
+  bool first = true;
+  for (const auto& t : *trials) {
+    const TrialStateInfo* info = FindTrialState(t.state);
+    if (!info || !info->final || info->outcome != TrialOutcome::kFailed || t.log_path.empty()) continue;
+    if (std::exchange(first, false)) {
+      app.out() << fmt::format("logs of failed trials (on {}):\n",
+                               app.study.cluster.transport == "ssh" ? app.study.cluster.host : "this machine");
+    }
+    app.out() << fmt::format("  {:<16} {:<13} {}\n", t.trial_key, t.state, TerminalSafe(t.log_path));
+  }
+  return Status::OK();
+}
+
+// Whether a run is tracking the study now; a detached run killed with -9 leaves its pid file.
+Status PrintRunGoingOn(App& app, int64_t study_id) {
+  std::string pid_file = app.study.database + ".pid";
+  if (auto holder = run::RunLock::Holder(app.study.database + ".lock")) {
+    std::cout << fmt::format("a run of this study is going on (pid {})\n", *holder);
+  } else {
+    std::cout << "no run of this study is going on";
+    if (std::filesystem::exists(pid_file)) {
+      std::cout << fmt::format("; removed {}, left by a detached run that was killed", pid_file);
+      std::error_code ec;
+      std::filesystem::remove(pid_file, ec);
+    }
+    std::cout << "\n";
+    auto trials = app.store->ListTrials(study_id);
+    if (!trials.ok()) return trials.status();
+    std::cout << UntrackedTrials(app, *trials);
+  }
+  return Status::OK();
+}
+
+// `status --watch`: on a terminal the whole status, redrawn every watch_s seconds; elsewhere one
+// progress line (with --json, one JSON document per line) whenever the counts or the best trial
+// change. Ends once every trial has ended; Ctrl-C ends it before.
+Status WatchStatus(App& app, const StatusFlags& flags, int64_t study_id) {
+  bool tty = !flags.json && ::isatty(STDOUT_FILENO) && app.stdout_guard;
+  ProgressOptions options = ProgressOptionsFor(app.study);
+  LiveDisplay display(std::cout, nullptr, TerminalWidth());
+  std::string last_key;
+  for (;;) {
+    double now = app.clock.Now();
+    auto view = ReadStudyView(*app.store, app.study, study_id, now);
+    if (!view.ok()) return view.status();
+    Progress progress = ComputeProgress(view->progress, options, now);
+    if (tty) {
+      // Home and clear: the cursor movement goes around the guard, the text through it.
+      std::string home = "\x1b[H\x1b[2J";
+      std::cout.flush();
+      app.stdout_guard->raw()->sputn(home.data(), static_cast<std::streamsize>(home.size()));
+      std::cout << fmt::format("every {}s, {}  (Ctrl-C ends)\n", flags.watch_s, FormatUtc(now));
+      SWEEP_RETURN_IF_ERROR(PrintStatus(app, study_id, &*view));
+      SWEEP_RETURN_IF_ERROR(PrintRunGoingOn(app, study_id));
+      std::cout.flush();
+    } else if (flags.json) {
+      std::string key = ProgressChangeKey(progress);
+      if (key != std::exchange(last_key, key)) {
+        auto holder = run::RunLock::Holder(app.study.database + ".lock");
+        std::cout << StatusJson(app.study, *view, progress, holder)
+                         .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                  << "\n";
+        std::cout.flush();
+      }
+    } else {
+      display.Show(progress, options, fmt::format("[{}] ", FormatUtc(now)));
+    }
+    if (progress.running + progress.queued == 0) return Status::OK();
+    app.clock.SleepFor(flags.watch_s);
+  }
+}
+
+}  // namespace
+
+Status PrintStatus(App& app, int64_t study_id, const StudyView* view) {
+  // The objective's final value (base/final_objective.h, as the report ranks), so a misspelt
+  // metric shows as '-' everywhere, not as the loss.
+  const std::string& objective = app.study.objective.metric;
+  std::optional<StudyView> read;
+  if (!view) {
+    auto v = ReadStudyView(*app.store, app.study, study_id, app.clock.Now());
+    if (!v.ok()) return v.status();
+    read = std::move(*v);
+    view = &*read;
+  }
+  const std::vector<reports::TrialRow>* rows = &view->rows;
+  int left_out = view->left_out;
+  std::map<std::string, int> by_state;
+  // The objective's column is as wide as its name (up to 24), so the header names it whole.
+  size_t ow = std::clamp<size_t>(objective.size(), 11, 24);
+  std::string header = objective.size() <= ow ? objective : objective.substr(0, ow - 1) + "~";
+  app.out() << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>{}} {:>8}  {}\n", "trial", "state", "job", "steps",
+                           TerminalSafe(header), ow, "iter/s", "parameters / reason");
+  auto names = results::ParamNames(app.study);
+  const reports::TrialRow* logging = nullptr;  // a trial that logged metrics
+  bool any_objective = false;
+  for (const auto& r : *rows) {
+    ++by_state[r.state];
+    std::optional<double> value = TrialObjective(r);
+    any_objective = any_objective || value.has_value();
+    if (r.steps > 0 && !logging) logging = &r;
+    std::string params;
+    for (size_t i = 0; i < names.size(); ++i) {
+      params += fmt::format("{}{}={}", i ? " " : "", names[i], TerminalSafe(r.param_values[i].text));
+    }
+    app.out() << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>{}} {:>8}  {}{}\n", r.trial_key, r.state,
+                             r.job_id.empty() ? "-" : r.job_id, r.steps, value ? fmt::format("{:.5g}", *value) : "-",
+                             ow, r.iters_per_s ? fmt::format("{:.3g}", *r.iters_per_s) : "-", params,
+                             r.reason.empty() ? "" : "  [" + TerminalSafe(r.reason) + "]");
+  }
+  std::string summary;
+  for (const auto& [state, n] : by_state) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, state);
+  app.out() << fmt::format("{} trials: {}\n", rows->size(), summary);
+  if (auto configs = results::RankStudyConfigurations(app.study, *rows))
+    app.out() << results::RenderConfigurationsText(*configs);
+  ProgressOptions options = ProgressOptionsFor(app.study);
+  app.out() << RenderProgressBlock(ComputeProgress(view->progress, options, app.clock.Now()), options);
+  if (left_out > 0) {
+    app.out() << fmt::format(
+        "({} trial(s) of an earlier version of {}, whose values are no longer in [space], are "
+        "left out here and in the reports)\n",
+        left_out, app.study.path);
+  }
+  if (logging && !any_objective) {
+    auto summary = app.store->Summary(logging->trial_id);
+    if (!summary.ok()) return summary.status();
+    std::set<std::string> logged;
+    for (const auto& m : summary->metrics) logged.insert(m.name);
+    std::vector<std::string_view> known(logged.begin(), logged.end());
+    app.out() << fmt::format("warning: no trial has logged the objective metric '{}'{}; the logs have: {}\n", objective,
+                             DidYouMean(objective, known), fmt::join(logged, ", "));
+  }
+  return PrintFailedLogs(app, study_id);
+}
+
+std::string UntrackedTrials(const App& app, const std::vector<store::TrialRecord>& trials) {
+  int live = 0, submitting = 0, unsubmitted = 0;
+  for (const auto& t : trials) {
+    if (IsFinalTrialState(t.state)) continue;
+    if (t.state == kTrialNew) ++unsubmitted;
+    else if (t.state == kTrialSubmitting) ++submitting;
+    else ++live;
+  }
+  if (live + submitting + unsubmitted == 0) return "";
+  return fmt::format(
+      "{} trial(s) queued or running on Slurm, {} being submitted, {} not submitted yet; no run is "
+      "tracking them:\n"
+      "  slurmsweep run {}      resumes: tracks the jobs (finds those being submitted) and submits "
+      "the rest\n"
+      "  slurmsweep cancel {}   cancels them\n",
+      live, submitting, unsubmitted, app.study_path, app.study_path);
+}
+
+void AddStatusFlags(CLI::App* sub, App& app, StatusFlags& flags) {
+  AddStudyArgument(sub, app);
+  sub->add_flag("--json", flags.json, "Print JSON (schema version 1, see README)");
+  sub->add_flag("--watch{5}", flags.watch_s,
+                "Refresh every 5 s (--watch=SECONDS, whole seconds) until every trial has ended: the whole status on a "
+                "terminal, else a progress line (with --json a JSON line) whenever the counts or the best "
+                "trial change")
+      ->check(CLI::PositiveNumber);
+}
+
+Status CmdStatus(App& app, StatusFlags& flags) {
+  SWEEP_RETURN_IF_ERROR(app.LoadStudyFile());
+  SWEEP_RETURN_IF_ERROR(app.OpenStore(true));
+  auto rec = app.store->GetStudy(app.study.name);
+  if (!rec.ok()) return rec.status().WithContext("nothing recorded yet for this study; run it first");
+  if (flags.watch_s > 0) return WatchStatus(app, flags, rec->id);
+  if (flags.json) {
+    auto view = ReadStudyView(*app.store, app.study, rec->id, app.clock.Now());
+    if (!view.ok()) return view.status();
+    auto holder = run::RunLock::Holder(app.study.database + ".lock");
+    std::cout << DumpJson(StatusJson(
+        app.study, *view, ComputeProgress(view->progress, ProgressOptionsFor(app.study), app.clock.Now()), holder));
+    return Status::OK();
+  }
+  SWEEP_RETURN_IF_ERROR(PrintStatus(app, rec->id));
+  return PrintRunGoingOn(app, rec->id);
+}
+
+}  // namespace sweep::cli

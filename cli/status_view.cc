@@ -1,0 +1,232 @@
+// The cockpit's views of a study and the live terminal display; see cockpit.h.
+#include "cli/status_view.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+#include "base/terminal.h"
+#include "base/trial_state.h"
+#include "results/configurations.h"
+#include "results/report_data.h"
+#include "results/study_trials.h"
+
+namespace sweep::cli {
+
+std::optional<double> TrialObjective(const reports::TrialRow& row) { return row.objective_value; }
+
+Result<StudyView> ReadStudyView(store::Store& store, const study::Study& study, int64_t study_id, double now) {
+  int left_out = 0;
+  auto trials = results::StudyTrials(store, study, study_id, &left_out);
+  if (!trials.ok()) return trials.status();
+  return ReadStudyView(store, study, study_id, now, *trials, results::ParamNames(study), left_out);
+}
+
+Result<StudyView> ReadStudyView(store::Store& store, const study::Study& study, int64_t study_id, double now,
+                                const std::vector<store::TrialRecord>& trials,
+                                const std::vector<std::string>& param_names, int left_out) {
+  StudyView view;
+  view.left_out = left_out;
+  auto rows = results::TrialRowsOf(store, study, study_id, trials, param_names, now, study.objective.metric);
+  if (!rows.ok()) return rows.status();
+  view.rows = std::move(*rows);
+  std::map<int64_t, const store::TrialRecord*> by_id;
+  for (const auto& t : trials) by_id[t.id] = &t;
+  for (const auto& r : view.rows) {
+    ProgressTrial p;
+    p.key = r.trial_key;
+    p.state = r.state;
+    p.steps = r.steps;
+    p.iters_per_s = r.iters_per_s;
+    p.run_s = r.wall_time_s;
+    p.objective = TrialObjective(r);
+    std::string log_path;
+    nlohmann::json params = nlohmann::json::object();
+    if (auto it = by_id.find(r.trial_id); it != by_id.end()) {
+      p.started_at = it->second->started_at;
+      p.ended_at = it->second->ended_at;
+      log_path = it->second->log_path;
+      params = nlohmann::json::parse(it->second->params_json, nullptr, /*allow_exceptions=*/false);
+      if (params.is_discarded()) params = nlohmann::json::object();
+    }
+    // Only the trials still running need their total for the ETA: one small query each.
+    if (!IsFinalTrialState(r.state) && r.steps > 0) {
+      auto total = store.MetricSeries(r.trial_id, "train_iters");
+      if (!total.ok()) return total.status();
+      if (!total->empty()) p.total_steps = static_cast<int64_t>(total->back().value);
+    }
+    view.progress.push_back(std::move(p));
+    view.log_paths.push_back(std::move(log_path));
+    view.params.push_back(std::move(params));
+  }
+  return view;
+}
+
+ProgressOptions ProgressOptionsFor(const study::Study& study) {
+  ProgressOptions o;
+  o.objective = study.objective.metric;
+  o.minimize = study.objective.minimize;
+  o.max_concurrent = study.cluster.max_concurrent;
+  o.gpus_per_trial = study.job.nodes * study.job.gpus_per_node;
+  return o;
+}
+
+namespace {
+
+nlohmann::json Optional(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); }
+
+nlohmann::json Document(const char* kind, const study::Study& study, const StudyView& view, const Progress& progress) {
+  ProgressOptions options = ProgressOptionsFor(study);
+  nlohmann::json trials = nlohmann::json::array();
+  for (size_t i = 0; i < view.rows.size(); ++i) {
+    const reports::TrialRow& r = view.rows[i];
+    trials.push_back({{"id", r.trial_id},
+                      {"key", r.trial_key},
+                      {"state", r.state},
+                      {"reason", r.reason},
+                      {"job_id", r.job_id},
+                      {"steps", r.steps},
+                      {"total_steps",
+                       view.progress[i].total_steps ? nlohmann::json(*view.progress[i].total_steps) : nlohmann::json()},
+                      {"objective", Optional(TrialObjective(r))},
+                      {"iters_per_s", Optional(r.iters_per_s)},
+                      {"run_s", Optional(r.wall_time_s)},
+                      {"log_path", view.log_paths[i]},
+                      {"params", view.params[i]}});
+  }
+  // The best trial with its parameters: what to run next, without a second lookup in "trials".
+  nlohmann::json best = BestJson(progress, options);
+  for (size_t i = 0; i < view.rows.size() && best.is_object(); ++i) {
+    if (view.rows[i].trial_key == best["trial"]) best["params"] = view.params[i];
+  }
+  return {{"version", kCockpitJsonVersion},
+          {"kind", kind},
+          {"study",
+           {{"name", study.name},
+            {"file", study.path},
+            {"database", study.database},
+            {"objective", {{"metric", study.objective.metric}, {"goal", study.objective.minimize ? "min" : "max"}}}}},
+          {"progress", ProgressJson(progress)},
+          {"best", best},
+          {"trials_left_out", view.left_out},
+          {"trials", trials}};
+}
+
+}  // namespace
+
+nlohmann::json StatusJson(const study::Study& study, const StudyView& view, const Progress& progress,
+                          const std::optional<std::string>& run_pid) {
+  nlohmann::json j = Document("status", study, view, progress);
+  if (auto configs = results::RankStudyConfigurations(study, view.rows))
+    j["configurations"] = results::ConfigurationsJson(*configs, view.rows, view.params);
+  nlohmann::json pid;
+  if (run_pid) {
+    char* end = nullptr;
+    long n = std::strtol(run_pid->c_str(), &end, 10);
+    pid = end && *end == '\0' && !run_pid->empty() ? nlohmann::json(n) : nlohmann::json(*run_pid);
+  }
+  j["run"] = {{"going_on", run_pid.has_value()}, {"pid", pid}};
+  return j;
+}
+
+nlohmann::json RunSummaryJson(const study::Study& study, const StudyView& view, const Progress& progress, int exit_code,
+                              const nlohmann::json& slurm_commands) {
+  nlohmann::json j = Document("run", study, view, progress);
+  if (auto configs = results::RankStudyConfigurations(study, view.rows))
+    j["configurations"] = results::ConfigurationsJson(*configs, view.rows, view.params);
+  j["exit_code"] = exit_code;
+  j["slurm_commands"] = slurm_commands;
+  return j;
+}
+
+std::string DumpJson(const nlohmann::json& j) {
+  // Invalid UTF-8 in a log-derived reason becomes U+FFFD rather than an exception.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+// ---- LiveDisplay ----
+
+LiveDisplay::LiveDisplay(std::ostream& out, std::streambuf* raw, int width)
+    : out_(out), raw_(raw), width_(std::max(20, width)) {}
+
+void LiveDisplay::Erase() {
+  if (!raw_ || shown_lines_ == 0) return;
+  out_.flush();
+  // Up to the block's first line, then clear to the end of the screen.
+  std::string seq = fmt::format("\r\x1b[{}A\x1b[J", shown_lines_);
+  raw_->sputn(seq.data(), static_cast<std::streamsize>(seq.size()));
+  raw_->pubsync();
+  shown_lines_ = 0;
+}
+
+void LiveDisplay::Line(const std::string& line) {
+  // A message that ended in a line break of its own (a command's stderr) leaves an empty line:
+  // on a terminal it would only push the block down.
+  if (raw_ && line.empty()) return;
+  Erase();
+  out_ << line << "\n";
+  // The block stays at the bottom, under the lines.
+  if (raw_ && !block_.empty() && shown_lines_ == 0) {
+    out_ << block_;
+    shown_lines_ = static_cast<int>(std::count(block_.begin(), block_.end(), '\n'));
+  }
+  out_.flush();
+}
+
+void LiveDisplay::Show(const Progress& progress, const ProgressOptions& options, const std::string& stamp) {
+  if (!raw_) {
+    std::string key = ProgressChangeKey(progress);
+    if (key == last_key_) return;
+    last_key_ = key;
+    out_ << stamp << RenderProgressLine(progress, options);
+    out_.flush();
+    return;
+  }
+  // Each line cut to the terminal's width, so that no line wraps and Erase knows the count.
+  std::string text = RenderProgressBlock(progress, options);
+  block_.clear();
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    std::string line = TerminalSafe(text.substr(start, end - start));
+    if (static_cast<int>(line.size()) >= width_) {
+      size_t cut = width_ - 2;
+      while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+      line = line.substr(0, cut) + "~";
+    }
+    block_ += line + "\n";
+    start = end + 1;
+  }
+  Erase();
+  out_ << block_;
+  out_.flush();
+  shown_lines_ = static_cast<int>(std::count(block_.begin(), block_.end(), '\n'));
+}
+
+void LiveDisplay::Finish() {
+  shown_lines_ = 0;
+  block_.clear();
+}
+
+LiveDisplay::LineBuf::int_type LiveDisplay::LineBuf::overflow(int_type c) {
+  if (c == traits_type::eof()) return traits_type::not_eof(c);
+  char ch = traits_type::to_char_type(c);
+  xsputn(&ch, 1);
+  return c;
+}
+
+std::streamsize LiveDisplay::LineBuf::xsputn(const char* s, std::streamsize n) {
+  for (std::streamsize i = 0; i < n; ++i) {
+    if (s[i] == '\n') {
+      display_.Line(line_);
+      line_.clear();
+    } else {
+      line_ += s[i];
+    }
+  }
+  return n;
+}
+
+}  // namespace sweep::cli

@@ -1,0 +1,35 @@
+// A study's trials grouped into configurations, for studies whose trials carry a seed ([search]
+// repeats, seed_var: study/repeats.h): the ranking `status`, the report and configs.csv show. What the run loop
+// adds (the repeats of --repeat-top, the tpe sampler's one observation per configuration) is in
+// repeat_top.h and tpe_trials.h.
+// Layer results/ (namespace sweep::results): stored trials into views; uses the store, study, planner, reports.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "reports/config_ranking.h"
+#include "store/store.h"
+#include "study/space.h"
+#include "study/study.h"
+
+namespace sweep::results {
+
+// The configurations of `rows` (CollectTrialRows), ranked by their mean over seeds; nullopt for
+// a study whose trials carry no seed.
+std::optional<reports::ConfigRanking> RankStudyConfigurations(const study::Study& study,
+                                                              const std::vector<reports::TrialRow>& rows);
+
+// `status`'s lines under the trial table: one per configuration (rank, mean ± sd, range,
+// completed / repeats, values), then the separability sentence.
+std::string RenderConfigurationsText(const reports::ConfigRanking& ranking);
+// `status --json`'s "configurations" member: {seed_var, best_two_separable, ranking: [{rank,
+// params, repeats, completed, mean, std, min, max, seeds, trials}]}. `params`: each row's stored
+// values (typed), as StudyView has them; a configuration's are its first trial's without the seed.
+nlohmann::json ConfigurationsJson(const reports::ConfigRanking& ranking, const std::vector<reports::TrialRow>& rows,
+                                  const std::vector<nlohmann::json>& params);
+
+}  // namespace sweep::results

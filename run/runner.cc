@@ -1,0 +1,525 @@
+// The run loop: Tick and Run, and the entry points of `run`, `cancel` and `run --resubmit`; the
+// work is the collaborators' (runner.h).
+#include "run/runner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <utility>
+
+#include "base/trial_state.h"
+#include "results/configurations.h"
+#include "stopping/siblings.h"
+#include "results/phases.h"
+#include "run/poll_schedule.h"
+#include "run/query_pace.h"
+#include "results/study_trials.h"
+#include "run/trial_script.h"
+#include "slurm/job_state.h"
+#include "study/repeats.h"
+
+namespace sweep::run {
+namespace {
+
+std::string ReadLocalFile(const std::string& path, Status* st) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *st = Status::NotFound(fmt::format("cannot read {}", path));
+    return "";
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string BaseName(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+// Slurm prints times as local "2026-12-02T17:18:01", or "N/A", "Unknown", "NONE".
+std::optional<double> ParseSlurmTime(const std::string& text) {
+  std::tm tm{};
+  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (!end || *end != '\0') return std::nullopt;
+  tm.tm_isdst = -1;
+  return static_cast<double>(std::mktime(&tm));
+}
+
+// "42:0" -> "exit code 42", "0:9" -> "killed by signal 9".
+std::string DescribeExit(const std::string& exit_code) {
+  auto colon = exit_code.find(':');
+  if (colon == std::string::npos) return exit_code.empty() ? "" : "exit code " + exit_code;
+  std::string code = exit_code.substr(0, colon), sig = exit_code.substr(colon + 1);
+  if (sig != "0") return "killed by signal " + sig;
+  return "exit code " + code;
+}
+
+}  // namespace
+
+Runner::Runner(const study::Study& study, store::Store& store, slurm::Transport& transport, Clock& clock,
+               std::ostream& log)
+    : study_(study),
+      store_(store),
+      transport_(transport),
+      client_(transport_),
+      clock_(clock),
+      log_(log),
+      ctx_(study, store, transport_, client_, clock),
+      stopping_(study.stopping),
+      submitter_(ctx_),
+      ingester_(ctx_, stopping_),
+      reconciler_(ctx_, submitter_, ingester_),
+      memory_(ctx_),
+      retry_(ctx_, ingester_),
+      tpe_(ctx_, memory_),
+      reports_(ctx_),
+      storm_(StartFailures::Needed(study.cluster.max_concurrent)) {
+  ctx_.event = [this](std::optional<int64_t> trial_id, const std::string& kind, const std::string& message) {
+    Event(trial_id, kind, message);
+  };
+}
+
+Runner::~Runner() = default;
+
+void Runner::Event(std::optional<int64_t> trial_id, const std::string& kind, const std::string& message) {
+  log_ << fmt::format("[{}] {}{}\n", FormatUtc(clock_.Now()), trial_id ? fmt::format("trial {}: ", *trial_id) : "",
+                      message);
+  log_.flush();
+  // An event that cannot be stored is not worth stopping the sweep for; the log line stands.
+  (void)store_.AddEvent(ctx_.study_id, trial_id, clock_.Now(), kind, message);
+  if (on_event_) on_event_(trial_id, kind, message);
+}
+
+Status Runner::Prepare() {
+  auto before = store_.GetStudy(study_.name);
+  auto id = store_.UpsertStudy(study_.name, study_.path, study_.hash, clock_.Now());
+  if (!id.ok()) return id.status();
+  ctx_.study_id = *id;
+  study_changed_ = before.ok() && before->spec_hash != study_.hash;
+  if (study_changed_) {
+    // Trials are keyed by their [space] values alone, so a trial that already ran keeps its
+    // results under the old [job] settings, template variables or objective.
+    auto ran = store_.ListTrials(ctx_.study_id);
+    if (!ran.ok()) return ran.status();
+    Event(std::nullopt, "changed",
+          fmt::format(
+              "warning: {} changed since this study's last run (hash {} -> {}); trials that already ran "
+              "keep their results from the old settings, and only new trials use the new ones. To compare "
+              "like with like, give the changed study a new [study] name.{}",
+              study_.path, before->spec_hash, study_.hash,
+              ChangedStudyTimeoutHint(std::count_if(ran->begin(), ran->end(),
+                                                    [](const store::TrialRecord& t) { return t.state == "timeout"; }),
+                                      study_.path)));
+  }
+
+  auto specs = results::ExpandStudy(study_);
+  if (!specs.ok()) return specs.status();
+  auto stored_trials = store_.ListTrials(ctx_.study_id);
+  if (!stored_trials.ok()) return stored_trials.status();
+  for (auto& spec : results::StoredRepeats(study_, *specs, *stored_trials))
+    specs->push_back(std::move(spec));  // --repeat-top's
+  // A study that names a model gets the memory planner's verdict before anything is queued:
+  // configurations Megatron would refuse, or that cannot fit in GPU memory, are dropped.
+  auto plan_drops = memory_.PlanStudy(ctx_.submit_predicted_oom);
+  if (!plan_drops.ok()) return plan_drops.status();
+  std::vector<store::TrialRecord> records;
+  ctx_.specs.clear();
+  for (auto spec : *specs) {
+    if (spec.dropped_reason.empty() && plan_drops->count(spec.key)) spec.dropped_reason = (*plan_drops)[spec.key];
+    ctx_.specs[spec.key] = spec;
+    records.push_back(store::TrialRecord::FromSpec(spec));
+  }
+  std::vector<TrialSpec> checked;
+  for (const auto& [key, spec] : ctx_.specs) checked.push_back(spec);
+  // Every trial's script renders before anything is stored or submitted: a value its template
+  // cannot carry stops the run here, not when that trial comes up after others were submitted.
+  // A tpe study has no trials yet: each value of its lists renders instead, so a value its
+  // template cannot carry stops the run before the first proposal is submitted.
+  if (study_.sampler == "tpe") {
+    if (auto refused = ValueRefusals(study_); !refused.empty()) {
+      return Status::InvalidArgument(fmt::format("{} value(s) cannot be rendered, nothing was submitted; first, {}: {}",
+                                                 refused.size(), refused.begin()->first, refused.begin()->second));
+    }
+  }
+  if (auto refused = RenderRefusals(study_, checked); !refused.empty()) {
+    return Status::InvalidArgument(
+        fmt::format("{} trial(s) cannot be rendered, nothing was submitted; first, trial "
+                    "{}: {}",
+                    refused.size(), refused.begin()->first, refused.begin()->second));
+  }
+  SWEEP_RETURN_IF_ERROR(store_.InsertTrialsIfAbsent(ctx_.study_id, records));
+  if (study_.sampler == "tpe") SWEEP_RETURN_IF_ERROR(tpe_.Prepare());
+
+  const std::string& w = study_.cluster.workdir;
+  auto stored = store_.ListTrials(ctx_.study_id);
+  if (!stored.ok()) return stored.status();
+  ctx_.files = FilesOf(w, study_.name, *stored);
+  auto record = store_.GetStudy(study_.name);
+  if (!record.ok()) return record.status();
+  std::string host = LocalHostName();
+  std::string claim_note;
+  SWEEP_RETURN_IF_ERROR(ClaimStudyFiles(transport_, ctx_.files, ClaimToken(*record, host, study_.database), host,
+                                        study_.path, &claim_note));
+  if (!claim_note.empty()) Event(std::nullopt, "claim", claim_note);
+  for (const auto& local : study_.job.stage) {
+    Status st;
+    std::string content = ReadLocalFile(local, &st);
+    SWEEP_RETURN_IF_ERROR(st);
+    SWEEP_RETURN_IF_ERROR(
+        transport_.WriteFile(w + "/" + BaseName(local), content, 0755).WithContext("staging " + local));
+  }
+  size_t dropped = std::count_if(records.begin(), records.end(),
+                                 [](const store::TrialRecord& t) { return t.state == kTrialDropped; });
+  Event(std::nullopt, "prepare",
+        fmt::format("study '{}': {} trials ({} dropped by constraints or the memory plan) via {}", study_.name,
+                    specs->size(), dropped, transport_.Describe()));
+  prepared_ = true;
+  return Status::OK();
+}
+
+Result<TickReport> Runner::Tick() {
+  if (!prepared_) SWEEP_RETURN_IF_ERROR(Prepare());
+  ++tick_;
+  TickReport report;
+  int64_t calls_before = transport_.counts().total();
+  auto trials = store_.ListTrials(ctx_.study_id);
+  if (!trials.ok()) return trials.status();
+
+  Status st = reconciler_.Reconcile(*trials);
+  if (st.ok()) st = ingester_.RereadEmptyLogs(*trials, study_changed_);
+  if (st.ok()) st = QueryAndIngest(*trials, report);
+  if (st.ok()) st = ApplyStopping(*trials, report);
+  if (st.ok()) SWEEP_RETURN_IF_ERROR(ingester_.CheckObjectiveLogged(*trials));
+  if (st.ok()) SWEEP_RETURN_IF_ERROR(ingester_.CheckLogsYield(*trials, tpe_.MoreToPropose(*trials)));
+  if (st.ok()) SWEEP_RETURN_IF_ERROR(StopFailureStorm(*trials));
+  // Never submit while the state of the cluster is unknown: that is how duplicates happen.
+  if (st.ok()) st = SubmitNew(*trials, report);
+  if (!st.ok()) {
+    if (!st.IsUnavailable()) return st;
+    report.unavailable = true;
+    Event(std::nullopt, "unavailable",
+          std::string(store::IsDatabaseBusy(st) ? "database busy" : "cluster unreachable") +
+              ", will retry: " + st.message());
+  }
+  bool to_propose = tpe_.MoreToPropose(*trials);  // tpe: budget left and configurations left to propose
+  report.done = st.ok() && !to_propose && std::all_of(trials->begin(), trials->end(), [&](const store::TrialRecord& t) {
+                  return IsFinalTrialState(t.state) || !ctx_.specs.count(t.trial_key);
+                });
+  report.cluster_calls = transport_.counts().total() - calls_before;
+  for (const auto& t : *trials) {
+    if (t.job_id.empty() || IsFinalTrialState(t.state)) continue;
+    if (t.state == slurm::JobStateName(slurm::JobState::kRunning)) ++report.running;
+    else ++report.queued;
+  }
+  ViewOf(std::move(*trials), report);
+  if (!tick_lines_) return report;
+  log_ << fmt::format(
+      "[{}] tick {}: {} running, {} queued, {} submitted, {} ended, {} points, {} squeue/sacct call(s), "
+      "{} cluster call(s)\n",
+      FormatUtc(clock_.Now()), tick_, report.running, report.queued, report.submitted, report.ended, report.points,
+      report.slurm_queries, report.cluster_calls);
+  log_.flush();
+  return report;
+}
+
+Status Runner::Run(int max_ticks) {
+  PollSchedule schedule(study_.cluster.poll_interval_s, study_.cluster.max_poll_interval_s, rng_());
+  // Prepare needs the cluster too (work dir, staged files): wait for it like any tick would.
+  for (int failures = 0;; ++failures) {
+    Status st = Prepare();
+    if (st.ok()) break;
+    if (!st.IsUnavailable() || (max_ticks > 0 && failures >= max_ticks)) return st;
+    if (StopRequested()) return Status::OK();
+    Event(std::nullopt, "unavailable", "cluster unreachable, will retry: " + st.message());
+    clock_.SleepFor(schedule.Next(false, true));
+  }
+  // One pace for all of this user's studies on this cluster: wait for our slot before each tick.
+  auto budget = QueryPace::Open(QueryPace::DefaultPath(transport_.Describe()), study_.cluster.query_gap_s);
+  if (!budget.ok()) return budget.status();
+  for (int i = 0; max_ticks == 0 || i < max_ticks; ++i) {
+    if (StopRequested()) return Status::OK();
+    // The wall clock, not clock_: the pace file's slots are shared with other processes, and a
+    // test clock that fast-forwards would book slots in their future.
+    auto wait = budget->Reserve(SystemClock().Now());
+    if (!wait.ok()) return wait.status();
+    if (*wait > 0) clock_.SleepFor(*wait);
+    auto r = Tick();
+    if (!r.ok()) return r.status();
+    if (on_tick_) on_tick_(*r);
+    if (r->done) {
+      Event(std::nullopt, "done", "every trial has ended");
+      reports_.Refresh(/*final=*/true);
+      return Status::OK();
+    }
+    if (reports_.Due()) reports_.Refresh(/*final=*/false);
+    clock_.SleepFor(schedule.Next(r->submitted + r->ended + r->changed > 0, r->unavailable));
+  }
+  return Status::OK();
+}
+
+// The trials as StudyTrials (study_trials.h) lists them, from this tick's: those whose [space] values
+// are no longer in the study file are left out, unless none are (not the file that made them); a
+// tpe study, whose trials the file does not list, shows them all.
+void Runner::ViewOf(std::vector<store::TrialRecord> trials, TickReport& report) {
+  tick_trials_ = std::move(trials);
+  report.trials = &tick_trials_;
+  report.left_out = 0;
+  if (study_.sampler == "tpe") return;
+  auto listed = [&](const store::TrialRecord& t) { return ctx_.specs.count(t.trial_key) > 0; };
+  if (std::all_of(tick_trials_.begin(), tick_trials_.end(), listed) ||
+      std::none_of(tick_trials_.begin(), tick_trials_.end(), listed)) {
+    return;
+  }
+  view_.clear();
+  std::copy_if(tick_trials_.begin(), tick_trials_.end(), std::back_inserter(view_), listed);
+  report.left_out = static_cast<int>(tick_trials_.size() - view_.size());
+  report.trials = &view_;
+}
+
+Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickReport& report) {
+  std::vector<std::string> ids;
+  for (const auto& t : trials) {
+    if (!t.job_id.empty() && !IsFinalTrialState(t.state)) ids.push_back(t.job_id);
+  }
+  report.active = static_cast<int>(ids.size());
+  if (ids.empty()) return Status::OK();
+  auto before = client_.stats();
+  auto jobs = client_.Query(ids);
+  report.slurm_queries = (client_.stats().squeue - before.squeue) + (client_.stats().sacct - before.sacct);
+  if (!jobs.ok()) return jobs.status();
+
+  // Every log that has news, with its telemetry and start marks, in one ReadMany.
+  Ingester::Reads reads = ingester_.Read(trials, *jobs);
+  SWEEP_RETURN_IF_ERROR(reconciler_.HandleRestarts(trials, *jobs, reads));
+  SWEEP_RETURN_IF_ERROR(ingester_.HoldForeignLogs(trials, reads));
+  std::vector<Observed> observed = Observe(trials, *jobs);
+  // Ingest before recording any end: a crash in between re-reads, never skips, the tail.
+  std::vector<store::TrialRecord*> to_ingest;
+  for (const Observed& o : observed) {
+    if (o.new_state == kTrialNew || o.new_state == "pending" || o.new_state == "unknown") continue;
+    to_ingest.push_back(o.t);
+  }
+  SWEEP_RETURN_IF_ERROR(ingester_.IngestAll(to_ingest, reads, report));
+  return RecordChanges(trials, observed, report);
+}
+
+std::vector<Runner::Observed> Runner::Observe(std::vector<store::TrialRecord>& trials,
+                                              const std::map<std::string, slurm::JobInfo>& jobs) const {
+  std::vector<Observed> observed;
+  for (auto& t : trials) {
+    if (t.job_id.empty() || IsFinalTrialState(t.state)) continue;
+    auto it = jobs.find(t.job_id);
+    std::string new_state;
+    std::string reason;
+    if (it == jobs.end() && !t.stop_request.empty()) {
+      // We cancelled it; a queued array task that never started leaves no record at all.
+      new_state = std::string(slurm::JobStateName(slurm::JobState::kCancelled));
+    } else if (it == jobs.end()) {
+      new_state = std::string(kTrialLost);
+      reason = "job " + t.job_id + " left the queue and the cluster keeps no accounting of how it ended";
+    } else {
+      const slurm::JobInfo& j = it->second;
+      new_state = std::string(slurm::JobStateName(j.state));
+      t.slurm_state = j.slurm_state;
+      if (slurm::IsTerminal(j.state)) t.exit_code = j.exit_code;  // squeue says 0:0 while a job runs
+      reason = j.reason == "None" ? "" : j.reason;
+      if (j.state == slurm::JobState::kFailed)
+        reason = DescribeExit(j.exit_code) + (reason.empty() ? "" : " (" + reason + ")");
+      // Slurm's own times where it has them: a short job may start and end between two ticks.
+      bool started = j.state != slurm::JobState::kPending && j.state != slurm::JobState::kUnknown;
+      if (started) t.started_at = ParseSlurmTime(j.start_time).value_or(t.started_at.value_or(clock_.Now()));
+      if (slurm::IsTerminal(j.state)) t.ended_at = ParseSlurmTime(j.end_time);
+    }
+    observed.push_back({&t, std::move(new_state), std::move(reason)});
+  }
+  return observed;
+}
+
+Status Runner::RecordChanges(std::vector<store::TrialRecord>& trials, std::vector<Observed>& observed,
+                             TickReport& report) {
+  for (auto& [tp, new_state, reason] : observed) {
+    store::TrialRecord& t = *tp;
+    bool ended = IsFinalTrialState(new_state);
+    if (ended) SWEEP_RETURN_IF_ERROR(retry_.Classify(t, new_state, reason));
+    if (new_state == t.state && reason == t.reason) continue;
+    if (ended) {
+      if (!t.ended_at) t.ended_at = clock_.Now();
+      if (!t.started_at) t.started_at = t.ended_at;
+      ++report.ended;
+    }
+    ++report.changed;
+    Event(t.id, ended ? "end" : "state",
+          fmt::format("job {}: {}{}{}", t.job_id, new_state == t.state ? "" : t.state + " -> ", new_state,
+                      reason.empty() ? "" : " (" + reason + ")"));
+    t.state = new_state;
+    t.reason = reason;
+    SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+    if (!ended) continue;
+    if (t.state == kTrialCudaOom) SWEEP_RETURN_IF_ERROR(memory_.SkipDominatedByOom(t, trials));
+    SWEEP_RETURN_IF_ERROR(memory_.CalibrateMemory(t, trials));
+    auto chained = retry_.MaybeChain(t);
+    if (!chained.ok()) return chained.status();
+    if (!*chained) storm_.Ended(t.id, t.state);
+    if (!*chained) SWEEP_RETURN_IF_ERROR(retry_.MaybeRetry(t));
+  }
+  return Status::OK();
+}
+
+// Fills the free slots: every new trial up to max_concurrent + queue_ahead (Submitter).
+Status Runner::SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& report) {
+  if (submitter_.Paused()) return Status::OK();
+  int free_slots = submitter_.FreeSlots(trials);
+  if (free_slots <= 0) return Status::OK();
+  // A tpe study proposes only what can run now (one array of K = free slots), so every result
+  // shapes the next proposals.
+  if (study_.sampler == "tpe") SWEEP_RETURN_IF_ERROR(tpe_.Propose(trials, free_slots));
+  return submitter_.SubmitNew(trials, free_slots, report);
+}
+
+Result<int> Runner::Resubmit(const std::set<std::string>& states) {
+  auto id = store_.UpsertStudy(study_.name, study_.path, study_.hash, clock_.Now());
+  if (!id.ok()) return id.status();
+  ctx_.study_id = *id;
+  auto trials = store_.ListTrials(ctx_.study_id);
+  if (!trials.ok()) return trials.status();
+  int n = 0;
+  Status st = store_.InTransaction([&]() -> Status {
+    for (auto& t : *trials) {
+      if (!states.count(t.state)) continue;
+      std::string was = t.state;
+      SWEEP_RETURN_IF_ERROR(retry_.StartOver(t, fmt::format("resubmitted by the user after {}", was)));
+      Event(t.id, "resubmit",
+            fmt::format("{} was {}: submitted again from scratch (run --resubmit)", t.trial_key, was));
+      ++n;
+    }
+    return Status::OK();
+  });
+  if (!st.ok()) return st;
+  return n;
+}
+
+bool Runner::StopRequested() {
+  if (!interrupted_ || !interrupted_()) return false;
+  if (prepared_) Event(std::nullopt, "interrupted", "stopped by a signal; the jobs stay on Slurm");
+  return true;
+}
+
+// The objective's curve (and Megatron's NaN-iteration counts) of a trial, read from the store
+// once into stopping_'s series, which Ingest then extends, so the rules cost no database scan and
+// no copy per tick.
+Status Runner::LoadCurve(int64_t trial_id) {
+  if (stopping_.Has(trial_id)) return Status::OK();
+  std::vector<CurvePoint> curves[2];
+  const std::string names[2] = {study_.objective.metric, "nan_iters"};
+  for (int k = 0; k < 2; ++k) {
+    auto rows = store_.MetricSeries(trial_id, names[k]);
+    if (!rows.ok()) return rows.status();
+    curves[k].reserve(rows->size());
+    for (const auto& m : *rows) curves[k].push_back({m.step, m.time_s, m.value});
+  }
+  stopping_.Append(trial_id, ctx_.Gpus(), curves[0], curves[1]);
+  return Status::OK();
+}
+
+// Early stopping: the rules see every trial's stored curve; the losers get their reason recorded
+// first (so the end is classed "pruned" even after a crash), then one scancel for all of them.
+Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport& report) {
+  const StoppingConfig& cfg = study_.stopping;
+  if (!cfg.AnyRule()) return Status::OK();
+  std::vector<stopping::TrialProgress> progress;
+  std::vector<std::string> config_of;  // of each progress entry
+  std::map<int64_t, store::TrialRecord*> by_id;
+  for (auto& t : trials) {
+    bool live = t.state == "running" && t.stop_request.empty();
+    bool done = t.state == "completed";
+    // Being cancelled (stop requested, job not gone yet) or ended early: still evidence, never
+    // stopped twice.
+    bool stopping = t.state == "running" && !t.stop_request.empty();
+    bool stopped = stopping || (!live && !done && IsFinalTrialState(t.state) && t.state != kTrialDropped &&
+                                t.state != kTrialSkipped);
+    if (!live && !done && !stopped) continue;
+    auto spec = ctx_.specs.find(t.trial_key);
+    if (spec == ctx_.specs.end()) continue;
+    stopping::TrialProgress p;
+    p.id = t.id;
+    p.name = t.trial_key;
+    p.phase = live   ? stopping::TrialPhase::kRunning
+              : done ? stopping::TrialPhase::kCompleted
+                     : stopping::TrialPhase::kStopped;
+    p.gpus = ctx_.Gpus();
+    for (const auto& [name, v] : spec->second.params) {
+      if (name != study_.seed_var) p.params.emplace_back(name, ParamToString(v));  // repeats: one configuration
+    }
+    SWEEP_RETURN_IF_ERROR(LoadCurve(t.id));  // its curves are stopping_'s: not copied
+    by_id[t.id] = &t;
+    progress.push_back(std::move(p));
+    config_of.push_back(study::ConfigIdentity(study_, t.params_json));
+  }
+  std::vector<std::string> jobs;
+  // A repeat is never judged against its siblings (stopping/siblings.h).
+  for (const stopping::StopDecision& d :
+       stopping::EvaluateApartFromSiblings(stopping_, std::move(progress), config_of)) {
+    store::TrialRecord& t = *by_id.at(d.trial_id);
+    t.stop_request = fmt::format("pruned by the {} rule: {}", d.rule, d.reason);
+    SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+    Event(t.id, "prune", t.stop_request);
+    jobs.push_back(t.job_id);
+    ++report.changed;
+  }
+  return client_.Cancel(jobs);
+}
+
+Result<int> Runner::CancelAll() {
+  auto id = store_.UpsertStudy(study_.name, study_.path, study_.hash, clock_.Now());
+  if (!id.ok()) return id.status();
+  ctx_.study_id = *id;
+  auto trials = store_.ListTrials(ctx_.study_id);
+  if (!trials.ok()) return trials.status();
+  // A job array is cancelled by its id (every task of it is this study's): the scancel command
+  // stays short however many thousand tasks are queued.
+  std::vector<std::string> ids;
+  int live = 0;
+  for (auto& t : *trials) {
+    if (t.job_id.empty() || IsFinalTrialState(t.state)) continue;
+    ++live;
+    std::string id = t.array_name.empty() ? t.job_id : slurm::ArrayBaseId(t.job_id);
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+    // Recorded before scancel, so the end is classed as ours even if we die right after.
+    t.stop_request = "cancelled by the user (slurmsweep cancel)";
+    SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+  }
+  SWEEP_RETURN_IF_ERROR(client_.Cancel(ids));
+  int unsubmitted = 0;
+  for (auto& t : *trials) {
+    if (t.state != kTrialNew) continue;
+    t.state = std::string(slurm::JobStateName(slurm::JobState::kCancelled));
+    t.reason = "cancelled by the user before submission";
+    SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+    ++unsubmitted;
+  }
+  Event(std::nullopt, "cancel",
+        fmt::format("cancel requested: scancel of {} live trial(s) in {} job(s) or array(s), {} unsubmitted trial(s) "
+                    "cancelled",
+                    live, ids.size(), unsubmitted));
+  return live + unsubmitted;
+}
+
+Result<int> Runner::AwaitEnds(double max_wait_s, double poll_s) {
+  double deadline = clock_.Now() + max_wait_s;
+  for (;;) {
+    auto trials = store_.ListTrials(ctx_.study_id);
+    if (!trials.ok()) return trials.status();
+    TickReport report;
+    SWEEP_RETURN_IF_ERROR(reconciler_.Reconcile(*trials));
+    SWEEP_RETURN_IF_ERROR(QueryAndIngest(*trials, report));
+    int open = static_cast<int>(std::count_if(trials->begin(), trials->end(), [](const store::TrialRecord& t) {
+      return !t.job_id.empty() && !IsFinalTrialState(t.state);
+    }));
+    if (open == 0 || clock_.Now() >= deadline) return open;
+    clock_.SleepFor(std::min(poll_s, deadline - clock_.Now()));
+  }
+}
+
+}  // namespace sweep::run

@@ -1,0 +1,233 @@
+// Submitting new trials, one job or one job array per group of scripts; see submitter.h.
+#include "run/submitter.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "base/params.h"
+#include "base/trial_state.h"
+#include "run/job_marks.h"
+#include "run/trial_script.h"
+#include "slurm/job_state.h"
+
+namespace sweep::run {
+namespace {
+
+// Stands for a trial's log path until the job array it joins is known: drawn from the safe
+// alphabet, as every value the renderer takes, so a safe path replaces it exactly as rendered.
+constexpr std::string_view kLogMarker = "slurmsweep-log-marker@@=";
+
+std::string ReplaceAll(std::string text, std::string_view from, std::string_view to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+}  // namespace
+
+void UndoSubmission(store::TrialRecord& t) {
+  t.state = std::string(kTrialNew);
+  t.attempt -= 1;  // the attempt that never reached Slurm is reused
+  t.array_name.clear();
+  t.array_index = -1;
+}
+
+// The names, the header and the rendering are trial_script's: `plan --script` prints what this submits.
+std::string Submitter::JobName(const std::string& trial_key) const { return TrialJobName(ctx_.study, trial_key); }
+
+std::string Submitter::CommentTag(const store::TrialRecord& t) const { return TrialCommentTag(ctx_.study, t); }
+
+std::string Submitter::ArrayTag(const std::string& array_name) const {
+  return fmt::format("slurmsweep:study={}:array={}", ctx_.study.name, array_name);
+}
+
+slurm::SbatchHeader Submitter::Header() const { return StudyHeader(ctx_.study); }
+
+Result<std::string> Submitter::RenderBody(const store::TrialRecord& t, const std::string& log_path, int attempt) const {
+  auto spec = ctx_.specs.find(t.trial_key);
+  if (spec == ctx_.specs.end()) return Status::Internal("trial " + t.trial_key + " is not in this study file");
+  store::TrialRecord at = t;
+  at.log_path = log_path;
+  at.attempt = attempt;
+  return RenderTrialBody(ctx_.study, spec->second, at, ctx_.files.TrialDir(t.trial_key));
+}
+
+Result<std::string> Submitter::AddHeader(const store::TrialRecord& t, std::string_view body) const {
+  return AddTrialHeader(ctx_.study, t, body);
+}
+
+Result<std::string> Submitter::Script(const store::TrialRecord& t) const {
+  auto body = RenderBody(t, t.log_path, t.attempt);
+  if (!body.ok()) return body.status();
+  return AddHeader(t, *body);
+}
+
+Result<Submitter::Rendered> Submitter::RenderNext(store::TrialRecord& t) const {
+  auto body = RenderBody(t, std::string(kLogMarker), t.attempt + 1);
+  if (!body.ok()) return body.status();
+  Rendered r{&t, std::move(*body), std::nullopt};
+  // A directive that names the log keeps the trial out of every array: its log path depends on the
+  // array it would join.
+  std::vector<std::string> directives = slurm::SbatchDirectives(r.body);
+  bool names_log = std::any_of(directives.begin(), directives.end(),
+                               [](const std::string& d) { return d.find(kLogMarker) != std::string::npos; });
+  if (!names_log) r.key = std::move(directives);
+  return r;
+}
+
+Result<std::string> Submitter::WithLog(const Rendered& r) const {
+  const store::TrialRecord& t = *r.trial;
+  // A path outside the safe alphabet is rendered as such: the renderer's refusal names it.
+  if (!IsSafeValue(t.log_path)) return RenderBody(t, t.log_path, t.attempt);
+  return ReplaceAll(r.body, kLogMarker, t.log_path);
+}
+
+int Submitter::FreeSlots(const std::vector<store::TrialRecord>& trials) const {
+  int live = 0;
+  for (const auto& t : trials) {
+    if (!IsFinalTrialState(t.state) && t.state != kTrialNew) ++live;
+  }
+  // Every live trial runs at most one job at a time, so throttles summing to the free slots keep
+  // the study within max_concurrent however the queue starts them.
+  return ctx_.study.cluster.max_concurrent - live;
+}
+
+// Fills the free slots: every new trial up to max_concurrent + queue_ahead. Trials whose
+// scripts carry the same #SBATCH directives go as one job array throttled so that at most
+// max_concurrent trials run at once; the rest, or every trial with arrays off, one job each.
+Status Submitter::SubmitNew(std::vector<store::TrialRecord>& trials, int free_slots, TickReport& report) {
+  const study::ClusterSpec& c = ctx_.study.cluster;
+  if (Paused() || free_slots <= 0) return Status::OK();
+  int64_t room = c.queue_ahead < 0 ? INT64_MAX : int64_t{free_slots} + c.queue_ahead;
+  std::vector<Rendered> rendered;
+  for (auto& t : trials) {
+    if (static_cast<int64_t>(rendered.size()) >= room) break;
+    if (t.state != kTrialNew || !ctx_.specs.count(t.trial_key)) continue;
+    auto r = RenderNext(t);
+    if (!r.ok()) return r.status();
+    if (!c.arrays) r->key.reset();
+    rendered.push_back(std::move(*r));
+  }
+  std::vector<std::optional<std::vector<std::string>>> keys;
+  for (const Rendered& r : rendered) keys.push_back(r.key);
+  size_t max_chunk = static_cast<size_t>(c.arrays ? c.max_array_size : 1);
+  if (chunk_ > 0) max_chunk = std::min(max_chunk, static_cast<size_t>(chunk_));
+  for (const std::vector<size_t>& group : slurm::GroupByDirectives(keys)) {
+    for (size_t i = 0; i < group.size() && free_slots > 0; i += max_chunk) {
+      std::vector<Rendered*> batch;
+      for (size_t k = i; k < std::min(group.size(), i + max_chunk); ++k) batch.push_back(&rendered[group[k]]);
+      int throttle = std::min<int>(free_slots, static_cast<int>(batch.size()));
+      SWEEP_RETURN_IF_ERROR(SubmitBatch(batch, rendered[group.front()].key, throttle, report));
+      if (Paused()) return Status::OK();
+      free_slots -= throttle;
+    }
+  }
+  return Status::OK();
+}
+
+Status Submitter::SubmitBatch(std::vector<Rendered*>& batch, const std::optional<std::vector<std::string>>& key,
+                              int throttle, TickReport& report) {
+  const study::Study& study = ctx_.study;
+  const StudyFiles& files = ctx_.files;
+  bool array = batch.size() > 1;
+  store::TrialRecord& first = *batch.front()->trial;
+  std::string array_name = array ? fmt::format("ss-{}-arr{}-{}", study.name, first.id, first.attempt + 1) : "";
+  std::vector<slurm::ArrayTask> tasks;  // the array's dispatch: task index -> that trial's script
+  for (size_t i = 0; i < batch.size(); ++i) {
+    store::TrialRecord& t = *batch[i]->trial;
+    t.attempt += 1;
+    t.array_name = array_name;
+    t.array_index = array ? static_cast<int>(i) : -1;
+    std::string own_log = files.TrialLog(t.trial_key, t.attempt);
+    t.log_path = array ? files.ArrayLog(array_name, std::to_string(i)) : own_log;
+    auto body = WithLog(*batch[i]);
+    if (!body.ok()) return body.status();
+    auto script = AddHeader(t, *body);
+    if (!script.ok()) return script.status();
+    std::string script_path = files.TrialScript(t.trial_key, t.attempt);
+    SWEEP_RETURN_IF_ERROR(ctx_.transport.WriteFile(script_path, *script, 0755));
+    if (array) tasks.push_back({t.log_path, own_log, script_path});
+  }
+  std::string submit_path = array ? files.ArrayScript(array_name) : files.TrialScript(first.trial_key, first.attempt);
+  if (array) {
+    // Every task shares the group's directives, the key it was grouped by.
+    std::string body = slurm::ArrayDispatchBody(study.name, key.value_or(std::vector<std::string>()), tasks);
+    slurm::SbatchHeader h = Header();
+    h.job_name = array_name;
+    h.output = files.ArrayLog(array_name, "%a");
+    h.comment = ArrayTag(array_name);
+    h.array = fmt::format("0-{}%{}", batch.size() - 1, throttle);
+    auto script = slurm::AddSbatchHeader(body, h);
+    if (!script.ok()) return script.status();
+    SWEEP_RETURN_IF_ERROR(ctx_.transport.WriteFile(submit_path, *script, 0644));
+  }
+  store::Store& store = ctx_.store;
+  // Record the intent first: if we die after sbatch but before storing the id, Reconciler finds
+  // the job by name instead of submitting a second one.
+  SWEEP_RETURN_IF_ERROR(store.InTransaction([&]() -> Status {
+    for (Rendered* r : batch) {
+      r->trial->state = std::string(kTrialSubmitting);
+      SWEEP_RETURN_IF_ERROR(store.UpdateTrial(*r->trial));
+    }
+    return Status::OK();
+  }));
+  auto job = ctx_.client.Submit(submit_path);
+  if (!job.ok() && job.status().IsUnavailable()) return job.status();  // stays "submitting"; reconciled next tick
+  if (!job.ok() && job.status().IsResourceExhausted()) {
+    // A full submit quota: wait and retry with smaller arrays; the rest of the loop goes on.
+    pause_s_ = std::clamp(pause_s_ * 2, 60.0, 900.0);
+    paused_until_ = ctx_.clock.Now() + pause_s_;
+    chunk_ = std::max<int>(1, static_cast<int>(batch.size()) / 2);
+    ctx_.Event(std::nullopt, "submit_paused",
+               fmt::format(
+                   "the cluster refuses more jobs now ({}); {} trial(s) wait {:.0f} s, then go in arrays of at most {}",
+                   job.status().message(), batch.size(), pause_s_, chunk_));
+    // Left "submitting": an sbatch stopped by its timeout may have got through just before, so
+    // Reconciler looks for the job by name before anything is submitted again.
+    return Status::OK();
+  }
+  if (!job.ok() && job.status().cause() == Status::Cause::kStudyWideRefusal) {
+    // No job of the study can go in until the study file is fixed: the trials are not to blame,
+    // so they stay new and the run stops with the reason.
+    SWEEP_RETURN_IF_ERROR(store.InTransaction([&]() -> Status {
+      for (Rendered* r : batch) {
+        r->trial->state = std::string(kTrialNew);
+        SWEEP_RETURN_IF_ERROR(store.UpdateTrial(*r->trial));
+      }
+      return Status::OK();
+    }));
+    ctx_.Event(std::nullopt, "submit_refused", job.status().message());
+    return Status::InvalidArgument(fmt::format(
+        "{}: sbatch refused the study's jobs: {}. Check [cluster] partition, account and qos and [job] time_limit, "
+        "gpus_per_node in the study file; no trial was marked, so the next run submits them",
+        study.path, job.status().message()));
+  }
+  return store.InTransaction([&]() -> Status {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      store::TrialRecord& t = *batch[i]->trial;
+      if (!job.ok()) {
+        t.state = std::string(slurm::JobStateName(slurm::JobState::kFailed));
+        t.reason = "sbatch refused the job: " + job.status().message();
+        t.ended_at = ctx_.clock.Now();
+        ctx_.Event(t.id, "submit_failed", t.reason);
+      } else {
+        t.job_id = array ? fmt::format("{}_{}", *job, i) : *job;
+        t.state = std::string(slurm::JobStateName(slurm::JobState::kPending));
+        t.submitted_at = ctx_.clock.Now();
+        ctx_.Event(t.id, "submit", fmt::format("submitted {} as job {}", t.trial_key, t.job_id));
+        ++report.submitted;
+      }
+      SWEEP_RETURN_IF_ERROR(store.UpdateTrial(t));
+    }
+    if (job.ok()) {
+      pause_s_ = 0;
+      if (chunk_ > 0) chunk_ = std::min(study.cluster.max_array_size, chunk_ * 2);
+    }
+    return Status::OK();
+  });
+}
+
+}  // namespace sweep::run

@@ -1,0 +1,76 @@
+// Submitter: new trials to Slurm. Each trial's script is rendered once per attempt; the #SBATCH
+// lines of that rendering are its group key, and trials with the same key go as one job array
+// throttled to the free slots (slurm::GroupByDirectives); the rest, or every trial with arrays off,
+// one job each. The intent is stored before sbatch runs (Reconciler finds the job after a crash);
+// a full submit quota pauses submission, a refusal of the study's settings stops the run, any other
+// refusal fails the trials.
+// Layer run/ (namespace sweep::run): the run loop and its collaborators; uses results/ and the modules.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "run/run_context.h"
+#include "slurm/sbatch_script.h"
+#include "store/store.h"
+
+namespace sweep::run {
+
+class Submitter {
+ public:
+  explicit Submitter(RunContext& ctx) : ctx_(ctx) {}
+
+  // Whether a full submit quota holds submission back now.
+  bool Paused() const { return ctx_.clock.Now() < paused_until_; }
+  // max_concurrent less the trials that have a job (or are being submitted).
+  int FreeSlots(const std::vector<store::TrialRecord>& trials) const;
+  // Submits new trials of this study file, up to `free_slots` running at once and [cluster]
+  // queue_ahead waiting. kInvalidArgument: sbatch refused the study's settings (nothing marked).
+  Status SubmitNew(std::vector<store::TrialRecord>& trials, int free_slots, TickReport& report);
+
+  // The names a job of this study is found by again (Reconciler).
+  std::string JobName(const std::string& trial_key) const;
+  // "slurmsweep:study=S:trial=T:attempt=N": set as the job's --comment, matched on reconcile.
+  std::string CommentTag(const store::TrialRecord& trial) const;
+  // "slurmsweep:study=S:array=NAME": the comment of an array job (every task carries it).
+  std::string ArrayTag(const std::string& array_name) const;
+
+  // A trial's script for its attempt and log as stored in `trial`: the template rendered with its
+  // values, with slurmsweep's #SBATCH header, the telemetry sampler and the start mark.
+  Result<std::string> Script(const store::TrialRecord& trial) const;
+
+ private:
+  // A trial's next attempt rendered once, its log path standing as a marker until the job array it
+  // joins is known; `key`: the #SBATCH lines of that rendering (empty: they name the log; alone).
+  struct Rendered {
+    store::TrialRecord* trial;
+    std::string body;
+    std::optional<std::vector<std::string>> key;
+  };
+  Result<Rendered> RenderNext(store::TrialRecord& trial) const;
+  // The rendered body with the trial's log path (now set) in place of the marker.
+  Result<std::string> WithLog(const Rendered& r) const;
+  Result<std::string> RenderBody(const store::TrialRecord& trial, const std::string& log_path, int attempt) const;
+  Result<std::string> AddHeader(const store::TrialRecord& trial, std::string_view body) const;
+  // One sbatch for `batch`: a plain job for one trial, else a job array of tasks sharing `key`,
+  // throttled to `throttle` running tasks.
+  Status SubmitBatch(std::vector<Rendered*>& batch, const std::optional<std::vector<std::string>>& key, int throttle,
+                     TickReport& report);
+  // The #SBATCH header's study-wide part: work dir, partition/account/qos and [job] resources.
+  slurm::SbatchHeader Header() const;
+
+  RunContext& ctx_;
+  // Submit quotas (QOSMaxSubmitJobPerUserLimit, ...): no sbatch before this time; arrays no larger
+  // than chunk_ until one is accepted again.
+  double paused_until_ = 0;
+  double pause_s_ = 0;
+  int chunk_ = 0;
+};
+
+// Back to "new" with the attempt and array fields undone, for a submission that never happened.
+void UndoSubmission(store::TrialRecord& trial);
+
+}  // namespace sweep::run

@@ -1,0 +1,124 @@
+// The run loop against a fake Slurm (tests/fake_slurm.h) in a failure storm
+// (run/start_failures.h): the first trials to end all fail alike, so submission stops, the
+// queued tasks that have not started are cancelled, and the message says why and how to go on.
+#include <catch2/catch.hpp>
+
+#include "run/runner.h"
+#include "tests/fake_sweep.h"
+
+using namespace sweep;
+using testing::FakeSweep;
+
+namespace {
+
+constexpr const char* kEight = "[space]\nlr = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]\n";
+
+void Crash(FakeSweep& s, const std::string& id) {
+  s.slurm.Start(id);
+  s.slurm.AppendLog(id, "loading /data/train.bin\nmissing data file /data/train.bin\n");
+  s.slurm.End(id, "FAILED", 3);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "failure storm: the first three trials to end all failed, so submission stops and the queued tasks are "
+    "cancelled; the message has the class, the log's last lines and the way on",
+    "[runner]") {
+  FakeSweep s(kEight, 3);  // the whole sweep queued at once: one array of 8, 3 at a time
+  s.Tick();
+  REQUIRE(s.slurm.issued("sbatch").size() == 1);
+  Crash(s, "100_0");
+  Crash(s, "100_1");
+  s.Tick();  // two: not yet a storm
+  CHECK(s.slurm.issued("scancel").empty());
+  s.slurm.Start("100_2");
+  s.slurm.Start("100_3");
+  s.slurm.AppendLog("100_3", "loading /data/train.bin\n");
+  Crash(s, "100_2");
+  auto stopped = s.runner().Tick();
+  INFO(s.log());
+  REQUIRE_FALSE(stopped.ok());
+  CHECK(stopped.status().code() == Status::Code::kFailedPrecondition);
+  const std::string& m = stopped.status().message();
+  CHECK_THAT(m, Catch::Contains("the first 3 trials to end all ended failed and none completed"));
+  CHECK_THAT(m, Catch::Contains("4 queued task(s) that had not started were cancelled"));
+  CHECK_THAT(m, Catch::Contains("1 trial(s) already running go on"));
+  CHECK_THAT(m, Catch::Contains("the last lines of its log") &&
+                    Catch::Contains("\n    loading /data/train.bin\n    missing data file /data/train.bin"));
+  CHECK_THAT(m, Catch::Contains("--resubmit failed"));
+  CHECK(s.Events("failure_storm") == 1);
+  auto scancel = s.slurm.issued("scancel");
+  REQUIRE(scancel.size() == 1);
+  CHECK(scancel[0] == "scancel 100_4 100_5 100_6 100_7");
+  int failed = 0, fresh = 0, running = 0;
+  for (const auto& t : s.Trials()) {
+    if (t.state == "failed") {
+      ++failed;
+      // The reason carries the log's last non-empty line, not only the exit code.
+      CHECK_THAT(t.reason, Catch::Contains("exit code 3") && Catch::Contains("missing data file /data/train.bin"));
+    }
+    if (t.state == "new") {
+      ++fresh;
+      CHECK(t.job_id.empty());
+      CHECK_THAT(t.reason, Catch::StartsWith("held back: the first 3 trials to end all ended failed"));
+    }
+    if (t.state == "running") ++running;
+  }
+  CHECK(failed == 3);
+  CHECK(fresh == 4);
+  CHECK(running == 1);
+}
+
+TEST_CASE("failure storm: none while a trial has completed, or the first ends differ; a serial study needs two",
+          "[runner]") {
+  SECTION("a completed trial among the first ends") {
+    FakeSweep s(kEight, 3);
+    s.Tick();
+    s.slurm.Start("100_0");
+    s.slurm.AppendLog("100_0", "{\"step\": 1, \"lm_loss\": 2.0}\n");
+    s.slurm.End("100_0", "COMPLETED");
+    Crash(s, "100_1");
+    Crash(s, "100_2");
+    Crash(s, "100_3");
+    s.Tick();
+    CHECK(s.Events("failure_storm") == 0);
+    CHECK(s.slurm.issued("scancel").empty());
+  }
+  SECTION("max_concurrent = 1: one failure is no storm, two are") {
+    FakeSweep s(kEight, 1, "queue_ahead = 0");
+    s.Tick();
+    Crash(s, "100");
+    s.Tick();
+    CHECK(s.slurm.issued("sbatch").size() == 2);
+    Crash(s, "101");
+    auto stopped = s.runner().Tick();
+    REQUIRE_FALSE(stopped.ok());
+    CHECK_THAT(stopped.status().message(), Catch::Contains("the first 2 trials to end all ended failed"));
+    CHECK(s.slurm.issued("sbatch").size() == 2);  // nothing more was submitted
+  }
+}
+
+TEST_CASE("failure storm of timeouts: the way on is [job] time_limit and --resubmit timeout", "[runner]") {
+  FakeSweep s(kEight, 2, "queue_ahead = 0", "echo {{lr}}");
+  s.EditStudy("[job]\n", "[job]\ntime_limit = \"00:01:00\"\n");
+  s.Tick();
+  for (const char* id : {"100_0", "100_1"}) {
+    s.slurm.Start(id);
+    s.slurm.AppendLog(id, "{\"step\": 1, \"lm_loss\": 2.0}\n");
+    s.slurm.End(id, "TIMEOUT");
+  }
+  auto stopped = s.runner().Tick();
+  INFO(s.log());
+  REQUIRE_FALSE(stopped.ok());
+  CHECK_THAT(stopped.status().message(), Catch::Contains("all ended timeout") &&
+                                             Catch::Contains("raise [job] time_limit (now 00:01:00)") &&
+                                             Catch::Contains("`slurmsweep run --resubmit timeout "));
+
+  // The user raises the time limit: the run says that --resubmit timeout reruns the trials that timed out.
+  s.EditStudy("time_limit = \"00:01:00\"", "time_limit = \"00:10:00\"");
+  s.Tick();
+  INFO(s.log());
+  CHECK_THAT(s.log(), Catch::Contains("2 trial(s) ended at their time limit (timeout) under the old settings") &&
+                          Catch::Contains("`slurmsweep run --resubmit timeout "));
+}
