@@ -16,6 +16,7 @@
 #include "base/text.h"
 #include "base/trial_state.h"
 #include "study/expr.h"
+#include "study/keys.h"
 #include "study/names.h"
 #include "study/repeats_load.h"
 #include "study/stopping_config.h"
@@ -53,9 +54,8 @@ class Loader {
   }
 
   // Unknown keys are errors, with the closest allowed key suggested (toml_table.h).
-  Status CheckKeys(const toml::table& table, std::string_view prefix, std::initializer_list<std::string_view> allowed) {
-    return TableReader(table, std::string(prefix), path_)
-        .CheckKeys(std::vector<std::string_view>(allowed), /*list_known=*/true);
+  Status CheckKeys(const toml::table& table, std::string_view prefix, const std::vector<std::string_view>& allowed) {
+    return TableReader(table, std::string(prefix), path_).CheckKeys(allowed, /*list_known=*/true);
   }
 
   // The typed reads are the shared reader's (toml_table.h), for the table `t` named `prefix`.
@@ -102,15 +102,13 @@ class Loader {
       return Status::InvalidArgument(
           fmt::format("{}:{}:{}: {}", path_, e.source().begin.line, e.source().begin.column, e.description()));
     }
-    SWEEP_RETURN_IF_ERROR(CheckKeys(
-        root, "",
-        {"study", "objective", "cluster", "job", "search", "space", "retry", "stopping", "report", "notify"}));
+    SWEEP_RETURN_IF_ERROR(CheckKeys(root, "", AllowedKeys("")));
 
     // [study]
     auto study = Table(root, "study", true);
     if (!study.ok()) return study.status();
     const toml::table& st = **study;
-    SWEEP_RETURN_IF_ERROR(CheckKeys(st, "study", {"name", "database", "metric_format", "metric_regex"}));
+    SWEEP_RETURN_IF_ERROR(CheckKeys(st, "study", AllowedKeys("study")));
     SWEEP_RETURN_IF_ERROR(String(st, "study", "name", &s.name, true));
     if (!IsSafeName(s.name)) {
       return Error(st.get("name"), "study.name", "use 1-64 letters, digits, '_', '-' or '.'");
@@ -151,7 +149,7 @@ class Loader {
     auto obj = Table(root, "objective", false);
     if (!obj.ok()) return obj.status();
     if (*obj) {
-      SWEEP_RETURN_IF_ERROR(CheckKeys(**obj, "objective", {"metric", "mode", "rank_by", "logged_within"}));
+      SWEEP_RETURN_IF_ERROR(CheckKeys(**obj, "objective", AllowedKeys("objective")));
       SWEEP_RETURN_IF_ERROR(String(**obj, "objective", "metric", &s.objective.metric, false));
       if (const toml::node* m = (*obj)->get("metric"))
         s.objective.metric_line = static_cast<int>(m->source().begin.line);
@@ -203,10 +201,7 @@ class Loader {
     auto cl = Table(root, "cluster", true);
     if (!cl.ok()) return cl.status();
     const toml::table& c = **cl;
-    SWEEP_RETURN_IF_ERROR(CheckKeys(c, "cluster",
-                                    {"transport", "host", "port", "user", "identity_file", "known_hosts", "partition",
-                                     "account", "qos", "workdir", "max_concurrent", "poll_interval_s",
-                                     "max_poll_interval_s", "arrays", "max_array_size", "queue_ahead", "query_gap_s"}));
+    SWEEP_RETURN_IF_ERROR(CheckKeys(c, "cluster", AllowedKeys("cluster")));
     ClusterSpec& k = s.cluster;
     SWEEP_RETURN_IF_ERROR(String(c, "cluster", "transport", &k.transport, false));
     if (k.transport != "ssh" && k.transport != "local") {
@@ -252,8 +247,7 @@ class Loader {
     if (!se.ok()) return se.status();
     if (*se) {
       const toml::table& t = **se;
-      SWEEP_RETURN_IF_ERROR(CheckKeys(
-          t, "search", {"sampler", "trials", "seed", "constraints", "seed_from", "repeats", "seed_var", "enqueue"}));
+      SWEEP_RETURN_IF_ERROR(CheckKeys(t, "search", AllowedKeys("search")));
       SWEEP_RETURN_IF_ERROR(String(t, "search", "sampler", &s.sampler, false));
       if (s.sampler != "grid" && s.sampler != "random" && s.sampler != "tpe") {
         return Error(t.get("sampler"), "search.sampler", "must be \"grid\", \"random\" or \"tpe\"");
@@ -310,7 +304,7 @@ class Loader {
   // A grid study's phase 1: its top configurations, crossed with this study's [space].
   Status LoadSeedFrom(const toml::node& n, const toml::table& sf_table, Study& s) {
     const toml::table* sf = &sf_table;
-    SWEEP_RETURN_IF_ERROR(CheckKeys(*sf, "search.seed_from", {"study", "top", "by"}));
+    SWEEP_RETURN_IF_ERROR(CheckKeys(*sf, "search.seed_from", AllowedKeys("search.seed_from")));
     Study::SeedFrom seed;
     seed.line = static_cast<int>(n.source().begin.line);
     SWEEP_RETURN_IF_ERROR(String(*sf, "search.seed_from", "study", &seed.study_path, true));
@@ -378,7 +372,7 @@ class Loader {
       const toml::array* arr = node.as_array();
       const toml::node* list_node = &node;
       if (const toml::table* form = node.as_table(); form && form->get("values")) {
-        SWEEP_RETURN_IF_ERROR(CheckKeys(*form, full, {"values", "text"}));
+        SWEEP_RETURN_IF_ERROR(CheckKeys(*form, full, AllowedKeys("space.values")));
         list_node = form->get("values");
         arr = list_node->as_array();
         if (!arr) return Error(list_node, full + ".values", "must be a list of values");
@@ -390,7 +384,7 @@ class Loader {
       if (arr) {
         SWEEP_RETURN_IF_ERROR(LoadChoices(*arr, *list_node, full, p));
       } else if (const toml::table* range = node.as_table()) {
-        SWEEP_RETURN_IF_ERROR(CheckKeys(*range, full, {"min", "max", "log", "int"}));
+        SWEEP_RETURN_IF_ERROR(CheckKeys(*range, full, AllowedKeys("space.range")));
         double lo = 0, hi = 0;
         if (!range->get("min") || !range->get("max")) return Error(&node, full, "a range needs min and max");
         SWEEP_RETURN_IF_ERROR(Number(*range, full, "min", &lo, -1e300));
@@ -471,7 +465,7 @@ class Loader {
     if (!rt.ok()) return rt.status();
     if (!*rt) return Status::OK();
     const toml::table& r = **rt;
-    SWEEP_RETURN_IF_ERROR(CheckKeys(r, "report", {"html", "csv_dir", "refresh_minutes", "baseline", "target"}));
+    SWEEP_RETURN_IF_ERROR(CheckKeys(r, "report", AllowedKeys("report")));
     SWEEP_RETURN_IF_ERROR(String(r, "report", "html", &s.report.html, false));
     SWEEP_RETURN_IF_ERROR(String(r, "report", "csv_dir", &s.report.csv_dir, false));
     s.report.html = Resolve(s.dir, s.report.html);
@@ -514,7 +508,7 @@ class Loader {
     if (!nt.ok()) return nt.status();
     if (!*nt) return Status::OK();
     TableReader r(**nt, "notify", path_);
-    SWEEP_RETURN_IF_ERROR(r.CheckKeys({"command", "events", "timeout_s", "unreachable_minutes"}, true));
+    SWEEP_RETURN_IF_ERROR(r.CheckKeys(AllowedKeys("notify"), /*list_known=*/true));
     Study::Notify n;
     n.line = LineOf(**nt);
     SWEEP_RETURN_IF_ERROR(r.String("command", &n.command, true));
@@ -546,7 +540,7 @@ class Loader {
     auto rt = Table(root, "retry", false);
     if (!rt.ok()) return rt.status();
     if (!*rt) return Status::OK();
-    SWEEP_RETURN_IF_ERROR(TableReader(**rt, "retry", path_).CheckKeys(RetryClasses(), /*list_known=*/true));
+    SWEEP_RETURN_IF_ERROR(TableReader(**rt, "retry", path_).CheckKeys(AllowedKeys("retry"), /*list_known=*/true));
     for (auto& [cls, n] : s.retry) SWEEP_RETURN_IF_ERROR(Int(**rt, "retry", cls, &n, 0, 100));
     return Status::OK();
   }
@@ -555,9 +549,7 @@ class Loader {
     auto jb = Table(root, "job", true);
     if (!jb.ok()) return jb.status();
     const toml::table& j = **jb;
-    SWEEP_RETURN_IF_ERROR(CheckKeys(j, "job",
-                                    {"template", "nodes", "gpus_per_node", "cpus_per_task", "mem", "time_limit",
-                                     "stage", "vars", "max_chain", "resume_marker", "monitor", "monitor_interval_s"}));
+    SWEEP_RETURN_IF_ERROR(CheckKeys(j, "job", AllowedKeys("job")));
     JobSpec& job = s.job;
     SWEEP_RETURN_IF_ERROR(String(j, "job", "template", &job.template_path, true));
     job.template_path = Resolve(s.dir, job.template_path);
@@ -616,7 +608,7 @@ class Loader {
         const toml::node* value = &v;
         // `{ value = "...", text = true }`: a string outside the safe alphabet (as [space] lists).
         if (const toml::table* form = v.as_table()) {
-          SWEEP_RETURN_IF_ERROR(CheckKeys(*form, full, {"value", "text"}));
+          SWEEP_RETURN_IF_ERROR(CheckKeys(*form, full, AllowedKeys("job.vars.text")));
           value = form->get("value");
           if (!value || !value->is_string()) return Error(&v, full + ".value", "must be a string");
           const toml::node* t = form->get("text");

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "base/text.h"
+#include "study/keys.h"
 #include "study/toml_table.h"
 
 namespace sweep::study {
@@ -15,7 +16,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 Status ParseDivergence(const TableReader& r, DivergenceRuleConfig& c) {
-  SWEEP_RETURN_IF_ERROR(r.CheckKeys({"nan", "max_loss", "spike_factor", "max_nan_iters", "grace_s"}));
+  SWEEP_RETURN_IF_ERROR(r.CheckKeys(AllowedKeys("stopping.divergence")));
   SWEEP_RETURN_IF_ERROR(r.Bool("nan", &c.nan));
   SWEEP_RETURN_IF_ERROR(r.Number("max_loss", -kInf, kInf, &c.max_loss));
   SWEEP_RETURN_IF_ERROR(r.Number("spike_factor", 1, kInf, &c.spike_factor));
@@ -32,7 +33,7 @@ Status ParseDivergence(const TableReader& r, DivergenceRuleConfig& c) {
 }
 
 Status ParseHalving(const TableReader& r, HalvingRuleConfig& c) {
-  SWEEP_RETURN_IF_ERROR(r.CheckKeys({"eta", "min_time_s", "max_time_s", "min_trials"}));
+  SWEEP_RETURN_IF_ERROR(r.CheckKeys(AllowedKeys("stopping.halving")));
   SWEEP_RETURN_IF_ERROR(r.Number("eta", 1, kInf, &c.eta));
   if (r.Get("eta") && c.eta <= 1) return r.Error(*r.Get("eta"), "eta", "must be greater than 1");
   if (!r.Get("min_time_s")) return r.Missing("min_time_s", "the time of the first rung");
@@ -46,7 +47,7 @@ Status ParseHalving(const TableReader& r, HalvingRuleConfig& c) {
 }
 
 Status ParseMedian(const TableReader& r, MedianRuleConfig& c) {
-  SWEEP_RETURN_IF_ERROR(r.CheckKeys({"grace_s", "min_trials", "quantile"}));
+  SWEEP_RETURN_IF_ERROR(r.CheckKeys(AllowedKeys("stopping.median")));
   SWEEP_RETURN_IF_ERROR(r.Number("grace_s", 0, kInf, &c.grace_s));
   SWEEP_RETURN_IF_ERROR(r.Int("min_trials", 1, 1000000, &c.min_trials));
   SWEEP_RETURN_IF_ERROR(r.Number("quantile", 0, 1, &c.quantile));
@@ -54,14 +55,14 @@ Status ParseMedian(const TableReader& r, MedianRuleConfig& c) {
 }
 
 Status ParseRace(const TableReader& r, RaceRuleConfig& c) {
-  SWEEP_RETURN_IF_ERROR(r.CheckKeys({"slack", "grace_s"}));
+  SWEEP_RETURN_IF_ERROR(r.CheckKeys(AllowedKeys("stopping.race")));
   SWEEP_RETURN_IF_ERROR(r.Number("slack", 0, kInf, &c.slack));
   SWEEP_RETURN_IF_ERROR(r.Number("grace_s", 0, kInf, &c.grace_s));
   return Status::OK();
 }
 
 Status ParsePatience(const TableReader& r, PatienceRuleConfig& c) {
-  SWEEP_RETURN_IF_ERROR(r.CheckKeys({"window_s", "min_delta", "grace_s"}));
+  SWEEP_RETURN_IF_ERROR(r.CheckKeys(AllowedKeys("stopping.patience")));
   if (!r.Get("window_s")) return r.Missing("window_s", "the time without improvement that stops a trial");
   SWEEP_RETURN_IF_ERROR(r.Positive("window_s", &c.window_s));
   SWEEP_RETURN_IF_ERROR(r.Number("min_delta", 0, kInf, &c.min_delta));
@@ -70,8 +71,7 @@ Status ParsePatience(const TableReader& r, PatienceRuleConfig& c) {
 }
 
 Status ParseThroughput(const TableReader& r, ThroughputRuleConfig& c, const std::vector<std::string>& parameters) {
-  SWEEP_RETURN_IF_ERROR(r.CheckKeys({"params", "min_points", "grace_s", "rate_margin", "rate_horizon", "rival_speedup",
-                                     "margin", "extrapolate", "lead"}));
+  SWEEP_RETURN_IF_ERROR(r.CheckKeys(AllowedKeys("stopping.throughput")));
   const toml::node* n = r.Get("params");
   if (!n) return r.Missing("params", "the parameters that change speed but not loss per iteration");
   const toml::array* list = n->as_array();
@@ -105,9 +105,7 @@ Result<StoppingConfig> ParseStoppingConfig(const toml::table& table, const std::
                                            const std::vector<std::string>& parameters) {
   StoppingConfig c;
   TableReader top(table, "stopping", path);
-  SWEEP_RETURN_IF_ERROR(top.CheckKeys({"axis", "smoothing", "ema_alpha", "window", "budget_s", "target_loss",
-                                       "min_points", "min_loss_points", "min_fraction", "noise_z", "divergence", "race",
-                                       "halving", "median", "patience", "throughput"}));
+  SWEEP_RETURN_IF_ERROR(top.CheckKeys(AllowedKeys("stopping")));
   std::string axis = "train_time", smoothing = "ema";
   SWEEP_RETURN_IF_ERROR(top.Choice("axis", {"train_time", "gpu_time"}, &axis));
   c.axis = axis == "gpu_time" ? TimeAxis::kGpuTime : TimeAxis::kTrainTime;
