@@ -663,6 +663,65 @@ TEST_CASE("throughput (6): the bend is judged beyond the curve's noise, and a re
   }
 }
 
+TEST_CASE("throughput (6): a steepening trial is held only while its gap to the rival may close (issue 44)",
+          "[stopping]") {
+  // Both trials on a warm-up (their descent still steepening), 30 s of a 100 s budget, rates not
+  // trusted yet (min_points), so only (6), which compares loss at equal time, may decide.
+  StoppingConfig c = ThroughputOnly();
+  c.budget_s = 100;
+  c.evidence.min_points = 40;
+  auto warmup = [](double start, double k) {
+    return [start, k](int64_t s) { return start - k * static_cast<double>(s * s); };
+  };
+  auto run = [&](const std::function<double(int64_t)>& rival, const std::function<double(int64_t)>& trial) {
+    return EvaluateStopping(c, {Trial(1, Curve(1.0, 30, rival), TrialPhase::kRunning, {{"lr", "0.1"}}),
+                                Trial(2, Curve(1.0, 30, trial), TrialPhase::kRunning, {{"lr", "0.3"}})});
+  };
+  SECTION("the rival steepens faster: the gap, beyond the margin a third ago, keeps widening; stopped now") {
+    // Gap 0.05 + 0.001 s^2 at iteration s (t = s - 1): 0.49 at 20 s, 1.01 at 30 s. Before issue 44 the
+    // steepening held it to the budget.
+    std::vector<StopDecision> d = run(warmup(6, 0.003), warmup(6.05, 0.002));
+    REQUIRE(StoppedIds(d) == std::vector<int64_t>{2});
+    CHECK(d[0].rule == "throughput");
+    CHECK_THAT(d[0].reason, Catch::Contains("trial 1 is lower by 1.011 at equal time"));
+    CHECK_THAT(d[0].reason, Catch::Contains("closing at most 0 per second"));
+  }
+  SECTION("the gap closes while the trial steepens: held, as a schedule's late descent is") {
+    // Gap 1.5 - 0.001 s^2: 1.06 at 20 s, 0.54 at 30 s, still far beyond the margin.
+    CHECK(run(warmup(5, 0.001), warmup(6.5, 0.002)).empty());
+  }
+  SECTION("a gap that was within the margin a third ago and opens in one steep stretch: held") {
+    // The same curve to iteration 20, then the trial falls 0.01 an iteration less: 0.11 behind at 30 s
+    // (a near-tie parting during a steep early descent, which may close again: gpt-50it on GB200).
+    auto rival = warmup(6, 0.002);
+    auto parting = [rival](int64_t s) { return rival(s) + 0.01 * static_cast<double>(std::max<int64_t>(0, s - 20)); };
+    CHECK(run(rival, parting).empty());
+  }
+  SECTION("random warm-ups: widening beyond the margin stops, closing holds") {
+    std::mt19937 rng(44);
+    std::uniform_real_distribution<double> k(0.0005, 0.004), start(5, 7);
+    int stopped = 0, held = 0;
+    for (int draw = 0; draw < 200; ++draw) {
+      double k1 = k(rng), k2 = k(rng), s1 = start(rng), s2 = start(rng);
+      // Gap (s2 - s1) + (k1 - k2) s^2 at iterations 21 and 31 (t = 20 s and 30 s: the window's last third).
+      auto gap = [&](double s) { return (s2 - s1) + (k1 - k2) * s * s; };
+      double then = gap(21), now = gap(31);
+      CAPTURE(k1, k2, s1, s2, then, now);
+      std::vector<int64_t> ids = StoppedIds(run(warmup(s1, k1), warmup(s2, k2)));
+      bool two_stopped = std::find(ids.begin(), ids.end(), 2) != ids.end();
+      if (then > 0.1 && now > then) {
+        CHECK(two_stopped);  // clearly beyond the margin and widening: no projection closes it
+        ++stopped;
+      } else if (now <= then) {
+        CHECK_FALSE(two_stopped);  // closing (or level) while steepening: held
+        ++held;
+      }
+    }
+    CHECK(stopped > 20);
+    CHECK(held > 20);
+  }
+}
+
 TEST_CASE("noise: a curve's noise is the larger of its whole curve's and its recent points'", "[stopping]") {
   // 40 clean points, then 20 swinging by +-0.3 (a loss grows noisier as it falls): the median over
   // all 58 second differences is that of the clean part, but the margins must be the recent noise.

@@ -242,13 +242,25 @@ std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i) {
     // Both at the budget: the objective itself is measured, and the gap there decides; nothing is
     // left to project, so neither the bend nor the closing pace matters.
     bool at_budget = at >= budget;
+    double gap = me.At(at) - them.At(at);
+    // The margin the gap must exceed (the rival's noise read at `at`: why, below).
+    double m = std::max(c.config.throughput.margin, std::hypot(c.Se(i), c.SeAt(j, at)));
     // Bent: its recent slope in time no steeper than the one before, beyond what its noise explains.
     // The difference of the two secant slopes, (s(b) - s(a)) / (b - a) - (s(at) - s(b)) / (at - b),
     // carries the noise of three smoothed values; compared without it, a flat noisy curve looks
     // steepening half the time, and the rule waited on it (issue 30). A real steepening (a warm-up,
-    // a cosine decay's late descent) is larger than that and still holds the rule back.
-    if (!at_budget && SteeperBeyondNoise(me, c.Se(i), a, b, at)) continue;
-    double gap = me.At(at) - them.At(at);
+    // a cosine decay's late descent) is larger than that and holds the rule back, but only while the
+    // gap may be closing (issue 44): where the gap was already beyond the margin a third of the window
+    // ago and has widened since, the rival descends faster still, and steepening is no reason to
+    // wait; the closing pace below, with its noise allowance, still decides whether the gap stays open
+    // to the budget. moe-50it's slower trials were held so from 8 s to 14 s of 14.7 s while their gap
+    // grew from 0.03 to 0.11 nats. A gap that was within the margin a third ago is not enough: in
+    // gpt-50it (gpt-gb200) the best trial fell 0.028 behind a near-tie (margin 0.02) in the last third
+    // of its steep early descent, and caught up; in gpt-100it-pile the best trial was 0.12 *ahead* at
+    // the start of the window, then behind by 0.14, then ahead again.
+    double gap_then = me.At(b) - them.At(b);
+    bool widening = gap_then > m && gap > gap_then;
+    if (!at_budget && !widening && SteeperBeyondNoise(me, c.Se(i), a, b, at)) continue;
     // The rival's noise at the time compared, not at its end: a rival that ran past `at` (a completed
     // one, one after another; a faster one, all at once) has grown noisier since, as losses do while
     // they fall (issue 30). The trial judged keeps the noise of its whole curve: it is the one to be
@@ -258,7 +270,6 @@ std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i) {
     // The closing pace below keeps both curves' whole noise: read at `at` there too, it lost the best
     // trial of gpt-100it-pile one after another (0.0785 nats, kept in 87% of orders); the pace is a
     // projection, and its allowance is what keeps a trial whose lead once flipped.
-    double m = std::max(c.config.throughput.margin, std::hypot(c.Se(i), c.SeAt(j, at)));
     if (gap <= m) continue;
     if (at_budget) {
       if (!best || gap > best->projected) best = Lead{j, at, gap, m, 0, gap};
