@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
     // A float list and a string list of n values each: both kinds go through the duplicate check.
     std::string text = fmt::format(
         "[study]\nname = \"bench\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"/tmp/space-bench\"\n\n"
-        "[job]\ntemplate = \"job.sbatch\"\n\n[search]\nsampler = \"random\"\nmax_trials = 10\n\n[space]\nlr = [");
+        "[job]\ntemplate = \"job.sbatch\"\n\n[search]\nsampler = \"random\"\ntrials = 10\n\n[space]\nlr = [");
     for (size_t i = 0; i < n; ++i) text += fmt::format("{}{}", i ? ", " : "", 1e-6 * static_cast<double>(i + 1));
     text += "]\ntag = [";
     for (size_t i = 0; i < n; ++i) text += fmt::format("{}\"t{}\"", i ? ", " : "", i);
