@@ -19,6 +19,7 @@
 
 #include "logs/log_summary.h"
 #include "study/loader.h"
+#include "study/names.h"
 #include "tests/test_util.h"
 
 extern char** environ;
@@ -179,5 +180,19 @@ TEST_CASE("the streamed summary equals the whole-text one for any split of the l
     CHECK(parts.points == whole.points);
     CHECK(parts.malformed_lines == whole.malformed_lines);
     CHECK(parts.partial_last_line == whole.partial_last_line);
+  }
+}
+
+TEST_CASE("a name is safe exactly when it is one path step of the safe alphabet (property)", "[cli]") {
+  // Short random strings over the alphabet plus '/' and a space hit ".", "..", "a/b" and "" often.
+  const std::string chars = "a.-_/ Z9";
+  std::mt19937 rng(45);
+  for (int round = 0; round < 5000; ++round) {
+    std::string name(rng() % 4, ' ');
+    for (char& c : name) c = chars[rng() % chars.size()];
+    bool alphabet = !name.empty() && name.find_first_of("/ ") == std::string::npos;
+    bool expected = alphabet && name != "." && name != "..";
+    INFO("'" << name << "'");
+    CHECK(study::IsSafeName(name) == expected);
   }
 }
