@@ -113,3 +113,23 @@ TEST_CASE("the local transport never writes a script through a link planted at a
   REQUIRE(::lstat(script.c_str(), &st) == 0);
   CHECK((st.st_mode & 07777) == 0700);
 }
+
+TEST_CASE("links planted at the database's -wal, -shm and -journal are never written through", "[cli]") {
+  // SQLite makes these itself (opened with O_NOFOLLOW by its unix VFS): checked, not assumed.
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) {
+    DYNAMIC_SECTION(suffix) {
+      testing::TempDir dir;
+      Victim victim(dir.file("victim"));
+      std::string db = dir.file("study.db");
+      REQUIRE(::symlink(victim.path.c_str(), (db + suffix).c_str()) == 0);
+      {
+        auto store = store::Store::Open(db);
+        if (store.ok()) {
+          auto study = (*store)->UpsertStudy("s", dir.file("study.toml"), "h", 1.0);
+          INFO(study.status().ToString());
+        }
+      }
+      victim.CheckUntouched();
+    }
+  }
+}
