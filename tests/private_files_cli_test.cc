@@ -133,3 +133,18 @@ TEST_CASE("links planted at the database's -wal, -shm and -journal are never wri
     }
   }
 }
+
+TEST_CASE("a database in a folder another user owns is refused before anything is created there", "[cli]") {
+  if (::geteuid() != 0) FAIL("needs root to give a folder to another user (CI and the lab run as root)");
+  testing::TempDir dir;
+  std::string shared = dir.file("shared");
+  fs::create_directories(shared);
+  ::chmod(shared.c_str(), 01777);  // a shared project folder, or /tmp
+  REQUIRE(::chown(shared.c_str(), 65534, 65534) == 0);
+  auto store = store::Store::Open(shared + "/study.db");
+  REQUIRE_FALSE(store.ok());
+  CHECK_THAT(store.status().message(), Catch::Contains("must be in a folder you own") && Catch::Contains("65534"));
+  CHECK(fs::is_empty(shared));
+  REQUIRE(::chown(shared.c_str(), ::geteuid(), ::getegid()) == 0);
+  CHECK(store::Store::Open(shared + "/study.db").ok());  // the same folder, ours: opened
+}
