@@ -20,4 +20,14 @@ std::string_view ClosestWord(std::string_view word, const std::vector<std::strin
 // wording every "unknown key/name" error uses.
 std::string DidYouMean(std::string_view word, const std::vector<std::string_view>& candidates);
 
+// The length of the character at text[i] if it is valid UTF-8 (shortest form, no surrogate, at
+// most U+10FFFF) and printable: not a control character (C0 other than tab, line feed and
+// carriage return; DEL; C1). 0 otherwise: the byte is to be replaced.
+size_t CleanCharLength(std::string_view text, size_t i);
+
+// `text` with every byte that does not start a CleanCharLength character replaced by U+FFFD:
+// what the reports write of text that came from a study, its logs or its metric names.
+void AppendCleanText(std::string_view text, std::string& out);
+std::string CleanText(std::string_view text);
+
 }  // namespace sweep

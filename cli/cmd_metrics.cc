@@ -8,8 +8,10 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <vector>
 
 #include "base/text.h"
+#include "logs/log_summary.h"
 #include "cli/commands.h"
 #include "cli/metrics_check.h"
 
@@ -26,6 +28,25 @@ void AddMetricsFlags(CLI::App* sub, App& app, MetricsFlags& flags) {
       ->type_name("FORMAT");
   sub->add_flag("--json", flags.json, "Print JSON (schema version 1, see README)");
 }
+
+namespace {
+
+// The log read in pieces (logs::LogSummarizer): a 1 GB single-line log costs what `run` spends on
+// it, a line's worth at most, not the file's size.
+Result<logs::LogSummary> SummarizeLogFile(const std::string& path, const LogFormat& format) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(path + ": " + std::strerror(errno));
+  logs::LogSummarizer summarizer(format);
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    summarizer.Feed(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
+  }
+  if (in.bad()) return Status::IOError(path + ": cannot read");
+  return summarizer.Finish();
+}
+
+}  // namespace
 
 Status CmdMetrics(App& app, MetricsFlags& flags) {
   MetricsCheck check;
@@ -50,14 +71,21 @@ Status CmdMetrics(App& app, MetricsFlags& flags) {
         "--format regex: the expressions come from a study's [study.metric_regex] (--study)");
   }
   check.format = std::string(MetricFormatName(format.format));
-  std::ifstream in(flags.log_path, std::ios::binary);
-  if (!in) return Status::NotFound(flags.log_path + ": " + std::strerror(errno));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  check.summary = logs::SummarizeLog(text, format);
-  // Nothing read in the format asked for: the format that reads these lines, if one does.
+  auto summary = SummarizeLogFile(flags.log_path, format);
+  if (!summary.ok()) return summary.status();
+  check.summary = std::move(*summary);
+  // Nothing read in the format asked for: the format that reads these lines, if one does (a
+  // second pass, so memory stays bounded whatever the log's size).
   if (check.summary.points == 0 && check.summary.lines > 0) {
-    check.suggestion = logs::GuessLogFormat(text);
-    if (check.suggestion && check.suggestion->format == format.format) check.suggestion.reset();
+    auto guess = SummarizeLogFile(flags.log_path, LogFormat(MetricFormat::kAuto));
+    if (!guess.ok()) return guess.status();
+    if (guess->detected != MetricFormat::kAuto && guess->points > 0 && guess->detected != format.format) {
+      logs::FormatGuess g;
+      g.format = guess->detected;
+      g.points = guess->points;
+      for (const auto& m : guess->metrics) g.names.push_back(m.name);
+      check.suggestion = std::move(g);
+    }
   }
   if (format.format == MetricFormat::kAuto) {
     check.format += check.summary.detected == MetricFormat::kAuto

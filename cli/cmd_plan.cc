@@ -89,7 +89,7 @@ Result<nlohmann::json> PlanJson(App& app, const std::vector<TrialSpec>& specs,
   }
   nlohmann::json refusals = nlohmann::json::array();
   for (const auto& [key, why] : refused) refusals.push_back({{"key", key}, {"reason", why}});
-  return nlohmann::json{{"version", kCockpitJsonVersion},
+  return nlohmann::json{{"version", kStatusJsonVersion},
                         {"kind", "plan"},
                         {"study", {{"name", app.study.name}, {"file", app.study.path}}},
                         {"memory_plan", memory_plan},

@@ -12,9 +12,9 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <set>
 
+#include "base/private_file.h"
 #include "base/text.h"
 #include "base/trial_state.h"
 #include "cli/status_view.h"
@@ -74,8 +74,12 @@ Status Interrupted(App& app, int64_t study_id, int sig) {
 Status Detach(App& app, run::RunLock& lock) {
   std::string log_path = app.study.database + ".log";
   std::string pid_path = app.study.database + ".pid";
-  int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) return Status::IOError(log_path + ": " + std::strerror(errno));
+  // Both private (the log carries the study's values) and never through a planted link.
+  auto log = OpenPrivateFile(log_path, PrivateOpen::kAppend, 0600);
+  if (!log.ok()) return log.status();
+  auto pid_file = OpenPrivateFile(pid_path, PrivateOpen::kReadWrite, 0600);
+  if (!pid_file.ok()) return pid_file.status();
+  int log_fd = log->release();
   std::cout.flush();
   pid_t pid = ::fork();
   if (pid < 0) return Status::Internal(std::string("fork: ") + std::strerror(errno));
@@ -94,8 +98,9 @@ Status Detach(App& app, run::RunLock& lock) {
   ::close(devnull);
   ::close(log_fd);
   SWEEP_RETURN_IF_ERROR(lock.RewritePid());
-  std::ofstream(pid_path, std::ios::trunc) << ::getpid() << "\n";
-  return Status::OK();
+  std::string pid_text = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(pid_file->get(), 0) != 0) return Status::IOError(pid_path + ": " + std::strerror(errno));
+  return WriteAll(pid_file->get(), pid_text, pid_path);
 }
 
 }  // namespace

@@ -66,7 +66,9 @@ Progress ComputeProgress(const std::vector<ProgressTrial>& trials, const Progres
     if (t.started_at) first_start = std::min(first_start.value_or(*t.started_at), *t.started_at);
     if (t.ended_at) last_end = std::max(last_end.value_or(*t.ended_at), *t.ended_at);
     run_s += std::max(0.0, t.run_s.value_or(0));
-    if (t.objective && std::isfinite(*t.objective) &&
+    // Only a trial that completed is a result: a failed, pruned or running one's objective is
+    // where it stopped, not what its configuration reaches.
+    if (outcome == TrialOutcome::kCompleted && t.objective && std::isfinite(*t.objective) &&
         (!p.best_trial || Better(*t.objective, p.best_value, options.minimize))) {
       p.best_trial = t.key, p.best_value = *t.objective, p.best_state = t.state;
     }

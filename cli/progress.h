@@ -1,4 +1,4 @@
-// Progress of a study for the cockpit (`run`'s live block, `status`, `status --watch`, --json):
+// Progress of a study for the status views (`run`'s live block, `status`, `status --watch`, --json):
 // trials done/running/queued/failed, the best objective so far and its trial, elapsed time, an
 // ETA, GPU-hours used. Pure: trial facts and a time in, numbers and text out, so the ETA is tested
 // with a fake clock.

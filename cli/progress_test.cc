@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <random>
 #include <nlohmann/json.hpp>
 
 #include "tests/fake_slurm.h"
@@ -212,4 +213,41 @@ TEST_CASE("a trial key with control characters reaches the block escaped", "[pro
   std::string block = RenderProgressBlock(ComputeProgress(trials, o, 10), o);
   CHECK(block.find('\x1b') == std::string::npos);
   CHECK_THAT(block, Catch::Contains("t-\\e[31mred"));
+}
+
+TEST_CASE("the best trial is the best among completed trials only: a failed, pruned or running one never is",
+          "[progress]") {
+  ProgressOptions o;
+  o.objective = "lm_loss";
+  o.minimize = true;
+  std::vector<ProgressTrial> trials = {Completed("done", 0, 100, 2.5)};
+  for (const char* state : {"failed", "cuda_oom", "pruned", "cancelled", "running", "timeout"}) {
+    ProgressTrial t = Trial(std::string("t-") + state, state);
+    t.objective = 0.1;  // better than the completed one: where it stopped, not a result
+    trials.push_back(t);
+  }
+  Progress p = ComputeProgress(trials, o, 100);
+  CHECK(p.best_trial == "done");
+  CHECK_THAT(RenderProgressBlock(p, o), Catch::Contains("best lm_loss (min): 2.5 in done (completed)"));
+  trials.erase(trials.begin());
+  p = ComputeProgress(trials, o, 100);
+  CHECK_FALSE(p.best_trial);
+  CHECK_THAT(RenderProgressBlock(p, o), Catch::Contains("best lm_loss: none yet"));
+
+  // Property: over random states and values the best is the extreme over completed trials.
+  std::mt19937 rng(45);
+  const std::vector<std::string> states = {"completed", "failed", "pruned", "running", "pending", "cuda_oom"};
+  for (int round = 0; round < 200; ++round) {
+    std::vector<ProgressTrial> random;
+    std::optional<double> expected;
+    for (int i = 0; i < 1 + static_cast<int>(rng() % 8); ++i) {
+      ProgressTrial t = Trial("t" + std::to_string(i), states[rng() % states.size()]);
+      t.objective = static_cast<double>(rng() % 1000) / 10;
+      if (t.state == "completed") expected = std::min(expected.value_or(*t.objective), *t.objective);
+      random.push_back(t);
+    }
+    Progress r = ComputeProgress(random, o, 100);
+    REQUIRE(r.best_trial.has_value() == expected.has_value());
+    if (expected) CHECK(r.best_value == *expected);
+  }
 }

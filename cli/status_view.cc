@@ -1,4 +1,4 @@
-// The cockpit's views of a study and the live terminal display; see cockpit.h.
+// The status views of a study and the live terminal display; see status_view.h.
 #include "cli/status_view.h"
 
 #include <fmt/format.h>
@@ -101,7 +101,7 @@ nlohmann::json Document(const char* kind, const study::Study& study, const Study
   for (size_t i = 0; i < view.rows.size() && best.is_object(); ++i) {
     if (view.rows[i].trial_key == best["trial"]) best["params"] = view.params[i];
   }
-  return {{"version", kCockpitJsonVersion},
+  return {{"version", kStatusJsonVersion},
           {"kind", kind},
           {"study",
            {{"name", study.name},

@@ -1,4 +1,4 @@
-// The user's cockpit: what `status`, `status --watch`, `run`'s live block and the --json documents
+// The user's view of a study: what `status`, `status --watch`, `run`'s live block and the --json documents
 // show, read from the store in one place, and the terminal display that keeps `run`'s progress
 // block at the bottom while log lines scroll above it. Reads only; safe while a run writes.
 // Layer cli/ (namespace sweep::cli): the command line; parses, calls run/ and results/, prints.
@@ -24,13 +24,13 @@ namespace sweep::cli {
 
 // Version of the --json documents of `status`, `plan` and `run` (README: JSON output). Bump when a
 // member is renamed, removed or changes meaning; adding a member keeps the version.
-inline constexpr int kCockpitJsonVersion = 1;
+inline constexpr int kStatusJsonVersion = 1;
 
-// The value `status` shows as a trial's objective; every cockpit view (table, best so far, JSON)
+// The value `status` shows as a trial's objective; every status view (table, best so far, JSON)
 // takes it from here, so one definition of a trial's final objective can replace it in one place.
 std::optional<double> TrialObjective(const reports::TrialRow& row);
 
-// A study as the cockpit shows it, read once.
+// A study as `status` shows it, read once.
 struct StudyView {
   std::vector<reports::TrialRow> rows;  // CollectTrialRows, in trial id order
   std::vector<ProgressTrial> progress;  // the same trials, for ComputeProgress

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +36,27 @@ struct LogSummary {
 };
 
 LogSummary SummarizeLog(std::string_view text, const LogFormat& format);
+
+// SummarizeLog fed in pieces of any size, so a log of any size is read in bounded memory: a line
+// is held only up to kMaxLineBytes; a longer one is skipped to its end and counted malformed, as
+// the run loop's parser does.
+class LogSummarizer {
+ public:
+  explicit LogSummarizer(const LogFormat& format) : format_(format) {}
+  void Feed(std::string_view chunk);
+  LogSummary Finish();
+
+ private:
+  void Line(std::string_view line);
+  void Add(const MetricPoint& p);
+
+  LogFormat format_;
+  ParserState state_;
+  LogSummary out_;
+  std::map<std::string, LogSummary::Metric> by_name_;
+  std::string pending_;    // the start of a line not ended yet, at most kMaxLineBytes
+  bool overlong_ = false;  // the current line passed kMaxLineBytes: skipped to its end
+};
 
 // The format that reads points from `text` (complete lines), found as metric_format = "auto"
 // finds it: what a log that yields nothing in the format it was given should be read as.

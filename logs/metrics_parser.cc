@@ -3,6 +3,8 @@
 // re-reads the logs of every running trial; JSON lines go through nlohmann::json.
 #include "logs/metrics_parser.h"
 
+#include "base/text.h"
+
 #include "logs/framework_logs.h"
 #include "logs/parse_util.h"
 
@@ -427,7 +429,28 @@ void ParseJsonLine(std::string_view line, ParseOutput& out, ParserState& state) 
   for (size_t i = first; i < out.points.size(); ++i) out.points[i].time_s = time_s;
 }
 
+// The points of a line from `first` on whose names are not stored: names are what the log
+// printed (README: metrics), so a garbled or hostile log could name a metric with control bytes,
+// invalid UTF-8 or 5,000 characters. Such a point is dropped and its line counted malformed.
+void DropUnfitNames(ParseOutput& out, size_t first) {
+  auto unfit = [](const MetricPoint& p) { return !IsStorableMetricName(p.name); };
+  auto bad = std::remove_if(out.points.begin() + static_cast<std::ptrdiff_t>(first), out.points.end(), unfit);
+  if (bad == out.points.end()) return;
+  out.points.erase(bad, out.points.end());
+  ++out.malformed;
+}
+
 }  // namespace
+
+bool IsStorableMetricName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxMetricNameBytes) return false;
+  for (size_t i = 0; i < name.size();) {
+    size_t n = CleanCharLength(name, i);
+    if (n == 0 || name[i] == '\t' || name[i] == '\n' || name[i] == '\r') return false;
+    i += n;
+  }
+  return true;
+}
 
 ParseOutput ParseMetrics(std::string_view chunk, const LogFormat& format, ParserState& state) {
   ParseOutput out;
@@ -491,6 +514,7 @@ ParseOutput ParseMetrics(std::string_view chunk, const LogFormat& format, Parser
       continue;
     }
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    size_t line_first = out.points.size();
     MetricFormat f = format.format;
     if (f == MetricFormat::kAuto) f = state.detected;
     if (f == MetricFormat::kAuto) {
@@ -501,6 +525,7 @@ ParseOutput ParseMetrics(std::string_view chunk, const LogFormat& format, Parser
     }
     if (!format.regexes.empty())
       ParseRegexLine(line, format.regexes, format.format == MetricFormat::kRegex, out, state);
+    DropUnfitNames(out, line_first);
   }
   out.consumed = pos;
   return out;

@@ -21,4 +21,10 @@ ParseOutput ParseMetrics(std::string_view chunk, const LogFormat& format, Parser
 
 inline constexpr size_t kMaxLineBytes = 1 << 20;
 
+// A metric name is stored as the log printed it (Megatron's fields snake_cased, JSON keys as they
+// are, nested ones joined with '.'), if it is 1-128 bytes of printable UTF-8; a point with any
+// other name is dropped and its line counted malformed.
+inline constexpr size_t kMaxMetricNameBytes = 128;
+bool IsStorableMetricName(std::string_view name);
+
 }  // namespace sweep::logs

@@ -574,5 +574,28 @@ TEST_CASE("JSON lines: non-finite values, malformed and foreign lines", "[metric
   }
 }
 
+TEST_CASE("a metric name of control bytes, invalid UTF-8 or over 128 bytes is not stored; its line is malformed",
+          "[parser]") {
+  for (const std::string& key : {std::string(5000, 'k'), std::string("lm\\u0000loss"), std::string("a\\u001bb")}) {
+    ParserState state;
+    ParseOutput out =
+        ParseMetrics("{\"step\": 3, \"" + key + "\": 1.5, \"lm_loss\": 2.0}\n", MetricFormat::kJsonLines, state);
+    INFO(key.substr(0, 20));
+    CHECK(out.malformed == 1);
+    REQUIRE(out.points.size() == 1);
+    CHECK(out.points[0].name == "lm_loss");
+  }
+  ParserState state;
+  std::string name(kMaxMetricNameBytes, 'm');
+  ParseOutput ok = ParseMetrics("{\"step\": 3, \"" + name + "\": 1.5}\n", MetricFormat::kJsonLines, state);
+  CHECK(ok.malformed == 0);
+  REQUIRE(ok.points.size() == 1);  // exactly at the limit: stored as logged
+  CHECK(ok.points[0].name == name);
+  CHECK(IsStorableMetricName("val.lm_loss"));
+  CHECK(IsStorableMetricName("perte_\xC3\xA9val"));
+  CHECK_FALSE(IsStorableMetricName(""));
+  CHECK_FALSE(IsStorableMetricName("a\tb"));
+}
+
 }  // namespace
 }  // namespace sweep::logs

@@ -2,6 +2,8 @@
 // a parameter value, metric name or failure reason cannot run as a spreadsheet formula.
 #include "reports/csv.h"
 
+#include "base/text.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -52,7 +54,18 @@ bool StartsLikeFormula(std::string_view s) {
 }
 
 // Text from users or jobs (param values, failure reasons): formula-guarded, then quoted.
-void AppendText(std::string_view text, std::string& out) {
+void AppendText(std::string_view raw, std::string& out) {
+  // Control bytes (a NUL in a metric name) and invalid UTF-8 become U+FFFD: a spreadsheet or
+  // pandas reading the file sees text, never a byte that ends or confuses the cell.
+  std::string clean;
+  std::string_view text = raw;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (static_cast<unsigned char>(raw[i]) < 0x20 || static_cast<unsigned char>(raw[i]) >= 0x7f) {
+      clean = CleanText(raw);
+      text = clean;
+      break;
+    }
+  }
   std::string_view guard = StartsLikeFormula(text) ? "'" : "";
   if (text.find_first_of(",\"\r\n") == std::string_view::npos) {
     out.append(guard).append(text);

@@ -133,5 +133,17 @@ TEST_CASE("trials.csv number formats keep precision without noise", "[csv]") {
   REQUIRE(Lines(RenderTrialsCsv({}, {row}))[1].find(",nan,") != std::string::npos);
 }
 
+TEST_CASE("CSV cells carry no control byte or invalid UTF-8: each becomes U+FFFD", "[csv]") {
+  std::string out;
+  AppendMetricsCsvRow(1, "t-1", 10, 1.5, std::string("lm\0loss\x1b\xff", 9), 2.5, out);
+  CHECK(out == "1,t-1,10,1.5,lm\xEF\xBF\xBDloss\xEF\xBF\xBD\xEF\xBF\xBD,2.5\n");
+  std::string quoted;
+  AppendCsvText("a,\x01", quoted);
+  CHECK(quoted == "\"a,\xEF\xBF\xBD\"");
+  std::string formula;
+  AppendCsvText("=1+1\x02", formula);  // still guarded against formulas
+  CHECK(formula == "'=1+1\xEF\xBF\xBD");
+}
+
 }  // namespace
 }  // namespace sweep::reports

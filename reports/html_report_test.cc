@@ -283,4 +283,10 @@ TEST_CASE("Telemetry: a chart row per trial, measured GPU memory beside the plan
 }
 
 }  // namespace
+TEST_CASE("HTML text carries no control byte or invalid UTF-8: each becomes &#xFFFD;", "[report]") {
+  CHECK(HtmlEscape(std::string("a\0b", 3)) == "a&#xFFFD;b");
+  CHECK(HtmlEscape("lm\x1b[31m<x>\xff\xC3\xA9") == "lm&#xFFFD;[31m&lt;x&gt;&#xFFFD;\xC3\xA9");
+  CHECK(HtmlEscape("\xC2\x9B") == "&#xFFFD;&#xFFFD;");  // C1 CSI
+}
+
 }  // namespace sweep::reports

@@ -1,6 +1,8 @@
 // Escaping and number formats for the HTML report; see html_text.h.
 #include "reports/html_text.h"
 
+#include "base/text.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -8,7 +10,8 @@
 namespace sweep::reports {
 
 void AppendHtmlEscaped(std::string_view text, std::string& out) {
-  for (char c : text) {
+  for (size_t i = 0; i < text.size();) {
+    char c = text[i];
     switch (c) {
       case '&':
         out.append("&amp;");
@@ -25,13 +28,21 @@ void AppendHtmlEscaped(std::string_view text, std::string& out) {
       case '\'':
         out.append("&#39;");
         break;
-      // A NUL has no business in a report and some parsers mishandle it.
-      case '\0':
-        out.append("&#xFFFD;");
-        break;
-      default:
-        out.push_back(c);
+      default: {
+        // Control bytes and invalid UTF-8 have no business in a report and some parsers
+        // mishandle them: each such byte becomes U+FFFD (base/text.h).
+        size_t n = CleanCharLength(text, i);
+        if (n == 0) {
+          out.append("&#xFFFD;");
+          n = 1;
+        } else {
+          out.append(text.substr(i, n));
+        }
+        i += n;
+        continue;
+      }
     }
+    ++i;
   }
 }
 

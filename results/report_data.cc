@@ -384,7 +384,7 @@ Result<ReportData> CollectReportData(store::Store& store, const study::Study& st
     report.trials.push_back(Summarize(t, meta.param_names, c.rows.back(), *facts, ctx));
     if (sink) SWEEP_RETURN_IF_ERROR(sink(t, *metrics));
   }
-  c.report.configs = RankStudyConfigurations(study, c.rows);  // studies with repeats (config_groups.h)
+  c.report.configs = RankStudyConfigurations(study, c.rows);  // studies with repeats (configurations.h)
   return c;
 }
 

@@ -4,6 +4,8 @@
 #include "results/report_data.h"
 
 #include <catch2/catch.hpp>
+
+#include <sys/stat.h>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -368,18 +370,21 @@ TEST_CASE("A long study's report is drawn from summaries by default; a short one
         std::string::npos);
 }
 
-TEST_CASE("WriteReports writes trials.csv, metrics.csv and the HTML, mode 0644, atomically", "[report]") {
+TEST_CASE("WriteReports writes trials.csv, metrics.csv and the HTML, 0666 less the umask, atomically", "[report]") {
   Fixture f;
   std::string csv_dir = f.dir.file("out/csv");
   std::string html = f.dir.file("report.html");
   // Wrong or useless requests are refused before anything is written.
   REQUIRE(WriteReports(*f.store, f.study, f.study_id, "", "", f.options.now).code() == Status::Code::kInvalidArgument);
-  REQUIRE(WriteReports(*f.store, f.study, f.study_id, html, csv_dir, f.options.now).ok());
+  mode_t old_mask = ::umask(027);
+  Status written = WriteReports(*f.store, f.study, f.study_id, html, csv_dir, f.options.now);
+  ::umask(old_mask);
+  REQUIRE(written.ok());
   namespace fs = std::filesystem;
   for (const std::string& path : {html, csv_dir + "/trials.csv", csv_dir + "/metrics.csv"}) {
     INFO(path);
     REQUIRE(fs::exists(path));
-    REQUIRE((fs::status(path).permissions() & fs::perms::all) == fs::perms(0644));
+    REQUIRE((fs::status(path).permissions() & fs::perms::all) == fs::perms(0640));
   }
   for (const auto& entry : fs::recursive_directory_iterator(f.dir.path())) {
     REQUIRE(entry.path().string().find(".tmp") == std::string::npos);

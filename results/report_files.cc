@@ -27,7 +27,7 @@ Status WriteReports(store::Store& store, const study::Study& study, int64_t stud
     fs::create_directories(csv_dir, ec);
     if (ec) return Status::IOError(fmt::format("cannot create {}: {}", csv_dir, ec.message()));
     metrics_csv = std::make_unique<AtomicFile>((fs::path(csv_dir) / "metrics.csv").string());
-    if (!metrics_csv->ok()) return Status::IOError("cannot write into " + csv_dir);
+    if (!metrics_csv->ok()) return metrics_csv->status();
     buffer = reports::MetricsCsvHeader();
     // Streamed trial by trial: a large study has more points than we want in memory as text.
     sink = [&](const store::TrialRecord& t, const std::vector<store::MetricColumns>& metrics) {
@@ -40,7 +40,7 @@ Status WriteReports(store::Store& store, const study::Study& study, int64_t stud
       if (buffer.size() > (1 << 20)) {
         metrics_csv->Append(buffer);
         buffer.clear();
-        if (!metrics_csv->ok()) return Status::IOError("cannot write metrics.csv in " + csv_dir);
+        if (!metrics_csv->ok()) return metrics_csv->status();
       }
       return Status::OK();
     };

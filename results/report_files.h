@@ -13,9 +13,9 @@
 namespace sweep::results {
 
 // Writes the HTML report to `html_path` and trials.csv and metrics.csv into `csv_dir` (created if
-// missing); either may be empty, not both. Each file is written beside its final name, made
-// mode 0644 and renamed, so a reader (or a browser refreshing it) never sees half a file. The run
-// loop calls this every few minutes; it reads each trial's metrics once.
+// missing); either may be empty, not both. Each file is written beside its final name (mode 0666
+// less the umask, base/atomic_file.h) and renamed, so a reader (or a browser refreshing it) never sees half a file. The
+// run loop calls this every few minutes; it reads each trial's metrics once.
 Status WriteReports(store::Store& store, const study::Study& study, int64_t study_id, const std::string& html_path,
                     const std::string& csv_dir, double now, const ReportOptions& options = {});
 

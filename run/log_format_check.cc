@@ -1,4 +1,4 @@
-// Logs that have lines and yield no point; see log_yield.h.
+// Logs that have lines and yield no point; see log_format_check.h.
 #include "run/log_format_check.h"
 
 #include <fmt/format.h>

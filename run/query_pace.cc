@@ -1,5 +1,7 @@
-// The shared query pace; see query_budget.h.
+// The shared query pace; see query_pace.h.
 #include "run/query_pace.h"
+
+#include "base/private_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -27,9 +29,16 @@ Result<QueryPace> QueryPace::Open(const std::string& path, double gap_s) {
   if (!dir.empty() && mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return Status::IOError(fmt::format("cannot create {}: {}", dir, std::strerror(errno)));
   }
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::IOError(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
-  return QueryPace(fd, path, gap_s);
+  // In /tmp another user could have made the folder first: it must be ours and closed to others.
+  struct stat st;
+  if (!dir.empty() &&
+      (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) != 0)) {
+    return Status::FailedPrecondition(
+        fmt::format("{} is not a folder of yours closed to others; remove it (or set XDG_RUNTIME_DIR)", dir));
+  }
+  auto fd = OpenPrivateFile(path, PrivateOpen::kReadWrite, 0600);
+  if (!fd.ok()) return fd.status();
+  return QueryPace(fd->release(), path, gap_s);
 }
 
 QueryPace::QueryPace(QueryPace&& other) noexcept

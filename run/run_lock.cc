@@ -1,6 +1,8 @@
 // flock-based run lock; see run_lock.h.
 #include "run/run_lock.h"
 
+#include "base/private_file.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -12,8 +14,10 @@
 namespace sweep::run {
 
 Result<RunLock> RunLock::Acquire(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::IOError(path + ": " + std::strerror(errno));
+  // Never through a planted link or onto another user's file (base/private_file.h).
+  auto opened = OpenPrivateFile(path, PrivateOpen::kReadWrite, 0600);
+  if (!opened.ok()) return opened.status();
+  int fd = opened->release();
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char buf[32] = {};
     ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
@@ -29,7 +33,7 @@ Result<RunLock> RunLock::Acquire(const std::string& path) {
 }
 
 std::optional<std::string> RunLock::Holder(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return std::nullopt;  // never run here
   std::optional<std::string> holder;
   if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {

@@ -77,7 +77,7 @@ class Runner {
   // cancelled; the jobs stay on Slurm) and records an "interrupted" event.
   void set_interrupted(std::function<bool()> interrupted) { interrupted_ = std::move(interrupted); }
 
-  // The cockpit's hooks (cli/status_view.h, notifications): called by Run after every tick
+  // The status view's hooks (cli/status_view.h, notifications): called by Run after every tick
   // (with the tick's trials in TickReport::trials: no need to list them from the store), and for
   // every event the run records (after it is logged and stored). They must not throw.
   using TickHook = std::function<void(const TickReport&)>;

@@ -1,4 +1,4 @@
-// The run loop's side of failure_storm.h: on a storm, the queued tasks that have not started are
+// The run loop's side of start_failures.h: on a storm, the queued tasks that have not started are
 // cancelled (their trials go back to new) and the run stops with the class, the last lines of a
 // failing log and the way on. Runner methods kept apart from runner.cc; see runner.h.
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-// The first ends of a study against a failure storm; see failure_storm.h.
+// The first ends of a study against a failure storm; see start_failures.h.
 #include "run/start_failures.h"
 
 #include <fmt/format.h>

@@ -76,13 +76,18 @@ std::string Trimmed(std::string s) {
 std::string ClaimCommand(const StudyFiles& f, const std::string& token, bool replace) {
   using slurm::ShellQuote;
   std::string claim = f.ClaimPath();
+  std::string trials = f.workdir + "/trials" + (f.legacy ? "" : "/" + f.study);
   std::string dirs;
-  for (const std::string& d : {f.workdir, f.workdir + "/scripts", f.workdir + "/logs", f.ScriptsDir(), f.LogsDir(),
-                               claim.substr(0, claim.rfind('/'))}) {
+  for (const std::string& d : {f.workdir, f.workdir + "/scripts", f.workdir + "/logs", f.workdir + "/trials",
+                               f.ScriptsDir(), f.LogsDir(), trials, claim.substr(0, claim.rfind('/'))}) {
     dirs += " " + ShellQuote(d);
   }
-  return fmt::format("mkdir -p{} && {{ ln -s{} {} {} 2>/dev/null; readlink {}; }}", dirs, replace ? "fn" : "",
-                     ShellQuote(token), ShellQuote(claim), ShellQuote(claim));
+  // The study's own folders hold its values (scripts carry [job.vars], logs print them, trial
+  // folders keep checkpoints): 0700 whatever the cluster's umask, also when made by an older run.
+  std::string own;
+  for (const std::string& d : {f.ScriptsDir(), f.LogsDir(), trials}) own += " " + ShellQuote(d);
+  return fmt::format("umask 077 && mkdir -p{} && chmod 700{} && {{ ln -s{} {} {} 2>/dev/null; readlink {}; }}", dirs,
+                     own, replace ? "fn" : "", ShellQuote(token), ShellQuote(claim), ShellQuote(claim));
 }
 
 }  // namespace

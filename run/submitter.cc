@@ -148,7 +148,8 @@ Status Submitter::SubmitBatch(std::vector<Rendered*>& batch, const std::optional
     auto script = AddHeader(t, *body);
     if (!script.ok()) return script.status();
     std::string script_path = files.TrialScript(t.trial_key, t.attempt);
-    SWEEP_RETURN_IF_ERROR(ctx_.transport.WriteFile(script_path, *script, 0755));
+    // Owner only: a script carries the study's values ([job.vars] may hold a token).
+    SWEEP_RETURN_IF_ERROR(ctx_.transport.WriteFile(script_path, *script, 0700));
     if (array) tasks.push_back({t.log_path, own_log, script_path});
   }
   std::string submit_path = array ? files.ArrayScript(array_name) : files.TrialScript(first.trial_key, first.attempt);
@@ -162,7 +163,7 @@ Status Submitter::SubmitBatch(std::vector<Rendered*>& batch, const std::optional
     h.array = fmt::format("0-{}%{}", batch.size() - 1, throttle);
     auto script = slurm::AddSbatchHeader(body, h);
     if (!script.ok()) return script.status();
-    SWEEP_RETURN_IF_ERROR(ctx_.transport.WriteFile(submit_path, *script, 0644));
+    SWEEP_RETURN_IF_ERROR(ctx_.transport.WriteFile(submit_path, *script, 0600));
   }
   store::Store& store = ctx_.store;
   // Record the intent first: if we die after sbatch but before storing the id, Reconciler finds

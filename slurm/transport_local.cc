@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "base/private_file.h"
 #include "slurm/transport.h"
 
 namespace sweep::slurm {
@@ -72,11 +73,11 @@ class LocalTransport final : public Transport {
   }
 
   Status WriteFile(const std::string& path, std::string_view content, int mode) override {
-    std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    Status st = WriteTemp(tmp, content, mode);
+    std::string tmp;
+    Status st = WriteTemp(path, content, mode, &tmp);
     if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) st = ErrnoStatus("cannot rename to", path, errno);
     if (!st.ok()) {
-      ::unlink(tmp.c_str());
+      if (!tmp.empty()) ::unlink(tmp.c_str());
       // A missing parent directory is the caller's setup problem, not a missing file to poll.
       if (st.IsNotFound()) return Status::IOError(st.message());
     }
@@ -108,9 +109,14 @@ class LocalTransport final : public Transport {
   std::string Describe() const override { return "local"; }
 
  private:
-  static Status WriteTemp(const std::string& tmp, std::string_view content, int mode) {
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    if (fd.get() < 0) return ErrnoStatus("cannot create", tmp, errno);
+  // Under a random name made with O_EXCL|O_NOFOLLOW: another user who can write to the folder
+  // cannot plant a link there for us to write through (base/private_file.h).
+  static Status WriteTemp(const std::string& path, std::string_view content, int mode, std::string* tmp_out) {
+    std::string tmp;
+    auto created = CreateTempBeside(path, 0600, &tmp);
+    if (!created.ok()) return created.status();
+    *tmp_out = tmp;
+    Fd fd(created->release());
     size_t done = 0;
     while (done < content.size()) {
       ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);

@@ -14,11 +14,16 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "base/private_file.h"
+#include "slurm/known_hosts.h"
 #include "slurm/transport.h"
 
 namespace sweep::slurm {
@@ -110,15 +115,88 @@ std::string ServerFingerprint(ssh_session s) {
   return fingerprint;
 }
 
+// The server's public key as known_hosts writes it: its type name and base64 blob.
+std::pair<std::string, std::string> ServerKeyText(ssh_session s) {
+  ssh_key raw = nullptr;
+  if (ssh_get_server_publickey(s, &raw) != SSH_OK) return {};
+  KeyPtr key(raw);
+  char* b64 = nullptr;
+  if (ssh_pki_export_pubkey_base64(key.get(), &b64) != SSH_OK) return {};
+  std::string blob = b64;
+  ssh_string_free_char(b64);
+  const char* type = ssh_key_type_to_char(ssh_key_type(key.get()));
+  return {type ? type : "", blob};
+}
+
+// The known_hosts files libssh consults: the one given, else the user's and the system's.
+std::vector<std::string> KnownHostsFiles(const std::string& known_hosts_file) {
+  if (!known_hosts_file.empty()) return {known_hosts_file};
+  const char* home = std::getenv("HOME");
+  std::vector<std::string> files;
+  if (home && *home) files.push_back(std::string(home) + "/.ssh/known_hosts");
+  files.push_back("/etc/ssh/ssh_known_hosts");
+  return files;
+}
+
+// What libssh 0.10 skips (slurm/known_hosts.h): a key a @revoked line names is refused before any
+// other check, so neither a plain line for it nor --accept-host-key lets it in; a host certificate
+// is refused because libssh cannot verify it. `cert_authority` receives the @cert-authority lines
+// that vouch for this host, for the message when the plain key is not known.
+Status CheckKnownHostsMarkers(ssh_session s, const std::string& host, int port, const std::string& host_port,
+                              const std::string& known_hosts_file, const std::string& fingerprint,
+                              std::vector<std::string>* cert_authority) {
+  auto [type, blob] = ServerKeyText(s);
+  if (blob.empty()) return Status::FailedPrecondition("cannot read the host key of " + host_port + "; refusing");
+  std::string name = KnownHostsName(host, port);
+  for (const std::string& file : KnownHostsFiles(known_hosts_file)) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) continue;
+    // At most 16 MiB, far beyond any known_hosts: a device cannot flood us.
+    std::string text;
+    char buf[64 * 1024];
+    while (in && text.size() < (16u << 20)) {
+      in.read(buf, sizeof buf);
+      text.append(buf, static_cast<size_t>(in.gcount()));
+    }
+    KnownHostsMarkers m = ScanKnownHostsMarkers(text, file, name, type, blob);
+    if (!m.revoked_at.empty()) {
+      return Status::FailedPrecondition("host key for " + host_port + " (fingerprint " + fingerprint +
+                                        ") is REVOKED by the @revoked line at " + m.revoked_at.front() +
+                                        " — possible man-in-the-middle, or a retired key; refusing, as ssh does");
+    }
+    cert_authority->insert(cert_authority->end(), m.cert_authority_at.begin(), m.cert_authority_at.end());
+  }
+  if (type.find("-cert-v01@openssh.com") != std::string::npos) {
+    return Status::FailedPrecondition(
+        "the host " + host_port + " presents a host certificate (" + type +
+        "), which the libssh 0.10 this slurmsweep uses cannot verify against a @cert-authority line; refusing. "
+        "ssh(1) verifies certificates: reach the cluster through it");
+  }
+  return Status::OK();
+}
+
 // Only a key already in known_hosts passes: a tool that runs unattended for days must never
 // trust on first use, and a changed key stops everything until a human looks.
 // The one exception: the user names the fingerprint they verified out of band
 // (--accept-host-key SHA256:...), and an UNKNOWN key with exactly that fingerprint is recorded.
-Status VerifyHostKey(ssh_session s, const std::string& host_port, const std::string& known_hosts,
-                     const std::string& accept_fingerprint) {
+Status VerifyHostKey(ssh_session s, const std::string& host, int port, const std::string& host_port,
+                     const std::string& known_hosts_file, const std::string& accept_fingerprint) {
+  std::string known_hosts = known_hosts_file.empty() ? "~/.ssh/known_hosts" : known_hosts_file;
+  std::string fingerprint = ServerFingerprint(s);
+  std::vector<std::string> cert_authority;
+  SWEEP_RETURN_IF_ERROR(
+      CheckKnownHostsMarkers(s, host, port, host_port, known_hosts_file, fingerprint, &cert_authority));
   int state = ssh_session_is_known_server(s);
   if (state == SSH_KNOWN_HOSTS_OK) return Status::OK();
-  std::string fingerprint = ServerFingerprint(s);
+  if (!cert_authority.empty()) {
+    // The host's trust comes from a CA; recording or advising the plain key would replace the
+    // CA's word with a first sight of the key.
+    return Status::FailedPrecondition(
+        "host key for " + host_port + " (fingerprint " + fingerprint + ") is vouched for only by the @cert-authority " +
+        "line at " + cert_authority.front() + ", and the libssh 0.10 this slurmsweep uses cannot verify host " +
+        "certificates; refusing (--accept-host-key does not apply). ssh(1) verifies certificates: reach the " +
+        "cluster through it");
+  }
   if ((state == SSH_KNOWN_HOSTS_UNKNOWN || state == SSH_KNOWN_HOSTS_NOT_FOUND) && !accept_fingerprint.empty()) {
     if (accept_fingerprint != fingerprint) {
       return Status::FailedPrecondition("host key for " + host_port + " has fingerprint " + fingerprint + ", not the " +
@@ -216,7 +294,6 @@ Result<SessionPtr> OpenSession(const SshOptions& o, std::string* where) {
   unsigned int resolved_port = static_cast<unsigned int>(port);
   ssh_options_get_port(s, &resolved_port);
   std::string host_port = host_name + ":" + std::to_string(resolved_port);
-  std::string known_hosts = o.known_hosts_file.empty() ? "~/.ssh/known_hosts" : o.known_hosts_file;
 
   if (ssh_connect(s) != SSH_OK) return Status::Unavailable("cannot connect to " + host_port + ": " + ErrorText(s));
   // The user name is only settled by ssh_connect (config, else the local user).
@@ -226,7 +303,8 @@ Result<SessionPtr> OpenSession(const SshOptions& o, std::string* where) {
   ssh_string_free_char(user);
   *where = user_name + "@" + host_port;
 
-  SWEEP_RETURN_IF_ERROR(VerifyHostKey(s, host_port, known_hosts, o.accept_host_key));
+  SWEEP_RETURN_IF_ERROR(
+      VerifyHostKey(s, host_name, static_cast<int>(resolved_port), host_port, o.known_hosts_file, o.accept_host_key));
   SWEEP_RETURN_IF_ERROR(Authenticate(s, o, *where));
   return session;
 }
@@ -311,7 +389,8 @@ class SshTransport final : public Transport {
     auto sftp_or = Sftp();
     if (!sftp_or.ok()) return sftp_or.status();
     sftp_session sftp = *sftp_or;
-    std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    // A random name made with O_EXCL: nothing planted under a guessable name is written through.
+    std::string tmp = path + ".tmp-" + RandomHexSuffix();
     auto abandon = [&](Status st) {
       if (!dead_) sftp_unlink(sftp, tmp.c_str());
       // A missing parent directory is the caller's setup problem, not a missing file to poll.
@@ -319,7 +398,7 @@ class SshTransport final : public Transport {
     };
 
     // 0600 until written: nobody runs or reads a half-written script.
-    SftpFilePtr file(sftp_open(sftp, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600));
+    SftpFilePtr file(sftp_open(sftp, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600));
     if (!file) return abandon(SftpFailure("cannot create", tmp));
     for (size_t done = 0; done < content.size();) {
       size_t want = std::min(kSftpChunk, content.size() - done);

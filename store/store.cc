@@ -6,6 +6,8 @@
 #include "store/store.h"
 #include "store/metric_summary.h"
 
+#include "base/private_file.h"
+
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -823,9 +825,19 @@ Result<std::unique_ptr<Store>> SqliteStore::Create(const std::string& path, bool
   } else {
     // Create the file ourselves: SQLite would create it 0644 (less umask), and trial parameters
     // and log paths are nobody else's business. SQLite gives -wal and -shm the same mode.
-    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) return Status::IOError(path + ": cannot create the database file: " + std::strerror(errno));
-    ::close(fd);
+    // In a folder of ours: another user's folder could swap the database's companions (-wal,
+    // .lock) under us. Never through a planted link, onto a device or onto another user's file
+    // (base/private_file.h).
+    std::string parent = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+    if (parent.empty()) parent = "/";
+    struct stat dir;
+    if (::stat(parent.c_str(), &dir) != 0) return Status::IOError(parent + ": " + std::strerror(errno));
+    if (!S_ISDIR(dir.st_mode) || dir.st_uid != ::geteuid()) {
+      return Status::FailedPrecondition(path + ": the database must be in a folder you own (" + parent +
+                                        " belongs to uid " + std::to_string(dir.st_uid) + ")");
+    }
+    auto fd = OpenPrivateFile(path, PrivateOpen::kReadWrite, 0600);
+    if (!fd.ok()) return fd.status().WithContext("the study's database");
   }
 
   sqlite3* raw = nullptr;

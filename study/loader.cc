@@ -2,14 +2,21 @@
 // its nodes into a Study and says exactly where anything is wrong.
 #include "study/loader.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <unordered_set>
 #include <toml++/toml.h>
 
 #include "base/params_text.h"
@@ -90,6 +97,25 @@ class Loader {
     return (path.is_absolute() ? path : fs::path(dir) / path).lexically_normal().string();
   }
 
+  // The database is a regular file (or none yet) in a folder: SQLite writes DATABASE-wal,
+  // DATABASE.lock and the rest beside it, so /dev/full would put them in /dev, and a link would
+  // have them written wherever it points. Whose folder it is, the writer checks (store.cc).
+  Status CheckDatabasePath(const toml::node* node, const std::string& database) const {
+    struct stat st;
+    if (::lstat(database.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      return Error(node, "study.database",
+                   fmt::format("{} is {}; the database must be a regular file (or not exist yet)", database,
+                               S_ISLNK(st.st_mode)   ? "a symbolic link"
+                               : S_ISDIR(st.st_mode) ? "a folder"
+                                                     : "a device, FIFO or socket"));
+    }
+    std::string parent = fs::path(database).parent_path().string();
+    if (::stat(parent.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+      return Error(node, "study.database", fmt::format("{} is not a folder", parent));
+    }
+    return Status::OK();
+  }
+
   Result<Study> Load(const std::string& text) {
     Study s;
     s.path = path_;
@@ -111,11 +137,12 @@ class Loader {
     SWEEP_RETURN_IF_ERROR(CheckKeys(st, "study", AllowedKeys("study")));
     SWEEP_RETURN_IF_ERROR(String(st, "study", "name", &s.name, true));
     if (!IsSafeName(s.name)) {
-      return Error(st.get("name"), "study.name", "use 1-64 letters, digits, '_', '-' or '.'");
+      return Error(st.get("name"), "study.name", "use 1-64 letters, digits, '_', '-' or '.' (not '.' or '..' alone)");
     }
     std::string db = s.name + ".db";
     SWEEP_RETURN_IF_ERROR(String(st, "study", "database", &db, false));
     s.database = Resolve(s.dir, db);
+    SWEEP_RETURN_IF_ERROR(CheckDatabasePath(st.get("database") ? st.get("database") : st.get("name"), s.database));
     std::string format = "auto";  // the first metric line decides: a log is never read in the wrong format by default
     SWEEP_RETURN_IF_ERROR(String(st, "study", "metric_format", &format, false));
     if (!ParseMetricFormat(format, &s.metric_format.format)) {
@@ -325,6 +352,10 @@ class Loader {
   // every place but a variable's value or a comment.
   Status LoadChoices(const toml::array& arr, const toml::node& node, const std::string& full, ParamSpec& p) {
     if (arr.empty()) return Error(&node, full, "the list of values is empty");
+    // The texts seen so far: the duplicate check is a lookup, not a scan (a scan made loading
+    // quadratic in the list's length: 50k values took 16 s).
+    std::unordered_set<std::string> seen;
+    seen.reserve(arr.size());
     for (const toml::node& e : arr) {
       if (auto i = e.as_integer()) p.choices.emplace_back(i->get());
       else if (auto d = e.as_floating_point()) p.choices.emplace_back(d->get());
@@ -340,10 +371,8 @@ class Loader {
       // alike above, and its ParamToString): a grid would count it twice in `run` and list it twice
       // in `plan`, while the store keeps one trial.
       std::string text = ParamToString(p.choices.back());
-      for (size_t i = 0; i + 1 < p.choices.size(); ++i) {
-        if (ParamToString(p.choices[i]) == text) {
-          return Error(&e, full, fmt::format("the value {} is already in the list; give each value once", text));
-        }
+      if (!seen.insert(text).second) {
+        return Error(&e, full, fmt::format("the value {} is already in the list; give each value once", text));
       }
       if (!p.text && !IsSafeValue(text)) {
         return Error(&e, full, UnsafeValueMessage(text, p.name, "{ values = [...], text = true }"));
@@ -655,11 +684,37 @@ class Loader {
 Result<Study> ParseStudy(const std::string& text, const std::string& path) { return Loader(path).Load(text); }
 
 Result<Study> LoadStudy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("cannot read study file {}", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseStudy(ss.str(), path);
+  // A regular file of at most kMaxStudyFileBytes: /dev/zero would exhaust memory, a FIFO would
+  // block the loader forever (O_NONBLOCK opens it without waiting for a writer; fstat refuses it).
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return Status::NotFound(fmt::format("cannot read study file {}: {}", path, std::strerror(errno)));
+  std::unique_ptr<int, void (*)(int*)> closer(&fd, [](int* f) { ::close(*f); });
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    return Status::IOError(fmt::format("cannot read study file {}: {}", path, std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) {
+    return Status::InvalidArgument(
+        fmt::format("study file {} is not a regular file (a FIFO, a device or a folder)", path));
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxStudyFileBytes) {
+    return Status::InvalidArgument(fmt::format("study file {} is {} bytes, more than the limit of {} ({} MiB)", path,
+                                               st.st_size, kMaxStudyFileBytes, kMaxStudyFileBytes >> 20));
+  }
+  std::string text;
+  char buf[64 * 1024];
+  // Bounded even if the file grows while read.
+  while (text.size() <= kMaxStudyFileBytes) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IOError(fmt::format("cannot read study file {}: {}", path, std::strerror(errno)));
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  if (text.size() > kMaxStudyFileBytes) {
+    return Status::InvalidArgument(
+        fmt::format("study file {} is more than the limit of {} bytes", path, kMaxStudyFileBytes));
+  }
+  return ParseStudy(text, path);
 }
 
 }  // namespace sweep::study

@@ -3,6 +3,7 @@
 // (with the closest known key suggested), so a typo never silently becomes a default.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "base/status.h"
@@ -10,6 +11,10 @@
 
 namespace sweep::study {
 
+// The largest study file read (README: limits): a [space] of 100k values is about 1 MiB.
+inline constexpr uint64_t kMaxStudyFileBytes = 16u << 20;
+
+// `path` must be a regular file of at most kMaxStudyFileBytes.
 Result<Study> LoadStudy(const std::string& path);
 // For tests and tools: `text` as if read from `path`.
 Result<Study> ParseStudy(const std::string& text, const std::string& path);

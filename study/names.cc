@@ -17,6 +17,8 @@ bool IsIdentifier(std::string_view s) {
 }
 
 bool IsSafeName(std::string_view s) {
+  // A name becomes one path component (WORKDIR/scripts/NAME): "." and ".." would name another folder.
+  if (s == "." || s == "..") return false;
   return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
   });

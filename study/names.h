@@ -10,7 +10,7 @@ namespace sweep::study {
 
 // A C identifier: a letter or '_', then letters, digits and '_' (parameter and variable names).
 bool IsIdentifier(std::string_view s);
-// 1-64 of [A-Za-z0-9_.-]: a name that reaches a file name or a job name.
+// 1-64 of [A-Za-z0-9_.-], not "." or "..": a name that reaches a file name or a job name.
 bool IsSafeName(std::string_view s);
 // An absolute path of [A-Za-z0-9_./-] only.
 bool IsSafePath(std::string_view s);

@@ -144,7 +144,7 @@ class FakeSlurm final : public slurm::Transport {
   Result<slurm::CommandOutput> Run(const std::string& command) override {
     commands_.push_back(command);
     std::string_view tool = Tool(command);
-    if (tool == "mkdir") return MkdirAndClaim(command);
+    if (tool == "umask" || tool == "mkdir") return MkdirAndClaim(command);
     bool slurm_tool =
         tool == "sbatch" || tool == "squeue" || tool == "sacct" || tool == "scontrol" || tool == "scancel";
     if (slurm_tool && time_out_calls > 0) {
@@ -213,8 +213,8 @@ class FakeSlurm final : public slurm::Transport {
     return buf;
   }
 
-  // The run loop's "mkdir -p DIRS && { ln -s 'TOKEN' 'CLAIM'; readlink 'CLAIM'; }": the claim is
-  // made if absent ("ln -sfn": replaced), kept among the files, and printed as it stands.
+  // The run loop's "umask 077 && mkdir -p DIRS && chmod 700 OWN && { ln -s 'TOKEN' 'CLAIM'; readlink 'CLAIM'; }": the
+  // claim is made if absent ("ln -sfn": replaced), kept among the files, and printed as it stands.
   Result<slurm::CommandOutput> MkdirAndClaim(const std::string& command) {
     size_t ln = command.find("ln -s");
     if (ln == std::string::npos) return slurm::CommandOutput{};

@@ -1,4 +1,4 @@
-// The user's cockpit through the built binary (issue 16): `metrics` on recorded logs, exit codes a
+// The status views through the built binary (issue 16): `metrics` on recorded logs, exit codes a
 // script can trust, live progress, --json, `logs`, [notify]. No cluster: the local transport where a study runs at all.
 // Tagged [cli].
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// The tick hands its own trials to the cockpit (TickReport::trials): the progress view made of them
+// The tick hands its own trials to the status view (TickReport::trials): the progress view made of them
 // is the one the store would give, without listing the trials or expanding the space again.
 #include <catch2/catch.hpp>
 
@@ -35,8 +35,8 @@ void CheckSameView(testing::FakeSweep& s, const run::TickReport& report) {
 
 }  // namespace
 
-TEST_CASE("tick view: the hook's trials make the cockpit's view the store gives, trials of an older file left out",
-          "[runner][cockpit]") {
+TEST_CASE("tick view: the hook's trials make the status view the store gives, trials of an older file left out",
+          "[runner][status]") {
   testing::FakeSweep s("[space]\nlr = [0.1, 0.2, 0.3]\n", 3);
   CheckSameView(s, s.Tick());
   s.slurm.Start("100_0");
