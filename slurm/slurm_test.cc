@@ -285,9 +285,11 @@ TEST_CASE("templates render quoted values and reject unknown or unbalanced place
   auto hostile = RenderTemplate("#!/bin/bash\ntrain --opt {{opt}}\n", "t.sbatch", vars);
   REQUIRE_FALSE(hostile.ok());
   CHECK_THAT(hostile.status().message(), Catch::Contains("t.sbatch:2") && Catch::Contains("'$'"));
-  CHECK_FALSE(RenderTemplate("#!/bin/bash\ntrain --opt {{opt}}\n", "t.sbatch", vars, {.text = {"opt"}}).ok());
-  auto assigned =
-      RenderTemplate("#!/bin/bash\nOPT={{opt}}\ntrain --opt \"$OPT\"\n", "t.sbatch", vars, {.text = {"opt"}});
+  CHECK_FALSE(RenderTemplate("#!/bin/bash\ntrain --opt {{opt}}\n", "t.sbatch", vars,
+                             {.text = {"opt"}, .option = {}, .path = {}})
+                  .ok());
+  auto assigned = RenderTemplate("#!/bin/bash\nOPT={{opt}}\ntrain --opt \"$OPT\"\n", "t.sbatch", vars,
+                                 {.text = {"opt"}, .option = {}, .path = {}});
   REQUIRE(assigned.ok());
   CHECK(*assigned == "#!/bin/bash\nOPT='$(reboot)'\ntrain --opt \"$OPT\"\n");
 
@@ -329,7 +331,7 @@ TEST_CASE("a placeholder inside quotes or a here-document stays literal there", 
       "export D=\"in {{v}}\"\n"
       "E=1 F=pre{{v}} G=2\n"
       "printf '%s\\n' \"$A\" \"$B\" \"$C\" \"$D\" \"$F\" > \"$out\"\n";
-  auto r = RenderTemplate(tmpl, "t.sbatch", vars, {.text = {"v"}, .path = {"dir"}});
+  auto r = RenderTemplate(tmpl, "t.sbatch", vars, {.text = {"v"}, .option = {}, .path = {"dir"}});
   REQUIRE(r.ok());
   testing::WriteAll(dir.file("job.sh"), *r);
   INFO(*r);
@@ -339,15 +341,16 @@ TEST_CASE("a placeholder inside quotes or a here-document stays literal there", 
   CHECK_FALSE(std::filesystem::exists(marker));
 
   // What cannot be made literal is refused, naming the line.
-  auto ansi = RenderTemplate("echo $'{{v}}'\n", "t.sbatch", vars, {.text = {"v"}});
+  auto ansi = RenderTemplate("echo $'{{v}}'\n", "t.sbatch", vars, {.text = {"v"}, .option = {}, .path = {}});
   REQUIRE_FALSE(ansi.ok());
   CHECK_THAT(ansi.status().message(), Catch::Contains("t.sbatch:1: placeholder '{{v}}'") && Catch::Contains("$'"));
   std::map<std::string, std::string> multiline = {{"v", "a\nEOF\nrm -rf x"}};
-  auto doc = RenderTemplate("cat <<EOF\n{{v}}\nEOF\n", "t.sbatch", multiline, {.text = {"v"}});
+  auto doc =
+      RenderTemplate("cat <<EOF\n{{v}}\nEOF\n", "t.sbatch", multiline, {.text = {"v"}, .option = {}, .path = {}});
   REQUIRE_FALSE(doc.ok());
   CHECK_THAT(doc.status().message(), Catch::Contains("t.sbatch:2") && Catch::Contains("here-document"));
   // As a variable's value a line break is just part of the quoted value.
-  CHECK(RenderTemplate("V=\"{{v}}\"\n", "t", multiline, {.text = {"v"}}).ok());
+  CHECK(RenderTemplate("V=\"{{v}}\"\n", "t", multiline, {.text = {"v"}, .option = {}, .path = {}}).ok());
   // raw: is the author's: inserted as it is, and named as written when unknown.
   CHECK(*RenderTemplate("echo \"{{raw:v}}\"", "t", {{"v", "$x"}}) == "echo \"$x\"");
   CHECK_THAT(RenderTemplate("{{raw:nope}}", "t", vars).status().message(), Catch::Contains("'{{raw:nope}}'"));
@@ -368,15 +371,15 @@ TEST_CASE("a value is rendered only if it is no option and no path leaving its p
     REQUIRE_FALSE(r.ok());
     CHECK_THAT(r.status().message(), Catch::Contains("t.sbatch:2: placeholder '{{v}}'") && Catch::Contains("option") &&
                                          Catch::Contains("option = true"));
-    CHECK(render(option, {.option = {"v"}}).ok());
+    CHECK(render(option, {.text = {}, .option = {"v"}, .path = {}}).ok());
   }
   for (const char* path : {"/abs", "..", "../x", "a/../b", "a/..", "of=../x", "x=/y", "a=b=/c", "--o=../x"}) {
     INFO(path);
-    DeclaredValues option{.option = {"v"}};
+    DeclaredValues option{.text = {}, .option = {"v"}, .path = {}};
     auto r = render(path, option);
     REQUIRE_FALSE(r.ok());
     CHECK_THAT(r.status().message(), Catch::Contains("t.sbatch:2") && Catch::Contains("path = true"));
-    CHECK(render(path, {.option = {"v"}, .path = {"v"}}).ok());
+    CHECK(render(path, {.text = {}, .option = {"v"}, .path = {"v"}}).ok());
   }
   for (const char* fine : {"a..b", "1..2", "x/y", "a.b/c..", "...", "x:/y", "user@host", "a=b", "./x"}) {
     INFO(fine);

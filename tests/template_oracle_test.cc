@@ -42,7 +42,7 @@ void RunConstruct(const testing::Construct& c, const std::vector<std::string>& v
     UNSCOPED_INFO(load.message());
     return;
   }
-  bool data_place = slurm::CheckTemplateContexts(tmpl, "oracle.sbatch", {.text = {"v"}}).ok();
+  bool data_place = slurm::CheckTemplateContexts(tmpl, "oracle.sbatch", {.text = {"v"}, .option = {}, .path = {}}).ok();
   for (const auto& v : values) {
     for (bool text : {false, true}) {
       auto o = testing::CheckRendered(tmpl, v, testing::Expected(c, v), work.path(), text);
@@ -74,7 +74,9 @@ TEST_CASE("oracle: no hostile value runs in an interpreter a script feeds", "[sl
   for (const auto& c : testing::InterpreterConstructs()) {
     RunConstruct(c, values, work, &runs, &text_runs);
     // Each of these places hands the text to a program: a value declared text is refused there.
-    CHECK_FALSE(slurm::CheckTemplateContexts(testing::Script(c.code), "oracle.sbatch", {.text = {"v"}}).ok());
+    CHECK_FALSE(slurm::CheckTemplateContexts(testing::Script(c.code), "oracle.sbatch",
+                                             {.text = {"v"}, .option = {}, .path = {}})
+                    .ok());
   }
   CHECK(runs > 500);
   CHECK(text_runs == 0);
@@ -91,7 +93,7 @@ TEST_CASE("oracle: no option value runs a command or writes outside the trial's 
     INFO("construct: " << c.name << "\n" << c.code);
     REQUIRE(slurm::CheckTemplateContexts(tmpl, "oracle.sbatch").ok());
     // A value declared an option may stand only after `--` or as --flag={{v}}.
-    slurm::DeclaredValues option{.option = {"v"}};
+    slurm::DeclaredValues option{.text = {}, .option = {"v"}, .path = {}};
     Status declared_place = slurm::CheckTemplateContexts(tmpl, "oracle.sbatch", option);
     CHECK(declared_place.ok() == c.option_place);
     if (!c.option_place) {
@@ -124,7 +126,8 @@ TEST_CASE("oracle: no option value runs a command or writes outside the trial's 
 
 TEST_CASE("a text value stands only as a variable's value or in a comment", "[slurm][oracle]") {
   auto render = [](const std::string& tmpl) {
-    return slurm::RenderTemplate(tmpl, "t.sbatch", {{"v", "it's $(touch X)"}}, {.text = {"v"}});
+    return slurm::RenderTemplate(tmpl, "t.sbatch", {{"v", "it's $(touch X)"}},
+                                 {.text = {"v"}, .option = {}, .path = {}});
   };
   CHECK(render("#!/bin/bash\nV={{v}}\n").ok());
   CHECK(render("#!/bin/bash\nV=\"pre {{v}}\"\n").ok());
@@ -149,7 +152,7 @@ TEST_CASE("a text value stands only as a variable's value or in a comment", "[sl
 TEST_CASE("a value its place cannot carry is refused, naming the place", "[slurm][oracle]") {
   // (The values are declared text, so that the renderer's place checks, its second layer, are reached.)
   auto render = [](const std::string& tmpl, const std::string& v) {
-    return slurm::RenderTemplate(tmpl, "t.sbatch", {{"v", v}}, {.text = {"v"}});
+    return slurm::RenderTemplate(tmpl, "t.sbatch", {{"v", v}}, {.text = {"v"}, .option = {}, .path = {}});
   };
   // A line break in a comment would run the rest of the value.
   auto comment = render("#!/bin/bash\n# lr: {{v}}\n", "x\ntouch PWNED");

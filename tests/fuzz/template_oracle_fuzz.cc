@@ -195,7 +195,8 @@ int main(int argc, char** argv) {
     auto o = sweep::testing::CheckRendered(tmpl, value, expect, work, text);
     ++runs;
     refused_values += o.refused;
-    bool data_place = sweep::slurm::CheckTemplateContexts(tmpl, "fuzz.sbatch", {.text = {"v"}}).ok();
+    bool data_place =
+        sweep::slurm::CheckTemplateContexts(tmpl, "fuzz.sbatch", {.text = {"v"}, .option = {}, .path = {}}).ok();
     if (!used.empty() && !o.refused && !sweep::IsSafeValue(value) && !(text && data_place)) {
       std::cerr << "FAIL (seed " << seed << ", run " << runs << "): value '" << sweep::testing::Printable(value)
                 << "' outside the safe alphabet was rendered"
