@@ -52,4 +52,53 @@ std::string FirstUnsafeChar(std::string_view v) {
   return fmt::format("'{}'", static_cast<char>(c));
 }
 
+bool IsNumberText(std::string_view v) {
+  size_t i = 0;
+  auto digits = [&] {
+    size_t from = i;
+    while (i < v.size() && v[i] >= '0' && v[i] <= '9') ++i;
+    return i > from;
+  };
+  if (i < v.size() && (v[i] == '-' || v[i] == '+')) ++i;
+  bool whole = digits();
+  bool fraction = false;
+  if (i < v.size() && v[i] == '.') {
+    ++i;
+    fraction = digits();
+  }
+  if (!whole && !fraction) return false;
+  if (i < v.size() && (v[i] == 'e' || v[i] == 'E')) {
+    ++i;
+    if (i < v.size() && (v[i] == '-' || v[i] == '+')) ++i;
+    if (!digits()) return false;
+  }
+  return i == v.size();
+}
+
+bool ReadsAsOption(std::string_view v) { return !v.empty() && v.front() == '-' && !IsNumberText(v); }
+
+bool LeavesItsPlace(std::string_view v) {
+  size_t begin = 0;
+  while (begin <= v.size()) {
+    size_t end = v.find_first_of("/=", begin);
+    if (end == std::string_view::npos) end = v.size();
+    if (v.substr(begin, end - begin) == "..") return true;
+    // An absolute path: the value's start, or a part right after '='.
+    bool part_start = begin == 0 || v[begin - 1] == '=';
+    if (part_start && end < v.size() && v[end] == '/' && end == begin) return true;
+    begin = end + 1;
+  }
+  return false;
+}
+
+std::string ValueShapeProblem(std::string_view v, bool option, bool path) {
+  if (!option && ReadsAsOption(v))
+    return "begins with '-' and is not a number, so a program would read it as an option";
+  if (!path && LeavesItsPlace(v)) {
+    return "is an absolute path or climbs with '..', so as a path it would leave the directory a template puts it "
+           "in";
+  }
+  return "";
+}
+
 }  // namespace sweep

@@ -50,6 +50,23 @@ bool IsSafeValue(std::string_view v);
 std::string FirstUnsafeChar(std::string_view v);
 inline constexpr std::string_view kSafeValueAlphabet = "letters, digits and . _ + - , : / = @";
 
+// The alphabet keeps a value from being code; its shape keeps it from being an option or a path
+// that leaves its place (README: Templates). By default a value may begin with '-' only if it is a
+// number (ParamToString's forms: -3, -0.5, -1e-05), since a program reads any other leading '-' as
+// an option; and it may neither begin with '/' nor hold a '..' component, since in a path
+// (`{{trial_dir}}/{{x}}.txt`) either would leave the directory it is put in. A part after '=' counts
+// as a path of its own (`of=../x`, `--out=/x`: programs read paths there too). A study lifts these by
+// declaring the parameter (`option = true`, `path = true`), and the template must then show where
+// the value may stand (slurm/sbatch_script.h).
+bool IsNumberText(std::string_view v);
+// Begins with '-' and is not a number.
+bool ReadsAsOption(std::string_view v);
+// Begins with '/' (or a part after '=' does), or has a '..' component between '/' and '='.
+bool LeavesItsPlace(std::string_view v);
+// Why the value's shape is refused ("begins with '-' and is not a number, so a program would read it
+// as an option"), or "" when it is not; `option` / `path`: the study declared it so.
+std::string ValueShapeProblem(std::string_view v, bool option, bool path);
+
 // Name and value, in the study's parameter order.
 using Params = std::vector<std::pair<std::string, ParamValue>>;
 

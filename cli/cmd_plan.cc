@@ -46,6 +46,26 @@ std::map<std::string, std::string> StoredStates(App& app) {
   return stored;
 }
 
+// The values of the declared paths (`path = true` in [space] or [job.vars]) as the template gets
+// them: normalised at load (a/./b/../c -> a/c), so the study's author sees what the trials use.
+std::map<std::string, std::vector<std::string>> DeclaredPaths(const study::Study& study) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const std::string& name : study.job.path_vars) out[name].push_back(study.job.vars.at(name));
+  for (const study::ParamSpec& p : study.space) {
+    if (!p.path) continue;
+    for (const ParamValue& v : p.choices) out[p.name].push_back(ParamToString(v));
+  }
+  return out;
+}
+
+void PrintDeclaredPaths(const study::Study& study) {
+  for (const auto& [name, values] : DeclaredPaths(study)) {
+    std::vector<std::string> shown;
+    for (const auto& v : values) shown.push_back(TerminalSafe(v));
+    std::cout << fmt::format("path     {} = {} (declared path = true; normalised)\n", name, fmt::join(shown, ", "));
+  }
+}
+
 // `plan --json` (README: JSON output): every trial with its verdict ("run", "dropped" by a
 // constraint, "rule" or "oom" from the memory plan, or the state a trial that already ran is
 // in), its values and predicted memory, and the trials run would refuse to render.
@@ -95,7 +115,8 @@ Result<nlohmann::json> PlanJson(App& app, const std::vector<TrialSpec>& specs,
                         {"memory_plan", memory_plan},
                         {"counts", counts},
                         {"trials", trials},
-                        {"refused", refusals}};
+                        {"refused", refusals},
+                        {"declared_paths", DeclaredPaths(app.study)}};
 }
 
 Status PrintTrialPlan(App& app) {
@@ -173,6 +194,7 @@ Status PlanTpe(App& app, const PlanFlags& flags) {
     return refusal();
   }
   std::cout << run::RenderTpeRegion(app.study, *region);
+  PrintDeclaredPaths(app.study);
   for (const auto& [value, why] : refused) std::cout << fmt::format("refused  {}: {}\n", value, TerminalSafe(why));
   std::string so_far;
   for (const auto& [state, n] : counts) so_far += fmt::format("{}{} {}", so_far.empty() ? "" : ", ", n, state);
@@ -271,6 +293,7 @@ Status CmdPlan(App& app, PlanFlags& flags) {
     std::cout << DumpJson(*doc);
   } else {
     SWEEP_RETURN_IF_ERROR(PrintTrialPlan(app));
+    PrintDeclaredPaths(app.study);
     for (const auto& [key, why] : refused) std::cout << fmt::format("refused  {}: {}\n", key, TerminalSafe(why));
   }
   if (!refused.empty()) {

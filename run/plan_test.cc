@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "results/phases.h"
 #include "run/runner.h"
+#include "run/trial_script.h"
 #include "planner/planner.h"
 #include "slurm/sbatch_script.h"
 #include "slurm/transport.h"
@@ -121,7 +122,7 @@ std::string LaunchLine(const std::map<std::string, std::string>& params) {
   vars["gpus_per_node"] = "8";
   vars["gpus"] = "64";
   vars["cpus_per_task"] = "96";
-  auto script = slurm::RenderTemplate(study->job.template_text, study->job.template_path, vars);
+  auto script = slurm::RenderTemplate(study->job.template_text, study->job.template_path, vars, run::Declared(*study));
   REQUIRE(script.ok());
   testing::WriteAll(dir.file("job.sh"), *script);
   std::filesystem::create_directories(dir.file("bin"));

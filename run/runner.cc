@@ -302,7 +302,22 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
     to_ingest.push_back(o.t);
   }
   SWEEP_RETURN_IF_ERROR(ingester_.IngestAll(to_ingest, reads, report));
+  MarkMissingLogs(observed, reads);
   return RecordChanges(trials, observed, report);
+}
+
+// A job that Slurm says completed but that left no log where the study reads it (its script moved
+// the log, or wrote none) gave the study nothing: it is stored failed, saying so, never completed
+// with 0 steps.
+void Runner::MarkMissingLogs(std::vector<Observed>& observed, const Ingester::Reads& reads) const {
+  for (Observed& o : observed) {
+    if (o.new_state != "completed" || o.t->log_offset > 0) continue;
+    auto log = reads.logs.find(o.t->id);
+    if (log == reads.logs.end() || log->second.ok() || !log->second.status().IsNotFound()) continue;
+    o.new_state = "failed";
+    o.reason = fmt::format("Slurm says job {} completed, but it left no log at {}, where the study reads its metrics",
+                           o.t->job_id, o.t->log_path);
+  }
 }
 
 std::vector<Runner::Observed> Runner::Observe(std::vector<store::TrialRecord>& trials,

@@ -107,6 +107,8 @@ class Runner {
   };
   std::vector<Observed> Observe(std::vector<store::TrialRecord>& trials,
                                 const std::map<std::string, slurm::JobInfo>& jobs) const;
+  // A completed job whose log was never found is observed failed, with why (runner.cc).
+  void MarkMissingLogs(std::vector<Observed>& observed, const Ingester::Reads& reads) const;
   // The state changes of `observed`, stored with their events; an end is classified and then
   // learned from (OOM, memory), chained, counted for the failure storm or retried.
   Status RecordChanges(std::vector<store::TrialRecord>& trials, std::vector<Observed>& observed, TickReport& report);

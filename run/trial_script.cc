@@ -34,7 +34,7 @@ Status CheckStudyTemplate(study::Study& study) {
   // Placeholders where no quoting can be proven safe are refused whatever the values.
   // A value declared text may stand only where no program reads it as code.
   SWEEP_RETURN_IF_ERROR(
-      slurm::CheckTemplateContexts(job.template_text, job.template_path, TextNames(study)).WithContext(context));
+      slurm::CheckTemplateContexts(job.template_text, job.template_path, Declared(study)).WithContext(context));
   SWEEP_RETURN_IF_ERROR(slurm::CheckOwnDirectives(job.template_text, job.template_path).WithContext(context));
   if (job.monitor) {
     SWEEP_RETURN_IF_ERROR(slurm::CheckTelemetryShell(
@@ -42,7 +42,7 @@ Status CheckStudyTemplate(study::Study& study) {
   }
   // Rendered once with every known name, an unknown placeholder is reported with the template's
   // own file and line.
-  auto rendered = slurm::RenderTemplate(job.template_text, job.template_path, known, TextNames(study));
+  auto rendered = slurm::RenderTemplate(job.template_text, job.template_path, known, Declared(study));
   if (!rendered.ok()) return rendered.status().WithContext(context);
   auto used = slurm::TemplatePlaceholders(job.template_text, job.template_path);
   if (!used.ok()) return used.status();
@@ -81,13 +81,29 @@ std::map<std::string, std::string> TrialTemplateVars(const study::Study& study, 
   return vars;
 }
 
-std::set<std::string> TextNames(const study::Study& study) {
-  std::set<std::string> names = study.job.text_vars;
+slurm::DeclaredValues Declared(const study::Study& study) {
+  slurm::DeclaredValues d{study.job.text_vars, study.job.option_vars, study.job.path_vars};
   for (const study::ParamSpec& p : study.space) {
-    if (p.text) names.insert(p.name);
+    if (p.text) d.text.insert(p.name);
+    if (p.option) d.option.insert(p.name);
+    if (p.path) d.path.insert(p.name);
   }
-  return names;
+  for (const std::string& b : study::BuiltinPathVars()) d.path.insert(b);
+  return d;
 }
+
+namespace {
+
+// The template rendered with `vars`, and its #SBATCH lines checked again as rendered: a
+// {{raw:...}} value could add an option the header owns (the log's above all).
+Result<std::string> RenderChecked(const study::Study& study, const std::map<std::string, std::string>& vars) {
+  auto r = slurm::RenderTemplate(study.job.template_text, study.job.template_path, vars, Declared(study));
+  if (!r.ok()) return r;
+  SWEEP_RETURN_IF_ERROR(slurm::CheckOwnDirectives(*r, study.job.template_path + " (rendered)"));
+  return r;
+}
+
+}  // namespace
 
 std::map<std::string, std::string> ValueRefusals(const study::Study& study) {
   auto first = [](const study::ParamSpec& p) -> ParamValue {
@@ -116,8 +132,7 @@ std::map<std::string, std::string> RenderRefusals(const study::Study& study, con
   for (const TrialSpec& spec : specs) {
     if (!spec.dropped_reason.empty()) continue;
     std::string log = StudyFiles{study.cluster.workdir, study.name}.TrialLog(spec.key, 1);
-    auto r = slurm::RenderTemplate(study.job.template_text, study.job.template_path,
-                                   TrialTemplateVars(study, spec, 1, log), TextNames(study));
+    auto r = RenderChecked(study, TrialTemplateVars(study, spec, 1, log));
     if (!r.ok()) out[spec.key] = r.status().message();
   }
   return out;
@@ -147,9 +162,7 @@ slurm::SbatchHeader StudyHeader(const study::Study& study) {
 
 Result<std::string> RenderTrialBody(const study::Study& study, const TrialSpec& spec, const store::TrialRecord& trial,
                                     const std::string& trial_dir) {
-  return slurm::RenderTemplate(study.job.template_text, study.job.template_path,
-                               TrialTemplateVars(study, spec, trial.attempt, trial.log_path, trial_dir),
-                               TextNames(study));
+  return RenderChecked(study, TrialTemplateVars(study, spec, trial.attempt, trial.log_path, trial_dir));
 }
 
 Result<std::string> AddTrialHeader(const study::Study& study, const store::TrialRecord& trial, std::string_view body) {

@@ -30,9 +30,11 @@ Status CheckStudyTemplate(study::Study& study);
 std::map<std::string, std::string> TrialTemplateVars(const study::Study& study, const TrialSpec& spec, int attempt,
                                                      const std::string& log_path, const std::string& trial_dir = "");
 
-// The template variables a study declares text (`text = true` in [space] or [job.vars]): the only
-// ones whose values may lie outside the safe alphabet (base/params.h).
-std::set<std::string> TextNames(const study::Study& study);
+// The template variables a study declares (`text = true`, `option = true`, `path = true` in
+// [space] or [job.vars]; the built-in paths workdir, trial_dir and log): the only ones whose values
+// may lie outside the safe alphabet, read as options, or be paths that leave their place
+// (base/params.h).
+slurm::DeclaredValues Declared(const study::Study& study);
 
 // Renders the template once for each value of each [space] list (the other parameters at their
 // first value or their range's low end): what a tpe study would refuse on a proposal, found at

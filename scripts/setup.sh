@@ -28,6 +28,7 @@ TEST_PACKAGES=(
   slurmdbd mariadb-server  # accounting in the fault tests' lab (SLURMSWEEP_ACCOUNTING=slurmdbd)
   chromium  # tests/report_browser_test.cc and scripts/report-screenshot.sh render the HTML report
   python3  # the template oracle tests run python3 here-documents
+  rsync  # the template oracle's option-reading class (with tar, coreutils and git, installed already)
   python3-optuna  # bench/optuna_pruners.py: the pruners stopping_bench compares ours with
   time  # /usr/bin/time: peak RSS in bench/scale_bench.sh
   python3-torch  # PyTorch 1.13 (CPU, torchrun, gloo): examples/workload/torch_gpt.py, tests/torch_cluster_test.cc

@@ -163,13 +163,23 @@ std::string VariableFor(std::string_view name) {
   return var;
 }
 
+// Where "$VAR" keeps a value data, and where it does not: the shell expands it in a here-document
+// body or a program's text too, and that program then reads the value as its own code.
+std::string WhereVariableStands(const std::string& var) {
+  return fmt::format(
+      "\"${0}\" may stand as an argument (prog --x \"${0}\") or be read by the program from its environment "
+      "(export {0}), never inside a here-document or a program's text (python3 <<EOF, bash -c '...', awk '...'), "
+      "where the program would run the value",
+      var);
+}
+
 std::string RefusalMessage(std::string_view tmpl, std::string_view template_name, const Placeholder& p,
                            const std::string& why) {
   std::string var = VariableFor(p.name);
   return fmt::format(
       "{}:{}: placeholder '{{{{{}}}}}' stands {}; only a word, '...', \"...\", a here-document line or a comment "
-      "are accepted. Assign it once at the top, {}={{{{{}}}}}, then use \"${}\" there",
-      template_name, LineOf(tmpl, p.begin), p.name, why, var, p.name, var);
+      "are accepted. Assign it once at the top, {}={{{{{}}}}}, then use \"${}\": {}",
+      template_name, LineOf(tmpl, p.begin), p.name, why, var, p.name, var, WhereVariableStands(var));
 }
 
 std::string TextPlaceMessage(std::string_view tmpl, std::string_view template_name, const Placeholder& p,
@@ -178,33 +188,70 @@ std::string TextPlaceMessage(std::string_view tmpl, std::string_view template_na
   return fmt::format(
       "{}:{}: placeholder '{{{{{}}}}}' is declared text (its values may hold characters outside the safe alphabet) "
       "and stands in {} that a program reads, which may run it as code; a text value may stand only as a "
-      "variable's value or in a comment. Assign it once at the top, {}={{{{{}}}}}, and hand \"${}\" to the program",
-      template_name, LineOf(tmpl, p.begin), p.name, ShellContextName(site.context), var, p.name, var);
+      "variable's value or in a comment. Assign it once at the top, {}={{{{{}}}}}: {}",
+      template_name, LineOf(tmpl, p.begin), p.name, ShellContextName(site.context), var, p.name,
+      WhereVariableStands(var));
+}
+
+std::string OptionPlaceMessage(std::string_view tmpl, std::string_view template_name, const Placeholder& p,
+                               const PlaceholderSite& site) {
+  return fmt::format(
+      "{}:{}: placeholder '{{{{{}}}}}' is declared an option (its values may begin with '-') and stands in {} "
+      "where a program would read it as an option of its own; it may stand only after '--' in its command "
+      "(prog -- {{{{{}}}}}) or as an option's own value (--flag={{{{{}}}}})",
+      template_name, LineOf(tmpl, p.begin), p.name, ShellContextName(site.context), p.name, p.name);
+}
+
+std::string RawTextMessage(std::string_view tmpl, std::string_view template_name, const Placeholder& p) {
+  return fmt::format(
+      "{}:{}: placeholder '{{{{raw:{}}}}}' inserts its value verbatim, and '{}' is declared text (outside the safe "
+      "alphabet): a text value cannot be raw. Assign it, {}={{{{{}}}}}, and use \"${}\"",
+      template_name, LineOf(tmpl, p.begin), p.name, p.name, VariableFor(p.name), p.name, VariableFor(p.name));
+}
+
+// A value for a message: at most 60 bytes, control bytes as '?'.
+std::string Shown(std::string_view v) {
+  std::string out(v.substr(0, 60));
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return v.size() > 60 ? out + "..." : out;
+}
+
+std::string ShapeMessage(std::string_view tmpl, std::string_view template_name, const Placeholder& p,
+                         const std::string& value, const std::string& problem, bool option) {
+  return fmt::format("{}:{}: placeholder '{{{{{}}}}}': its value '{}' {}, and '{}' is not declared {}", template_name,
+                     LineOf(tmpl, p.begin), p.name, Shown(value), problem, p.name,
+                     option ? "an option (option = true; then only after '--' or as --flag={{...}})"
+                            : "a path (path = true; the value is then normalised)");
+}
+
+// Why the placeholder `p` at `site` is refused whatever its value, given what the study declared;
+// "" when it is not.
+std::string PlaceRefusal(std::string_view tmpl, std::string_view template_name, const Placeholder& p,
+                         const PlaceholderSite& site, const DeclaredValues& declared) {
+  if (p.raw) return declared.text.count(p.name) ? RawTextMessage(tmpl, template_name, p) : "";
+  if (site.context == ShellContext::kRefused) return RefusalMessage(tmpl, template_name, p, site.refusal);
+  if (declared.text.count(p.name) && !site.data_only) return TextPlaceMessage(tmpl, template_name, p, site);
+  if (declared.option.count(p.name) && !site.option_value) return OptionPlaceMessage(tmpl, template_name, p, site);
+  return "";
 }
 
 }  // namespace
 
-Status CheckTemplateContexts(std::string_view tmpl, std::string_view template_name,
-                             const std::set<std::string>& text_names) {
+Status CheckTemplateContexts(std::string_view tmpl, std::string_view template_name, const DeclaredValues& declared) {
   auto scanned = Scan(tmpl, template_name);
   if (!scanned.ok()) return scanned.status();
   std::vector<PlaceholderSite> sites = Sites(tmpl, *scanned);
   for (size_t k = 0; k < scanned->size(); ++k) {
-    const Placeholder& p = (*scanned)[k];
-    if (p.raw) continue;
-    if (sites[k].context == ShellContext::kRefused) {
-      return Status::InvalidArgument(RefusalMessage(tmpl, template_name, p, sites[k].refusal));
-    }
-    if (text_names.count(p.name) && !sites[k].data_only) {
-      return Status::InvalidArgument(TextPlaceMessage(tmpl, template_name, p, sites[k]));
-    }
+    std::string why = PlaceRefusal(tmpl, template_name, (*scanned)[k], sites[k], declared);
+    if (!why.empty()) return Status::InvalidArgument(why);
   }
   return Status::OK();
 }
 
 Result<std::string> RenderTemplate(std::string_view tmpl, std::string_view template_name,
-                                   const std::map<std::string, std::string>& vars,
-                                   const std::set<std::string>& text_names) {
+                                   const std::map<std::string, std::string>& vars, const DeclaredValues& declared) {
   auto scanned = Scan(tmpl, template_name);
   if (!scanned.ok()) return scanned.status();
   std::vector<PlaceholderSite> sites = Sites(tmpl, *scanned);
@@ -233,23 +280,28 @@ Result<std::string> RenderTemplate(std::string_view tmpl, std::string_view templ
       return Status::InvalidArgument(fmt::format("{}:{}: value of '{}' contains a NUL byte, which no shell can carry",
                                                  template_name, LineOf(tmpl, p.begin), p.name));
     }
+    if (std::string why = PlaceRefusal(tmpl, template_name, p, sites[k], declared); !why.empty()) {
+      return Status::InvalidArgument(why);
+    }
     if (p.raw) {
       out += it->second;
       if (size_t nl = it->second.rfind('\n'); nl != std::string::npos)
         line_out = out.size() - it->second.size() + nl + 1;
     } else {
       const PlaceholderSite& site = sites[k];
-      if (site.context == ShellContext::kRefused) {
-        return Status::InvalidArgument(RefusalMessage(tmpl, template_name, p, site.refusal));
-      }
       if (!IsSafeValue(it->second)) {
-        if (!text_names.count(p.name)) {
+        if (!declared.text.count(p.name)) {
           return Status::InvalidArgument(fmt::format(
               "{}:{}: placeholder '{{{{{}}}}}': its value has {}, outside the safe alphabet of template values ({}), "
               "and '{}' is not declared text",
               template_name, LineOf(tmpl, p.begin), p.name, FirstUnsafeChar(it->second), kSafeValueAlphabet, p.name));
         }
-        if (!site.data_only) return Status::InvalidArgument(TextPlaceMessage(tmpl, template_name, p, site));
+      }
+      if (std::string problem =
+              ValueShapeProblem(it->second, declared.option.count(p.name) > 0, declared.path.count(p.name) > 0);
+          !problem.empty()) {
+        bool as_option = !declared.option.count(p.name) && ReadsAsOption(it->second);
+        return Status::InvalidArgument(ShapeMessage(tmpl, template_name, p, it->second, problem, as_option));
       }
       bool doc_line_start = out.find_first_not_of('\t', line_out) == std::string::npos;
       if (site.strip_tabs && doc_line_start && !it->second.empty() && it->second.front() == '\t') {
@@ -293,17 +345,23 @@ Status CheckOwnDirectives(std::string_view tmpl, std::string_view template_name)
   static constexpr std::string_view kOwned[] = {"output", "open-mode", "job-name", "comment", "array", "chdir"};
   static constexpr std::string_view kOwnedShort = "oJaD";
   for (const std::string& d : SbatchDirectives(tmpl)) {
-    std::string_view rest = std::string_view(d).substr(7);
-    rest.remove_prefix(std::min(rest.find_first_not_of(" \t"), rest.size()));
+    // sbatch reads every word of the line as an option (a line may hold several).
     std::string_view owned;
-    if (rest.substr(0, 2) == "--") {
-      std::string_view name = rest.substr(2, rest.find_first_of("= \t") - 2);
-      // sbatch takes any unambiguous prefix of a long option.
-      for (std::string_view o : kOwned) {
-        if (name.size() >= 3 && o.substr(0, name.size()) == name) owned = o;
+    std::string_view rest = std::string_view(d).substr(7);
+    while (owned.empty() && !rest.empty()) {
+      rest.remove_prefix(std::min(rest.find_first_not_of(" \t'\""), rest.size()));
+      std::string_view word = rest.substr(0, rest.find_first_of(" \t"));
+      rest.remove_prefix(word.size());
+      if (word.substr(0, 2) == "--") {
+        std::string_view name =
+            word.substr(2, word.find('=') == std::string_view::npos ? word.npos : word.find('=') - 2);
+        // sbatch takes any unambiguous prefix of a long option.
+        for (std::string_view o : kOwned) {
+          if (name.size() >= 3 && o.substr(0, name.size()) == name) owned = o;
+        }
+      } else if (word.size() >= 2 && word[0] == '-' && kOwnedShort.find(word[1]) != std::string_view::npos) {
+        owned = word.substr(0, 2);
       }
-    } else if (rest.size() >= 2 && rest[0] == '-' && kOwnedShort.find(rest[1]) != std::string_view::npos) {
-      owned = rest.substr(0, 2);
     }
     if (owned.empty()) continue;
     size_t at = tmpl.find(d);

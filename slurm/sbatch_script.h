@@ -33,19 +33,30 @@ std::string ShellQuote(std::string_view value);
 // or an error for unbalanced braces or an empty name.
 Result<std::vector<std::string>> TemplatePlaceholders(std::string_view tmpl, std::string_view template_name);
 
+// The variables whose values a study declared outside the default invariant (base/params.h).
+struct DeclaredValues {
+  // May lie outside the safe alphabet; each placeholder must stand where no program reads it as
+  // code (PlaceholderSite::data_only), and never as {{raw:name}}.
+  std::set<std::string> text;
+  // May begin with '-' though not a number; each placeholder must stand where no program reads it
+  // as an option (PlaceholderSite::option_value: after `--`, or `--flag={{v}}`).
+  std::set<std::string> option;
+  // May be absolute or climb with '..' (the built-ins workdir, trial_dir and log are).
+  std::set<std::string> path;
+};
+
 // Refuses a template with a placeholder in a place RenderTemplate cannot quote for, whatever the
 // values (see shell_context.h): the error names the file, line, the place and the safe rewrite.
-// `text_names`: the variables whose values may lie outside the safe alphabet (base/params.h); each
-// of their placeholders must stand where no program reads it as code (PlaceholderSite::data_only).
+// A declared text or option variable's placeholders must stand in the places above.
 Status CheckTemplateContexts(std::string_view tmpl, std::string_view template_name,
-                             const std::set<std::string>& text_names = {});
+                             const DeclaredValues& declared = {});
 
-// Every value is checked before it is quoted: one outside the safe alphabet is refused unless its
-// name is in `text_names` and its place is data_only (as CheckTemplateContexts). This holds
+// Every value is checked before it is quoted: one outside the safe alphabet is refused unless
+// declared text and its place is data_only (as CheckTemplateContexts); one that reads as an option
+// or a path leaving its place (base/params.h: ValueShapeProblem) unless declared so. This holds
 // whatever program the script hands the text to, which the reader cannot know.
 Result<std::string> RenderTemplate(std::string_view tmpl, std::string_view template_name,
-                                   const std::map<std::string, std::string>& vars,
-                                   const std::set<std::string>& text_names = {});
+                                   const std::map<std::string, std::string>& vars, const DeclaredValues& declared = {});
 
 // The #SBATCH lines slurmsweep itself sets. Values are checked to hold only characters that
 // sbatch reads literally in a directive (no spaces, quotes or shell syntax), because #SBATCH
@@ -74,7 +85,9 @@ size_t DirectivesEnd(std::string_view script);
 std::vector<std::string> SbatchDirectives(std::string_view script);
 
 // Refuses a template whose own #SBATCH lines set what the header owns: --output, --open-mode,
-// --job-name, --comment, --array, --chdir (or their short forms or prefixes), naming file and line.
+// --job-name, --comment, --array, --chdir (or their short forms or prefixes, anywhere on the line),
+// naming file and line. Run on the template at load and on each rendered script ({{raw:...}} could
+// add such an option).
 Status CheckOwnDirectives(std::string_view tmpl, std::string_view template_name);
 
 // Inserts the header after the template's first line if it is a shebang, else prepends

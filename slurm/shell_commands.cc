@@ -42,10 +42,12 @@ bool IsWrapper(std::string_view w) {
   return OneOf(w, {"exec", "command", "builtin", "nohup", "env", "nice", "setsid", "stdbuf", "time"});
 }
 
-std::string CommandRefusal(const std::vector<std::string>& words, std::string_view prefix, bool word_ends_here) {
-  // The command's name, past assignments, reserved words and wrappers such as exec.
+namespace {
+
+// The index of the command's name in `w`, past assignments, reserved words and wrappers such as
+// exec (w.size() when the words so far name none); `wrapped`: a wrapper stood before it.
+size_t CommandIndex(const std::vector<std::string>& w, bool* wrapped_out) {
   size_t k = 0;
-  const auto& w = words;
   bool wrapped = false;
   while (k < w.size()) {
     std::string s = StripQuotes(w[k]);
@@ -60,6 +62,25 @@ std::string CommandRefusal(const std::vector<std::string>& words, std::string_vi
       break;
     }
   }
+  *wrapped_out = wrapped;
+  return k;
+}
+
+}  // namespace
+
+bool OptionsEnded(const std::vector<std::string>& words) {
+  bool wrapped = false;
+  size_t k = CommandIndex(words, &wrapped);
+  for (size_t j = k + 1; j < words.size(); ++j) {
+    if (StripQuotes(words[j]) == "--") return true;
+  }
+  return false;
+}
+
+std::string CommandRefusal(const std::vector<std::string>& words, std::string_view prefix, bool word_ends_here) {
+  const auto& w = words;
+  bool wrapped = false;
+  size_t k = CommandIndex(w, &wrapped);
   if (k == w.size()) {
     if (!wrapped && IsAssignment(prefix)) return "";
     if (StripQuotes(prefix).empty() && word_ends_here)

@@ -23,6 +23,10 @@ bool IsReserved(std::string_view w);
 // A command that runs the command named by its next non-option word (exec, env, nohup, ...).
 bool IsWrapper(std::string_view w);
 
+// Whether a word of `words` after the command's name (past assignments, reserved words and
+// wrappers) is `--`: the command reads no option from the words that follow.
+bool OptionsEnded(const std::vector<std::string>& words);
+
 // Why a placeholder in the word that begins with `prefix` (the word's text before it) would run
 // or name code with its value, given the command's `words` before that word, or "" when it would
 // not. `word_ends_here`: the word ends with the placeholder (so, standing alone, it would be the

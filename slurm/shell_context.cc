@@ -152,12 +152,42 @@ class Reader {
     }
     if (std::string why = PlaceRefusal(code, pos); !why.empty()) return Refuse(pos, why);
     bool data = PlainAssignment(code, pos);
-    if (top.mode == Mode::kSingle) return Accept(ShellContext::kSingle, data);
+    bool option = OptionValue(code, pos);
+    if (top.mode == Mode::kSingle) return Accept(ShellContext::kSingle, data, option);
     if (pos > 0 && t_[pos - 1] == '$') return Refuse(pos, "right after '$', which would expand the value");
-    if (top.mode == Mode::kDouble) return Accept(ShellContext::kDouble, data);
+    if (top.mode == Mode::kDouble) return Accept(ShellContext::kDouble, data, option);
     // An unquoted word, or part of one.
     if (code.word_bracket) return Refuse(pos, "inside [ ] in a word (an array subscript is evaluated as arithmetic)");
-    return Accept(ShellContext::kWord, data);
+    return Accept(ShellContext::kWord, data, option);
+  }
+
+  // Whether the placeholder at `pos` stands where its command reads no option: after `--`, right in
+  // a long option's value (the word so far is --NAME=...), or after a prefix that is no option.
+  bool OptionValue(const Frame& code, size_t pos) const {
+    if (code.case_pattern || code.redirect_target || code.dbracket != kNone) return false;
+    // Placeholders before it in the word count for nothing: their values may be empty.
+    static const std::regex placeholder(R"(\{\{[^}]*\}\})");
+    std::string prefix =
+        std::regex_replace(StripQuotes(t_.substr(code.word_begin, pos - code.word_begin)), placeholder, "");
+    static const std::regex long_option(R"(^--[A-Za-z0-9][A-Za-z0-9_.-]*=)");
+    if (std::regex_search(prefix, long_option)) return true;
+    // A variable's value is handed on as "$V", where the template no longer shows what reads it.
+    if (IsAssignment(prefix)) return false;
+    // After a prefix of its own (./{{v}}, out/{{v}}) the word cannot begin with '-'.
+    if (!prefix.empty() && prefix[0] != '-') return true;
+    return code.mode == Mode::kCode && prefix.empty() && OptionsEnded(code.words);
+  }
+
+  // A placeholder in an #SBATCH line: sbatch reads the line's words as its options, so the value
+  // may only be a long option's value, never an option (`#SBATCH {{x}}` with --output=...).
+  std::string DirectiveRefusal(size_t line_begin, size_t pos) const {
+    size_t word = t_.find_last_of(" \t", pos == 0 ? 0 : pos - 1);
+    word = word == kNone || word < line_begin ? line_begin : word + 1;
+    std::string prefix(t_.substr(word, pos - word));
+    static const std::regex value(R"(^--[A-Za-z][A-Za-z0-9_-]*=[^'"\\]*$)");
+    if (std::regex_match(prefix, value)) return "";
+    return "in an #SBATCH line but not as an option's value (write #SBATCH --NAME={{...}}): sbatch would read the "
+           "value as an option of its own, which could move the job's log";
   }
 
   // Whether the placeholder at `pos` is in the value of a plain assignment: the command's words
@@ -175,10 +205,11 @@ class Reader {
     return true;
   }
 
-  void Accept(ShellContext c, bool data_only = false) {
+  void Accept(ShellContext c, bool data_only = false, bool option_value = false) {
     PlaceholderSite s;
     s.context = c;
     s.data_only = data_only || c == ShellContext::kComment;
+    s.option_value = option_value || c == ShellContext::kComment;
     sites_.push_back(s);
   }
   void Refuse(size_t pos, std::string why) { sites_.push_back(Refused(pos, std::move(why))); }
@@ -370,9 +401,15 @@ class Reader {
     if (c == '#' && f.word_begin == kNone) {
       size_t end = t_.find('\n', i);
       if (end == kNone) end = t_.size();
+      size_t line_begin = i == 0 ? 0 : t_.rfind('\n', i - 1);
+      line_begin = line_begin == kNone || i == 0 ? 0 : line_begin + 1;
+      bool directive = t_.substr(i, 7) == "#SBATCH" && t_.find_first_not_of(" \t", line_begin) == i;
       while (next_ < holders_.size() && holders_[next_].first < end) {
+        std::string why = directive ? DirectiveRefusal(i, holders_[next_].first) : "";
         if (lost_ != kNone) {
           sites_.push_back(Refused(holders_[next_].first, ""));
+        } else if (!why.empty()) {
+          Refuse(holders_[next_].first, why);
         } else {
           Accept(ShellContext::kComment);
         }

@@ -5,7 +5,8 @@
 // within $( )), in a here-document body outside any expansion, or in a comment; it refuses the
 // rest (backquotes, arithmetic, ${...}, $'...', array subscripts, a command's name, a
 // here-document's delimiter, arguments that become code: eval, trap, let, `sh -c`, ssh, ...)
-// and everything after a construct it cannot follow.
+// and everything after a construct it cannot follow. In an #SBATCH line, which sbatch reads as
+// options, a placeholder may only be a long option's value (`#SBATCH --constraint={{v}}`).
 //
 // Depends on nothing but the standard library; no I/O. Which commands run their arguments as code
 // is shell_commands.h.
@@ -41,6 +42,11 @@ struct PlaceholderSite {
   // comment. The only places a value declared as text (outside the safe alphabet, base/params.h)
   // may stand: an argument or a here-document line is read by a program that may run it.
   bool data_only = false;
+  // Where no program reads the value as an option: after `--` in its command (past wrappers such
+  // as env or exec), as a long option's own value (`--flag={{v}}`, also in an array element), after
+  // a prefix that does not begin with '-' (`./{{v}}`), or in a comment. The only places a value
+  // declared an option (one that may begin with '-', base/params.h) may stand.
+  bool option_value = false;
 };
 
 // One site per placeholder; `holders` are the byte ranges [begin, end) of the placeholders in

@@ -285,8 +285,11 @@ TEST_CASE("templates render quoted values and reject unknown or unbalanced place
   auto hostile = RenderTemplate("#!/bin/bash\ntrain --opt {{opt}}\n", "t.sbatch", vars);
   REQUIRE_FALSE(hostile.ok());
   CHECK_THAT(hostile.status().message(), Catch::Contains("t.sbatch:2") && Catch::Contains("'$'"));
-  CHECK_FALSE(RenderTemplate("#!/bin/bash\ntrain --opt {{opt}}\n", "t.sbatch", vars, {"opt"}).ok());
-  auto assigned = RenderTemplate("#!/bin/bash\nOPT={{opt}}\ntrain --opt \"$OPT\"\n", "t.sbatch", vars, {"opt"});
+  CHECK_FALSE(RenderTemplate("#!/bin/bash\ntrain --opt {{opt}}\n", "t.sbatch", vars,
+                             {.text = {"opt"}, .option = {}, .path = {}})
+                  .ok());
+  auto assigned = RenderTemplate("#!/bin/bash\nOPT={{opt}}\ntrain --opt \"$OPT\"\n", "t.sbatch", vars,
+                                 {.text = {"opt"}, .option = {}, .path = {}});
   REQUIRE(assigned.ok());
   CHECK(*assigned == "#!/bin/bash\nOPT='$(reboot)'\ntrain --opt \"$OPT\"\n");
 
@@ -328,7 +331,7 @@ TEST_CASE("a placeholder inside quotes or a here-document stays literal there", 
       "export D=\"in {{v}}\"\n"
       "E=1 F=pre{{v}} G=2\n"
       "printf '%s\\n' \"$A\" \"$B\" \"$C\" \"$D\" \"$F\" > \"$out\"\n";
-  auto r = RenderTemplate(tmpl, "t.sbatch", vars, {"v"});
+  auto r = RenderTemplate(tmpl, "t.sbatch", vars, {.text = {"v"}, .option = {}, .path = {"dir"}});
   REQUIRE(r.ok());
   testing::WriteAll(dir.file("job.sh"), *r);
   INFO(*r);
@@ -338,18 +341,52 @@ TEST_CASE("a placeholder inside quotes or a here-document stays literal there", 
   CHECK_FALSE(std::filesystem::exists(marker));
 
   // What cannot be made literal is refused, naming the line.
-  auto ansi = RenderTemplate("echo $'{{v}}'\n", "t.sbatch", vars, {"v"});
+  auto ansi = RenderTemplate("echo $'{{v}}'\n", "t.sbatch", vars, {.text = {"v"}, .option = {}, .path = {}});
   REQUIRE_FALSE(ansi.ok());
   CHECK_THAT(ansi.status().message(), Catch::Contains("t.sbatch:1: placeholder '{{v}}'") && Catch::Contains("$'"));
   std::map<std::string, std::string> multiline = {{"v", "a\nEOF\nrm -rf x"}};
-  auto doc = RenderTemplate("cat <<EOF\n{{v}}\nEOF\n", "t.sbatch", multiline, {"v"});
+  auto doc =
+      RenderTemplate("cat <<EOF\n{{v}}\nEOF\n", "t.sbatch", multiline, {.text = {"v"}, .option = {}, .path = {}});
   REQUIRE_FALSE(doc.ok());
   CHECK_THAT(doc.status().message(), Catch::Contains("t.sbatch:2") && Catch::Contains("here-document"));
   // As a variable's value a line break is just part of the quoted value.
-  CHECK(RenderTemplate("V=\"{{v}}\"\n", "t", multiline, {"v"}).ok());
+  CHECK(RenderTemplate("V=\"{{v}}\"\n", "t", multiline, {.text = {"v"}, .option = {}, .path = {}}).ok());
   // raw: is the author's: inserted as it is, and named as written when unknown.
   CHECK(*RenderTemplate("echo \"{{raw:v}}\"", "t", {{"v", "$x"}}) == "echo \"$x\"");
   CHECK_THAT(RenderTemplate("{{raw:nope}}", "t", vars).status().message(), Catch::Contains("'{{raw:nope}}'"));
+}
+
+TEST_CASE("a value is rendered only if it is no option and no path leaving its place, unless declared", "[slurm]") {
+  auto render = [](const std::string& v, const DeclaredValues& declared = {}) {
+    return RenderTemplate("#!/bin/bash\ntrain --x={{v}} -- {{v}}\n", "t.sbatch", {{"v", v}}, declared);
+  };
+  // Numbers in every form ParamToString gives pass.
+  for (const char* number : {"-0.5", "-1e-05", "-0.001", "-3", "1e+20", "-.5", "0", "+2"}) {
+    INFO(number);
+    CHECK(render(number).ok());
+  }
+  for (const char* option : {"-x", "--output=o", "-", "--", "-1x", "-e5", "-inf", "-nan"}) {
+    INFO(option);
+    auto r = render(option);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.status().message(), Catch::Contains("t.sbatch:2: placeholder '{{v}}'") && Catch::Contains("option") &&
+                                         Catch::Contains("option = true"));
+    CHECK(render(option, {.text = {}, .option = {"v"}, .path = {}}).ok());
+  }
+  for (const char* path : {"/abs", "..", "../x", "a/../b", "a/..", "of=../x", "x=/y", "a=b=/c", "--o=../x"}) {
+    INFO(path);
+    DeclaredValues option{.text = {}, .option = {"v"}, .path = {}};
+    auto r = render(path, option);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.status().message(), Catch::Contains("t.sbatch:2") && Catch::Contains("path = true"));
+    CHECK(render(path, {.text = {}, .option = {"v"}, .path = {"v"}}).ok());
+  }
+  for (const char* fine : {"a..b", "1..2", "x/y", "a.b/c..", "...", "x:/y", "user@host", "a=b", "./x"}) {
+    INFO(fine);
+    CHECK(render(fine).ok());
+  }
+  // {{raw:...}} stays the author's: its value is not checked for shape.
+  CHECK(RenderTemplate("train {{raw:v}}\n", "t", {{"v", "--a --b"}}).ok());
 }
 
 TEST_CASE("a template's own #SBATCH directives are those before its first command", "[slurm]") {

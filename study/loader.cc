@@ -370,6 +370,10 @@ class Loader {
       // A value twice ([8, 8], [0.01, 1e-2]) is one trial key (keys hash the value's kind, checked
       // alike above, and its ParamToString): a grid would count it twice in `run` and list it twice
       // in `plan`, while the store keeps one trial.
+      // A declared path is normalised before anything sees it: trial keys, the template, `plan`.
+      if (auto* str = std::get_if<std::string>(&p.choices.back()); p.path && str) {
+        *str = fs::path(*str).lexically_normal().string();
+      }
       std::string text = ParamToString(p.choices.back());
       if (!seen.insert(text).second) {
         return Error(&e, full, fmt::format("the value {} is already in the list; give each value once", text));
@@ -377,9 +381,14 @@ class Loader {
       if (!p.text && !IsSafeValue(text)) {
         return Error(&e, full, UnsafeValueMessage(text, p.name, "{ values = [...], text = true }"));
       }
+      if (std::string problem = ValueShapeProblem(text, p.option, p.path); !problem.empty()) {
+        return Error(&e, full, ValueShapeMessage(text, p.name, problem, "{{ values = [...], {} }}"));
+      }
     }
-    if (p.text && !std::holds_alternative<std::string>(p.choices.front())) {
-      return Error(&node, full + ".text", "is for string values; numbers and booleans are always carried safely");
+    for (auto [flag, on] : {std::pair{"text", p.text}, std::pair{"option", p.option}, std::pair{"path", p.path}}) {
+      if (on && !std::holds_alternative<std::string>(p.choices.front())) {
+        return Error(&node, full + "." + flag, "is for string values; numbers and booleans are always carried safely");
+      }
     }
     return Status::OK();
   }
@@ -405,9 +414,12 @@ class Loader {
         list_node = form->get("values");
         arr = list_node->as_array();
         if (!arr) return Error(list_node, full + ".values", "must be a list of values");
-        if (const toml::node* t = form->get("text")) {
-          if (!t->is_boolean()) return Error(t, full + ".text", "must be true or false");
-          p.text = t->value<bool>().value_or(false);
+        for (auto [flag, out] :
+             {std::pair{"text", &p.text}, std::pair{"option", &p.option}, std::pair{"path", &p.path}}) {
+          if (const toml::node* t = form->get(flag)) {
+            if (!t->is_boolean()) return Error(t, full + "." + flag, "must be true or false");
+            *out = t->value<bool>().value_or(false);
+          }
         }
       }
       if (arr) {
@@ -635,24 +647,39 @@ class Loader {
           return Error(&v, full, "this name is reserved for a built-in template variable");
         std::string name(k.str());
         const toml::node* value = &v;
-        // `{ value = "...", text = true }`: a string outside the safe alphabet (as [space] lists).
+        // `{ value = "...", text = true }`: a string outside the safe alphabet (as [space] lists);
+        // `option = true`, `path = true`: a string of another shape (base/params.h).
         if (const toml::table* form = v.as_table()) {
           SWEEP_RETURN_IF_ERROR(CheckKeys(*form, full, AllowedKeys("job.vars.text")));
           value = form->get("value");
           if (!value || !value->is_string()) return Error(&v, full + ".value", "must be a string");
-          const toml::node* t = form->get("text");
-          if (!t || !t->is_boolean()) return Error(t ? t : &v, full + ".text", "must be true or false");
-          if (t->value<bool>().value_or(false)) job.text_vars.insert(name);
+          if (!form->get("text") && !form->get("option") && !form->get("path")) {
+            return Error(&v, full, "declares nothing: give text = true, option = true or path = true");
+          }
+          for (auto [flag, set] : {std::pair{"text", &job.text_vars}, std::pair{"option", &job.option_vars},
+                                   std::pair{"path", &job.path_vars}}) {
+            const toml::node* t = form->get(flag);
+            if (!t) continue;
+            if (!t->is_boolean()) return Error(t, full + "." + flag, "must be true or false");
+            if (t->value<bool>().value_or(false)) set->insert(name);
+          }
         }
         if (auto str = value->value<std::string>(); value->is_string() && str) {
           if (!job.text_vars.count(name) && !IsSafeValue(*str)) {
             return Error(value, full, UnsafeValueMessage(*str, name, "{ value = \"...\", text = true }"));
           }
+          // A declared path is normalised before anything sees it (the template, `plan`).
+          if (job.path_vars.count(name)) *str = fs::path(*str).lexically_normal().string();
           job.vars[name] = *str;
         } else if (auto i = v.as_integer()) job.vars[name] = std::to_string(i->get());
         else if (auto d = v.as_floating_point()) job.vars[name] = fmt::format("{}", d->get());
         else if (auto b = v.as_boolean()) job.vars[name] = b->get() ? "true" : "false";
         else return Error(&v, full, "must be a string, number or boolean");
+        if (std::string problem =
+                ValueShapeProblem(job.vars[name], job.option_vars.count(name) > 0, job.path_vars.count(name) > 0);
+            !problem.empty()) {
+          return Error(value, full, ValueShapeMessage(job.vars[name], name, problem, "{{ value = \"...\", {} }}"));
+        }
       }
     }
     for (const auto& p : s.space) {

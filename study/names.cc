@@ -38,7 +38,8 @@ std::string UnsafeValueMessage(std::string_view value, std::string_view name, st
   return fmt::format(
       "the value '{}{}' has {}, outside the safe alphabet of template values ({}); a value outside it could "
       "become code where a template puts it. If '{}' must carry such text, declare it: {} (the template may then "
-      "use it only as a variable's value, {}={{{{{}}}}}, or in a comment)",
+      "use it only as a variable's value, {}={{{{{}}}}}, or in a comment; \"$VAR\" then goes to the program as an "
+      "argument or in its environment, never into a here-document or a program's text)",
       shown, value.size() > 60 ? "..." : "", FirstUnsafeChar(value), kSafeValueAlphabet, name, form,
       [&] {
         std::string up;
@@ -46,6 +47,22 @@ std::string UnsafeValueMessage(std::string_view value, std::string_view name, st
         return up;
       }(),
       name);
+}
+
+std::string ValueShapeMessage(std::string_view value, std::string_view name, std::string_view problem,
+                              std::string_view form) {
+  bool option = !value.empty() && value.front() == '-' && problem.find("option") != std::string_view::npos;
+  std::string declared = fmt::format(fmt::runtime(form), option ? "option = true" : "path = true");
+  std::string shown(value.substr(0, 60));
+  for (char& c : shown) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return fmt::format("the value '{}{}' {}. If '{}' must carry such values, declare it: {} ({})", shown,
+                     value.size() > 60 ? "..." : "", problem, name, declared,
+                     option ? fmt::format("the template may then put it only after '--' or as an option's own value, "
+                                          "--flag={{{{{}}}}}",
+                                          name)
+                            : std::string("the value is then normalised, and `plan` shows it"));
 }
 
 }  // namespace sweep::study

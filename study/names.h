@@ -17,5 +17,9 @@ bool IsSafePath(std::string_view s);
 // Why `value` of `name` is refused (it leaves the safe alphabet of template values), and the
 // declaration `form` that makes it text instead.
 std::string UnsafeValueMessage(std::string_view value, std::string_view name, std::string_view form);
+// Why `value` of `name` is refused for its shape (`problem`: base/params.h ValueShapeProblem), and
+// the declaration that lifts it: `form` with "{}" where `option = true` or `path = true` goes.
+std::string ValueShapeMessage(std::string_view value, std::string_view name, std::string_view problem,
+                              std::string_view form);
 
 }  // namespace sweep::study

@@ -30,6 +30,11 @@ struct ParamSpec {
   // alphabet (base/params.h), and the template may then name it only where the shell treats it
   // as data (a variable's value, a comment; run/trial_script.h checks).
   bool text = false;
+  // `option = true`: its values may begin with '-' (not only numbers); the template may then put it
+  // only after `--` or as `--flag={{name}}`. `path = true`: its values may be absolute or climb
+  // with '..', and are normalised (base/params.h: ValueShapeProblem).
+  bool option = false;
+  bool path = false;
   int line = 0;
 };
 
@@ -75,6 +80,8 @@ struct JobSpec {
   std::map<std::string, std::string> vars;  // extra template variables
   // [job.vars] given as `{ value = "...", text = true }`: outside the safe alphabet, as ParamSpec::text.
   std::set<std::string> text_vars;
+  // `{ value = "...", option = true }` / `path = true`: as ParamSpec::option and ParamSpec::path.
+  std::set<std::string> option_vars, path_vars;
   // Time-limit chaining: a job that ends (completed or timeout) with `resume_marker` in its log
   // stopped early and left a checkpoint; the trial goes on in a new job, up to `max_chain` jobs,
   // and its metrics stay one curve. 0 = off.

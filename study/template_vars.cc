@@ -22,6 +22,11 @@ std::string BuiltinTemplateVarList() {
   return out;
 }
 
+const std::vector<std::string>& BuiltinPathVars() {
+  static const std::vector<std::string> kVars = {"workdir", "trial_dir", "log"};
+  return kVars;
+}
+
 const std::vector<std::string>& BuiltinExprVars() {
   static const std::vector<std::string> kVars = {"nodes", "gpus_per_node", "gpus"};
   return kVars;

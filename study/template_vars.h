@@ -13,6 +13,9 @@ namespace sweep::study {
 const std::vector<std::string>& BuiltinTemplateVars();
 bool IsBuiltinTemplateVar(std::string_view name);
 std::string BuiltinTemplateVarList();
+// The built-ins that are absolute paths on the cluster (workdir, trial_dir, log): declared paths
+// (base/params.h), as a study declares its own with `path = true`.
+const std::vector<std::string>& BuiltinPathVars();
 
 // Names usable in constraints besides the parameters: nodes, gpus_per_node, gpus.
 const std::vector<std::string>& BuiltinExprVars();

@@ -458,6 +458,50 @@ TEST_CASE("hostile parameter values reach the job literally and run nothing", "[
   CHECK_FALSE(fs::exists(marker));
 }
 
+TEST_CASE("negative numbers, a declared option and a declared path reach the job as values", "[cluster]") {
+  testing::TempDir dir;
+  // printf's arguments after its format: -0.5 and -x are values here, as the trainer's own
+  // arguments after `--` or after --opt= are.
+  std::string tmpl =
+      "#!/bin/bash\nprintf 'lr=[%s] shift=[%s] opt=[%s] data=[%s]\\n' {{lr}} {{shift}} --opt={{opt}} {{data}}\n";
+  std::string path = WriteStudy(dir, "negatives",
+                                "[space]\nlr = { min = -1, max = -0.1 }\nshift = [-0.5, -1e-3]\n"
+                                "opt = { values = [\"-x\"], option = true }\n",
+                                "data = { value = \"/data/./sets/../y\", path = true }\n", 8, tmpl, "",
+                                "[search]\nsampler = \"random\"\ntrials = 4\nseed = 5\n");
+  Harness h(path);
+  REQUIRE(h.runner->Run(120).ok());
+  auto trials = h.Trials();
+  REQUIRE(trials.size() == 4);
+  std::set<std::string> shifts;
+  for (const auto& t : trials) {
+    INFO(t.trial_key << " " << t.params_json << " " << t.reason);
+    CHECK(t.state == "completed");
+    auto params = nlohmann::json::parse(t.params_json);
+    double lr = params["lr"].get<double>();
+    CHECK(lr < -0.1);
+    CHECK(lr >= -1);
+    std::string shift = ParamToString(params["shift"].get<double>());
+    shifts.insert(shift);
+    CHECK(testing::ReadAll(t.log_path) ==
+          fmt::format("lr=[{}] shift=[{}] opt=[--opt=-x] data=[/data/y]\n", ParamToString(lr), shift));
+  }
+  CHECK(shifts.count("-0.5") + shifts.count("-0.001") >= 1);
+}
+
+TEST_CASE("a job that completes without its log is stored failed, saying so, not completed", "[cluster]") {
+  testing::TempDir dir;
+  std::string tmpl = "#!/bin/bash\nrm -f {{log}}\necho lr {{lr}}\n";
+  std::string path = WriteStudy(dir, "nolog", "[space]\nlr = [0.1]\n", "x = 1\n", 8, tmpl);
+  Harness h(path);
+  h.runner->Run(120);
+  auto trials = h.Trials();
+  REQUIRE(trials.size() == 1);
+  INFO(trials[0].reason);
+  CHECK(trials[0].state == "failed");
+  CHECK_THAT(trials[0].reason, Catch::Contains("completed, but it left no log at " + trials[0].log_path));
+}
+
 TEST_CASE("the CLI refuses a server whose host key is not known, and runs nothing", "[cluster]") {
   testing::TempDir dir;
   testing::WriteAll(dir.file("empty_known_hosts"), "");

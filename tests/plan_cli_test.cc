@@ -182,3 +182,35 @@ TEST_CASE("plan of a tpe study: the region in a few lines, and the first proposa
   CHECK(src == 0);
   CHECK_THAT(script, Catch::Contains("python3 train.py --lr "));
 }
+
+TEST_CASE("plan shows declared paths normalised, and refuses a raw text value and a shape not declared", "[cli]") {
+  testing::TempDir dir;
+  std::string tables =
+      "[job.vars]\ndata = { value = \"/data/./sets//x/../y/\", path = true }\n\n"
+      "[space]\nlr = [-0.5, -1e-3]\nout = { values = [\"runs/./a\", \"../b\"], path = true }\n";
+  std::string study =
+      testing::WriteLocalStudyFile(dir, "paths", "train --data {{data}} --out {{out}} --lr {{lr}}", tables);
+  auto [code, out] = Shell(kBinary + " plan " + study);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK_THAT(out, Catch::Contains("path     data = /data/sets/y/ (declared path = true; normalised)") &&
+                      Catch::Contains("path     out = runs/a, ../b") && Catch::Contains("lr=-0.5") &&
+                      Catch::Contains("lr=-0.001"));
+  auto [jcode, json] = testing::RunShell(kBinary + " plan --json " + study);
+  REQUIRE(jcode == 0);
+  auto doc = nlohmann::json::parse(json);
+  CHECK(doc["declared_paths"]["data"][0] == "/data/sets/y/");
+  CHECK(doc["declared_paths"]["out"].size() == 2);
+  // Undeclared, the same values stop plan at load (exit 2), naming the line and the declaration.
+  std::string plain = testing::WriteLocalStudyFile(dir, "plain", "train --out {{out}} --lr {{lr}}",
+                                                   "[space]\nlr = [0.1]\nout = [\"../b\"]\n");
+  auto [pcode, pout] = Shell(kBinary + " plan " + plain);
+  CHECK(pcode == 2);
+  CHECK_THAT(pout, Catch::Contains("key 'space.out'") && Catch::Contains("path = true"));
+  // {{raw:x}} with a declared text value: refused at load, not rendered verbatim.
+  std::string raw = testing::WriteLocalStudyFile(
+      dir, "raw", "echo {{raw:x}} {{lr}}", "[space]\nlr = [0.1]\nx = { values = [\"a; touch P\"], text = true }\n");
+  auto [rcode, rout] = Shell(kBinary + " plan " + raw);
+  CHECK(rcode == 2);
+  CHECK_THAT(rout, Catch::Contains("{{raw:x}}") && Catch::Contains("declared text"));
+}

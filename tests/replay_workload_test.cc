@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "logs/metrics_parser.h"
+#include "run/trial_script.h"
 #include "study/space.h"
 #include "study/loader.h"
 #include "slurm/sbatch_script.h"
@@ -255,7 +256,8 @@ TEST_CASE("every trial of examples/megatron-replay.toml replays a recorded run f
     vars["gpus_per_node"] = std::to_string(study->job.gpus_per_node);
     vars["gpus"] = std::to_string(study->job.nodes * study->job.gpus_per_node);
     vars["cpus_per_task"] = std::to_string(study->job.cpus_per_task);
-    auto script = slurm::RenderTemplate(study->job.template_text, study->job.template_path, vars);
+    auto script =
+        slurm::RenderTemplate(study->job.template_text, study->job.template_path, vars, run::Declared(*study));
     REQUIRE(script.ok());
     testing::WriteAll(dir.file("job.sh"), *script);
     auto out = Run("bash " + slurm::ShellQuote(dir.file("job.sh")));

@@ -322,8 +322,9 @@ inline OracleOutcome CheckRendered(const std::string& tmpl, const std::string& v
                                    const std::vector<std::string>& expect, const std::filesystem::path& work,
                                    bool text = false) {
   OracleOutcome o;
-  auto r = slurm::RenderTemplate(tmpl, "oracle.sbatch", {{"v", value}},
-                                 text ? std::set<std::string>{"v"} : std::set<std::string>{});
+  slurm::DeclaredValues declared;
+  if (text) declared.text = {"v"};
+  auto r = slurm::RenderTemplate(tmpl, "oracle.sbatch", {{"v", value}}, declared);
   if (!r.ok()) {
     o.refused = true;
     return o;
@@ -354,6 +355,130 @@ inline OracleOutcome CheckRendered(const std::string& tmpl, const std::string& v
       }
     }
   }
+  if (!o.failure.empty()) o.failure += "\n--- script ---\n" + Printable(*r, 600);
+  return o;
+}
+
+// The option-reading class: real programs that read options from their arguments (coreutils'
+// touch, cp, rm and dd; tar, rsync and git), each given the value where, were it not checked, a
+// value of the safe alphabet alone would run a command (tar --to-command=sh, git grep -Osh) or
+// write or delete outside the trial's directory (cp -t.., rsync --log-file=../x, git log
+// --output=..., dd of=../x, rm ../x). Each script runs in the trial's directory, beside a file
+// outside it (CheckOptionRun). `option_place`: the value stands after `--`, as --flag={{v}} or after
+// a prefix of its own (./{{v}}), the places a value declared an option may stand. `harmful`: some
+// value of OptionValues does harm there when put in unchecked ({{raw:v}}).
+struct OptionConstruct {
+  std::string name;
+  std::string code;
+  bool option_place = false;
+  bool harmful = true;
+};
+
+inline std::vector<OptionConstruct> OptionConstructs() {
+  const std::string tar = "printf 'touch PWNED\\n' > f\ntar -cf in.tar f\nrm f\n";
+  const std::string git =
+      "git init -q repo\nprintf 'touch PWNED\\n' > repo/f\ngit -C repo add f\n"
+      "git -C repo -c user.name=a -c user.email=a@b commit -qm m\n";
+  return {
+      {"touch", "touch {{v}}"},
+      {"touch in a path", "touch ./{{v}}.txt", true},
+      {"cp to the value", "printf x > f\ncp f {{v}}"},
+      {"cp into a directory", "mkdir -p out\nprintf x > f\ncp f out/{{v}}", true},
+      {"rm", "rm -f {{v}}"},
+      {"rm in a path", "rm -f ./{{v}}", true},
+      {"dd operand", "printf x > f\ndd if=f {{v}} status=none"},
+      {"tar extract", tar + "tar -xf in.tar {{v}}"},
+      {"tar archive name", "printf x > f\ntar -cf {{v}} f"},
+      {"rsync", "mkdir -p src\nprintf x > src/f\nrsync -r {{v}} src/ dst/"},
+      {"git log", git + "git -C repo log {{v}} >/dev/null"},
+      {"git grep", git + "git -C repo grep {{v}} touch >/dev/null"},
+      {"touch after --", "touch -- {{v}}", true},
+      {"cp after --", "printf x > f\nmkdir -p out\ncp -- f out/{{v}}", true},
+      {"tar after --", tar + "tar -xf in.tar -- {{v}}", true, false},
+      {"git grep after --", git + "git -C repo grep -e touch -- {{v}} >/dev/null", true, false},
+      {"git log --format=", git + "git -C repo log --format={{v}} >/dev/null", true, false},
+      {"rsync --exclude=", "mkdir -p src\nprintf x > src/f\nrsync -r --exclude={{v}} src/ dst/", true, false},
+  };
+}
+
+// Hostile values that use only the safe alphabet, each one word: options that run a command or
+// write elsewhere, paths that climb out, absolute paths (into `outside`, so that a write lands
+// where it is seen), and the negative numbers that must pass.
+inline std::vector<std::string> OptionValues(const std::string& outside) {
+  return {"--to-command=sh",
+          "-Osh",
+          "--open-files-in-pager=sh",
+          "--output=../OUT",
+          "--output=../../OUT",
+          "--log-file=../OUT",
+          "--write-batch=../OUT",
+          "--target-directory=..",
+          "-t..",
+          "-C..",
+          "--directory=..",
+          "of=../OUT",
+          "../victim",
+          "../OUT",
+          "../../OUT",
+          "x/../../OUT",
+          "..",
+          "-rf",
+          "--",
+          "-",
+          "--help",
+          "-0.5",
+          "-1e-3",
+          "-7",
+          "plain",
+          outside + "/OUT",
+          "of=" + outside + "/OUT",
+          "--log-file=" + outside + "/OUT",
+          "--output=" + outside + "/OUT",
+          "--target-directory=" + outside,
+          "-C" + outside,
+          outside + "/victim"};
+}
+
+// Renders `tmpl` with v = `value` (`declared`: what the study declared v) and, if accepted, runs it
+// with bash in a fresh trial directory, work/scratch/trial, beside work/scratch/victim. Right when
+// refused, or when no file named PWNED appears anywhere (the value ran a command), nothing appears
+// in work/scratch but the trial's directory and the victim, and the victim is unchanged.
+inline OracleOutcome CheckOptionRun(const std::string& tmpl, const std::string& value,
+                                    const std::filesystem::path& work, const slurm::DeclaredValues& declared) {
+  OracleOutcome o;
+  auto r = slurm::RenderTemplate(tmpl, "oracle.sbatch", {{"v", value}}, declared);
+  if (!r.ok()) {
+    o.refused = true;
+    return o;
+  }
+  namespace fs = std::filesystem;
+  fs::path scratch = work / "scratch", trial = scratch / "trial";
+  fs::remove_all(scratch);
+  fs::create_directories(trial);
+  {
+    std::ofstream v(scratch / "victim");
+    v << "victim\n";
+  }
+  std::string script = (work / "job.sh").string(), out = (work / "out").string();
+  {
+    std::ofstream f(script, std::ios::binary | std::ios::trunc);
+    f << *r;
+  }
+  int rc = RunBash(script, trial.string(), out);
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(scratch, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->path().filename().string().rfind("PWNED", 0) == 0)
+      o.failure = "ran a command (" + it->path().string() + ")";
+  }
+  for (const auto& e : fs::directory_iterator(scratch)) {
+    std::string name = e.path().filename().string();
+    if (o.failure.empty() && name != "trial" && name != "victim") o.failure = "wrote outside the trial: " + name;
+  }
+  std::ifstream victim(scratch / "victim");
+  std::string left((std::istreambuf_iterator<char>(victim)), std::istreambuf_iterator<char>());
+  if (o.failure.empty() && left != "victim\n") o.failure = "changed or removed a file outside the trial";
+  if (o.failure.empty() && (rc == 124 || rc == -1)) o.failure = "bash did not finish (rc " + std::to_string(rc) + ")";
   if (!o.failure.empty()) o.failure += "\n--- script ---\n" + Printable(*r, 600);
   return o;
 }

@@ -42,7 +42,7 @@ void RunConstruct(const testing::Construct& c, const std::vector<std::string>& v
     UNSCOPED_INFO(load.message());
     return;
   }
-  bool data_place = slurm::CheckTemplateContexts(tmpl, "oracle.sbatch", {"v"}).ok();
+  bool data_place = slurm::CheckTemplateContexts(tmpl, "oracle.sbatch", {.text = {"v"}, .option = {}, .path = {}}).ok();
   for (const auto& v : values) {
     for (bool text : {false, true}) {
       auto o = testing::CheckRendered(tmpl, v, testing::Expected(c, v), work.path(), text);
@@ -74,15 +74,60 @@ TEST_CASE("oracle: no hostile value runs in an interpreter a script feeds", "[sl
   for (const auto& c : testing::InterpreterConstructs()) {
     RunConstruct(c, values, work, &runs, &text_runs);
     // Each of these places hands the text to a program: a value declared text is refused there.
-    CHECK_FALSE(slurm::CheckTemplateContexts(testing::Script(c.code), "oracle.sbatch", {"v"}).ok());
+    CHECK_FALSE(slurm::CheckTemplateContexts(testing::Script(c.code), "oracle.sbatch",
+                                             {.text = {"v"}, .option = {}, .path = {}})
+                    .ok());
   }
   CHECK(runs > 500);
   CHECK(text_runs == 0);
 }
 
+TEST_CASE("oracle: no option value runs a command or writes outside the trial's directory", "[slurm][oracle]") {
+  testing::TempDir work;
+  std::string outside = (work.path() / "scratch").string();
+  std::vector<std::string> values = testing::OptionValues(outside);
+  for (auto& v : testing::AlphabetValues(10, 17)) values.push_back(v);
+  int runs = 0, declared_runs = 0;
+  for (const auto& c : testing::OptionConstructs()) {
+    std::string tmpl = testing::Script(c.code);
+    INFO("construct: " << c.name << "\n" << c.code);
+    REQUIRE(slurm::CheckTemplateContexts(tmpl, "oracle.sbatch").ok());
+    // A value declared an option may stand only after `--` or as --flag={{v}}.
+    slurm::DeclaredValues option{.text = {}, .option = {"v"}, .path = {}};
+    Status declared_place = slurm::CheckTemplateContexts(tmpl, "oracle.sbatch", option);
+    CHECK(declared_place.ok() == c.option_place);
+    if (!c.option_place) {
+      CHECK_THAT(declared_place.message(), Catch::Contains("oracle.sbatch:") && Catch::Contains("declared an option") &&
+                                               Catch::Contains("after '--'"));
+    }
+    bool canary = false;
+    for (const auto& v : values) {
+      for (bool as_option : {false, true}) {
+        auto o = testing::CheckOptionRun(tmpl, v, work.path(), as_option ? option : slurm::DeclaredValues{});
+        INFO("value: '" << v << "'" << (as_option ? " (declared an option)" : ""));
+        CHECK(o.failure == "");
+        // Negative numbers are no option: they pass wherever the template puts them.
+        if (IsNumberText(v)) CHECK(o.refused == (as_option && !c.option_place));
+        if (!o.refused) ++*(as_option ? &declared_runs : &runs);
+      }
+      // The same value put in verbatim ({{raw:v}}, unchecked): some value of the list must do harm,
+      // or this construct proves nothing.
+      if (c.harmful) {
+        std::string raw = tmpl;
+        raw.replace(raw.find("{{v}}"), 5, "{{raw:v}}");
+        canary = canary || !testing::CheckOptionRun(raw, v, work.path(), {}).failure.empty();
+      }
+    }
+    if (c.harmful) CHECK(canary);
+  }
+  CHECK(runs > 150);
+  CHECK(declared_runs > 60);
+}
+
 TEST_CASE("a text value stands only as a variable's value or in a comment", "[slurm][oracle]") {
   auto render = [](const std::string& tmpl) {
-    return slurm::RenderTemplate(tmpl, "t.sbatch", {{"v", "it's $(touch X)"}}, {"v"});
+    return slurm::RenderTemplate(tmpl, "t.sbatch", {{"v", "it's $(touch X)"}},
+                                 {.text = {"v"}, .option = {}, .path = {}});
   };
   CHECK(render("#!/bin/bash\nV={{v}}\n").ok());
   CHECK(render("#!/bin/bash\nV=\"pre {{v}}\"\n").ok());
@@ -107,19 +152,24 @@ TEST_CASE("a text value stands only as a variable's value or in a comment", "[sl
 TEST_CASE("a value its place cannot carry is refused, naming the place", "[slurm][oracle]") {
   // (The values are declared text, so that the renderer's place checks, its second layer, are reached.)
   auto render = [](const std::string& tmpl, const std::string& v) {
-    return slurm::RenderTemplate(tmpl, "t.sbatch", {{"v", v}}, {"v"});
+    return slurm::RenderTemplate(tmpl, "t.sbatch", {{"v", v}}, {.text = {"v"}, .option = {}, .path = {}});
   };
   // A line break in a comment would run the rest of the value.
   auto comment = render("#!/bin/bash\n# lr: {{v}}\n", "x\ntouch PWNED");
   REQUIRE_FALSE(comment.ok());
   CHECK_THAT(comment.status().message(),
              Catch::Contains("t.sbatch:2") && Catch::Contains("comment") && Catch::Contains("line break"));
-  // A here-document line equal to the delimiter would end it early.
-  auto delim = render("cat <<EOF\n{{v}}\nEOF\n", "EOF");
+  // A here-document line equal to the delimiter would end it early. (A text value may not stand in
+  // a here-document at all: these values are of the alphabet, undeclared.)
+  auto plain = [](const std::string& tmpl, const std::string& v) {
+    return slurm::RenderTemplate(tmpl, "t.sbatch", {{"v", v}});
+  };
+  auto delim = plain("cat <<EOF\n{{v}}\nEOF\n", "EOF");
   REQUIRE_FALSE(delim.ok());
   CHECK_THAT(delim.status().message(), Catch::Contains("t.sbatch:2") && Catch::Contains("delimiter"));
-  CHECK_FALSE(render("cat <<-EOF\n\t{{v}}\nEOF\n", "EOF").ok());
-  CHECK(render("cat <<EOF\n{{v}}\nEOF\n", "EOFX").ok());
+  CHECK_FALSE(plain("cat <<-EOF\n\t{{v}}\nEOF\n", "EOF").ok());
+  CHECK(plain("cat <<EOF\n{{v}}\nEOF\n", "EOFX").ok());
+  CHECK_FALSE(render("cat <<EOF\n{{v}}\nEOF\n", "EOFX").ok());
   // <<- strips leading tabs: a value starting with one would lose it.
   CHECK_FALSE(render("cat <<-EOF\n{{v}}\nEOF\n", "\tx").ok());
   // Where a backslash escapes, a multibyte locale could read it as the second byte of a character.

@@ -141,12 +141,14 @@ void CheckTemplate(std::string_view tmpl) {
   } else if (!rendered.ok()) {
     // The only refusals of bound values: a place the renderer cannot prove safe (refused by the
     // value-free check too), or a value its place cannot carry (a line break in a comment or a
-    // here-document, a here-document line turned into its delimiter, a tab <<- would strip).
+    // here-document, a here-document line turned into its delimiter, a tab <<- would strip), or a
+    // value shaped as an option or a path leaving its place (base/params.h: ValueShapeProblem).
     const std::string& m = rendered.status().message();
     bool place = !slurm::CheckTemplateContexts(tmpl, kTemplateName).ok();
     bool value_refused = m.find("line break") != std::string::npos || m.find("delimiter") != std::string::npos ||
                          m.find("starts with a tab") != std::string::npos || m.find("GBK") != std::string::npos ||
-                         m.find("safe alphabet") != std::string::npos;
+                         m.find("safe alphabet") != std::string::npos ||
+                         m.find("is not declared a") != std::string::npos;
     if (!place && !value_refused)
       Die("RenderTemplate failed with every placeholder bound: " + rendered.status().ToString());
   }

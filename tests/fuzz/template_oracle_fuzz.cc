@@ -2,7 +2,9 @@
 // random surroundings (functions, if-blocks, subshells, case arms, $( ), here-documents,
 // comments and quotes before them) and random hostile values, each rendered and, if accepted,
 // run by bash in an empty scratch directory. Fails (exit 1) on the first rendered script that
-// creates a file or prints a value other than the one given. Deterministic for a seed.
+// creates a file or prints a value other than the one given; and the option-reading class
+// (template_oracle.h: tar, rsync, git, coreutils) with hostile option and path values, failing on a
+// value that runs a command or writes outside the trial's directory. Deterministic for a seed.
 //
 //   build/tests/template_oracle_fuzz [--seconds N] [--seed S] [--show-refused]   (default 60 s, seed 1)
 #include <chrono>
@@ -132,7 +134,29 @@ int main(int argc, char** argv) {
   std::filesystem::path work = mkdtemp(tmpl_dir);
   auto start = std::chrono::steady_clock::now();
   long runs = 0, refused_templates = 0, refused_values = 0, over_refused = 0;
+  auto option_constructs = sweep::testing::OptionConstructs();
+  auto option_values = sweep::testing::OptionValues((work / "scratch").string());
+  long option_runs = 0;
   while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) {
+    // One run in eight: the option-reading class, a random alphabet value made to begin with '-'
+    // or '/', or to climb with '..', or a hostile option value, undeclared or declared an option.
+    if (rng() % 8 == 0) {
+      const auto& c = option_constructs[rng() % option_constructs.size()];
+      std::string value =
+          rng() % 2 ? option_values[rng() % option_values.size()] : sweep::testing::AlphabetValues(1, rng())[0];
+      const char* shapes[] = {"-", "--", "../", "/", "x/../", "of=../", ""};
+      value.insert(0, shapes[rng() % (sizeof(shapes) / sizeof(*shapes))]);
+      sweep::slurm::DeclaredValues declared;
+      if (rng() % 2) declared.option = {"v"};
+      auto o = sweep::testing::CheckOptionRun(sweep::testing::Script(c.code), value, work, declared);
+      ++option_runs;
+      if (!o.failure.empty()) {
+        std::cerr << "FAIL (seed " << seed << ", option run " << option_runs << "): value '" << value << "' in "
+                  << c.name << ": " << o.failure << "\n";
+        return 1;
+      }
+      continue;
+    }
     // One or two constructs, each in a wrapper, after a preamble.
     int n = 1 + static_cast<int>(rng() % 2);
     std::string body;
@@ -171,7 +195,8 @@ int main(int argc, char** argv) {
     auto o = sweep::testing::CheckRendered(tmpl, value, expect, work, text);
     ++runs;
     refused_values += o.refused;
-    bool data_place = sweep::slurm::CheckTemplateContexts(tmpl, "fuzz.sbatch", {"v"}).ok();
+    bool data_place =
+        sweep::slurm::CheckTemplateContexts(tmpl, "fuzz.sbatch", {.text = {"v"}, .option = {}, .path = {}}).ok();
     if (!used.empty() && !o.refused && !sweep::IsSafeValue(value) && !(text && data_place)) {
       std::cerr << "FAIL (seed " << seed << ", run " << runs << "): value '" << sweep::testing::Printable(value)
                 << "' outside the safe alphabet was rendered"
@@ -188,7 +213,7 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(work);
   std::printf(
       "template_oracle_fuzz: %ld scripts run, %ld values refused, %ld templates refused (%ld without a known "
-      "unsafe construct), no failure\n",
-      runs, refused_values, refused_templates, over_refused);
+      "unsafe construct), %ld option-reading runs, no failure\n",
+      runs, refused_values, refused_templates, over_refused, option_runs);
   return 0;
 }
