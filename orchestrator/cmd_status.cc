@@ -36,7 +36,7 @@ Status PrintFailedLogs(App& app, int64_t study_id) {
     if (!info || !info->final || info->outcome != TrialOutcome::kFailed || t.log_path.empty()) continue;
     if (std::exchange(first, false)) {
       app.out() << fmt::format("logs of failed trials (on {}):\n",
-                               app.study.cluster.transport == "ssh" ? app.study.cluster.host : "this machine");
+                               app.study.cluster.remote() ? app.study.cluster.host : "this machine");
     }
     app.out() << fmt::format("  {:<16} {:<13} {}\n", t.trial_key, t.state, TerminalSafe(t.log_path));
   }
