@@ -227,7 +227,8 @@ class ProxyStderr {
       if (fd >= 0) {
         ::close(fd);
         path_ = name;
-        std::string wrapped = std::string("exec 2>>'") + path_ + "'; " + proxy;
+        // libssh runs it with $SHELL -c, which may be tcsh or fish: hand it to /bin/sh in single quotes.
+        std::string wrapped = "/bin/sh -c " + ShellQuote("exec 2>>" + ShellQuote(path_) + "; " + proxy);
         ssh_options_set(s, SSH_OPTIONS_PROXYCOMMAND, wrapped.c_str());
       }
     }

@@ -6,8 +6,11 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <map>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "orchestrator/connect.h"
 #include "orchestrator/runner.h"
@@ -265,4 +268,140 @@ TEST_CASE(
     if (jobs.count(t.trial_key)) CHECK(t.job_id == jobs[t.trial_key]);  // tracked again, never resubmitted
   }
   CloseMaster(again.study.cluster, again.study.dir);
+}
+
+namespace {
+
+// The pids of this lab's sshd processes started with `config` (the listener and its sessions).
+std::vector<std::string> SshdPidsOf(const std::string& config) {
+  auto [code, out] =
+      testing::RunShell("for p in /proc/[0-9]*; do { tr '\\0' ' ' <$p/cmdline; } 2>/dev/null | grep -q -- '-f " +
+                        config + " ' && echo ${p#/proc/}; done");
+  std::vector<std::string> pids;
+  std::istringstream in(out);
+  for (std::string pid; in >> pid;) pids.push_back(pid);
+  return pids;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "libssh: the server switches to a second factor mid-run; the run backs off, stops with "
+    "'re-authentication needed', and a resume through a master loses nothing",
+    "[cluster][sites]") {
+  std::string lab = ClusterVar("SLURMSWEEP_LAB");
+  std::string sites = lab + "/sites";
+  std::string bastion_config = ClusterVar("SLURMSWEEP_SITES_BASTION_CONFIG");
+  std::string port = ClusterVar("SLURMSWEEP_BASTION_SSH_PORT");
+  // A plain sshd (the bastion's, which reaches the lab's Slurm too) that will turn into a TOTP one.
+  testing::TempDir dir;
+  auto write = [&](const std::string& transport, const std::string& extra) {
+    testing::WriteAll(dir.file("job.sbatch"), kTemplate);
+    testing::WriteAll(
+        dir.file("study.toml"),
+        fmt::format(R"([study]
+name = "switch"
+
+[cluster]
+transport = "{}"
+host = "127.0.0.1"
+port = {}
+user = "root"
+identity_file = "{}"
+known_hosts = "{}"
+partition = "{}"
+workdir = "{}"
+max_concurrent = 4
+poll_interval_s = 0.5
+reauth_wait_s = 3
+{}
+
+[job]
+template = "job.sbatch"
+cpus_per_task = 1
+mem = "200M"
+time_limit = "00:05:00"
+stage = ["{}/bin/mlp_train"]
+
+[job.vars]
+iters = 40
+sleep_ms = 150
+
+[space]
+lr = [0.01, 0.02, 0.03]
+)",
+                    transport, port, ClusterVar("SLURMSWEEP_SSH_KEY"), ClusterVar("SLURMSWEEP_SITES_KNOWN_HOSTS"),
+                    ClusterVar("SLURMSWEEP_PARTITION"), dir.file("work"), extra, SLURMSWEEP_BINARY_DIR));
+    return dir.file("study.toml");
+  };
+  std::string path = write("ssh", "");
+
+  // The TOTP sshd's settings on the bastion's port, run under the lab's PAM service name.
+  std::string totp = testing::ReadAll(sites + "/sshd_totp_config");
+  totp.replace(totp.find("ListenAddress 127.0.0.1:"),
+               totp.find('\n', totp.find("ListenAddress")) - totp.find("ListenAddress 127.0.0.1:"),
+               "ListenAddress 127.0.0.1:" + port);
+  totp.replace(totp.find("/totp.pid"), 9, "/switch.pid");
+  testing::WriteAll(sites + "/sshd_switch_config", totp);
+  std::string service = testing::Capture("ls " + sites + " | grep '^sstotp'");
+  service.erase(service.find_last_not_of("\n") + 1);
+  REQUIRE_FALSE(service.empty());
+
+  std::map<std::string, std::string> jobs;
+  {
+    Harness h(path);
+    bool switched = false;
+    h.runner->set_on_tick([&](const orchestrator::TickReport& r) {
+      if (switched || r.running + r.queued == 0) return;
+      // The listener and the sessions it forked (their titles no longer name the config): our session drops.
+      for (const auto& pid : SshdPidsOf(bastion_config)) {
+        testing::RunShell("kill $(ps -o pid= --ppid " + pid + ") " + pid + " 2>/dev/null");
+      }
+      for (int i = 0; i < 50 && !SshdPidsOf(bastion_config).empty(); ++i) ::usleep(100000);
+      testing::RunShell(
+          fmt::format("{}/{} -f {}/sshd_switch_config -E {}/log/sshd_switch.log", sites, service, sites, lab));
+      switched = true;
+    });
+    auto st = h.runner->Run(400);
+    INFO(st.ToString() << "\n" << h.log.str());
+    REQUIRE(switched);
+    CHECK(st.code() == Status::Code::kUnavailable);
+    CHECK(st.cause() == Status::Cause::kReauthNeeded);
+    CHECK_THAT(st.message(), Catch::StartsWith("re-authentication needed") &&
+                                 Catch::Contains("asks for a second factor (keyboard-interactive)") &&
+                                 !Catch::Contains("invalid input"));
+    CHECK_THAT(h.log.str(), Catch::Contains("cluster unreachable, will retry"));
+    for (const auto& t : h.Trials()) {
+      if (t.job_id.empty()) continue;
+      jobs[t.trial_key] = t.job_id;
+      if (t.state != "completed") CHECK_THAT(st.message(), Catch::Contains(t.job_id));
+    }
+    REQUIRE_FALSE(jobs.empty());
+  }
+  // The CLI says the same with exit 3 (unreachable), never 2 (invalid input)... at start it is a setting.
+  auto [code, out] = testing::RunShell(Slurmsweep() + " run " + path + " 2>&1");
+  INFO(out);
+  CHECK(code == 2);
+  CHECK_THAT(out, Catch::Contains("asks for a second factor"));
+
+  // The way on: a master opened with the code, and the same study through it.
+  path = write("openssh", "require_master = true");
+  auto [mcode, mout] = testing::RunShell(Slurmsweep() + " run " + path + " 2>&1");
+  INFO(mout);
+  REQUIRE(mcode == 4);
+  REQUIRE(OpenMasterWithCode(MasterCommandIn(mout)) == 0);
+  {
+    Harness again(path);
+    auto st = again.runner->Run(400);
+    INFO(st.ToString() << "\n" << again.log.str());
+    REQUIRE(st.ok());
+    ExpectAllCompletedOnce(again, 3);
+    for (const auto& t : again.Trials()) {
+      if (jobs.count(t.trial_key)) CHECK(t.job_id == jobs[t.trial_key]);
+    }
+    CloseMaster(again.study.cluster, again.study.dir);
+  }
+  for (const auto& pid : SshdPidsOf(sites + "/sshd_switch_config")) testing::RunShell("kill " + pid + " 2>/dev/null");
+  for (int i = 0; i < 50 && !SshdPidsOf(sites + "/sshd_switch_config").empty(); ++i) ::usleep(100000);
+  REQUIRE(testing::RunShell("/usr/sbin/sshd -f " + bastion_config + " -E " + lab + "/log/sshd_bastion.log").first == 0);
 }
