@@ -91,8 +91,9 @@ int OpenMasterWithCode(const std::string& command) {
 }
 
 void CloseMaster(const study::ClusterSpec& c, const std::string& dir) {
-  testing::RunShell(fmt::format("ssh -F {} -o ControlPath={} -O exit {} 2>/dev/null", c.ssh_config,
-                                orchestrator::ControlPathFor(c, dir), c.host));
+  testing::RunShell(fmt::format("ssh -F {} -o ControlPath={} -O exit {} 2>/dev/null",
+                                c.ssh_config.empty() ? "/dev/null" : c.ssh_config, orchestrator::ControlPathFor(c, dir),
+                                c.host));
 }
 
 void ExpectAllCompletedOnce(Harness& h, size_t n) {

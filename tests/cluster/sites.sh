@@ -31,10 +31,10 @@ stop() {
     fi
     rm -f "$f"
   done
-  # Masters that tests opened (ssh -M ... -o ControlPath=...) name a socket under $LAB.
+  # Masters that tests opened and left (ssh -M ...) name a file of this lab: its key, known_hosts or ssh config.
   local pid
   for pid in $(pgrep -x ssh 2>/dev/null || true); do
-    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "ControlPath=$LAB/"; then kill "$pid" 2>/dev/null || true; fi
+    if { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -q -- "$LAB/"; then kill "$pid" 2>/dev/null || true; fi
   done
   rm -f "/etc/pam.d/$(service_name)"
 }
