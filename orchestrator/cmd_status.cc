@@ -17,6 +17,7 @@
 #include "base/trial_state.h"
 #include "orchestrator/cockpit.h"
 #include "orchestrator/commands.h"
+#include "orchestrator/controller_job.h"
 #include "orchestrator/config_groups.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/report_files.h"
@@ -46,6 +47,12 @@ Status PrintFailedLogs(App& app, int64_t study_id) {
 // Whether a run is tracking the study now; a detached run killed with -9 leaves its pid file.
 Status PrintRunGoingOn(App& app, int64_t study_id) {
   std::string pid_file = app.study.database + ".pid";
+  if (std::string job = ControllerJobOf(app.study); !job.empty()) {
+    std::cout << fmt::format(
+        "controller: Slurm job {} (run --as-job; squeue -j {} shows whether it is queued or "
+        "running)\n",
+        job, job);
+  }
   if (auto holder = RunLock::Holder(app.study.database + ".lock")) {
     std::cout << fmt::format("a run of this study is going on (pid {})\n", *holder);
   } else {
