@@ -30,6 +30,7 @@ class Status {
     kNone = 0,
     kStudyWideRefusal,  // sbatch refused a setting every job of the study shares (partition, account, ...)
     kDatabaseBusy,      // another process holds the database lock
+    kReauthNeeded,      // the cluster wants a new login (a second factor, a master to reopen) only a human gives
   };
 
   Status() = default;

@@ -47,9 +47,7 @@ Status CmdLogs(App& app, LogsFlags& flags) {
                                                matches[1]->trial_key));
   }
   store::TrialRecord trial = *matches[0];
-  auto where = [&] {
-    return app.study.cluster.transport == "ssh" ? "on " + app.study.cluster.host : "on this machine";
-  };
+  auto where = [&] { return app.study.cluster.remote() ? "on " + app.study.cluster.host : "on this machine"; };
   // A trial that ended unsubmitted (dropped, skipped, cancelled before its sbatch) never gets a log: --follow
   // would wait on nothing and end silently.
   const bool ended_unsubmitted = trial.log_path.empty() && IsFinalTrialState(trial.state);

@@ -19,6 +19,7 @@
 #include "base/trial_state.h"
 #include "cli/status_view.h"
 #include "cli/commands.h"
+#include "run/controller_job.h"
 #include "run/repeat_top.h"
 #include "run/notify.h"
 #include "results/report_data.h"
@@ -130,6 +131,14 @@ void AddRunFlags(CLI::App* sub, App& app, RunFlags& flags) {
       ->type_name("N");
   sub->add_flag("--detach", flags.detach,
                 "Run in the background: log to DATABASE.log, pid in DATABASE.pid; `status` works meanwhile");
+  sub->add_flag("--as-job", flags.as_job,
+                "Run the controller as a Slurm job of its own (partition and account from [cluster]; Slurm's "
+                "commands run locally inside): before its time limit it submits its successor and ends; "
+                "see docs/sites.md");
+  sub->add_option("--job-time", flags.job_time, "With --as-job: each controller job's time limit (Slurm syntax)");
+  sub->add_option("--job-signal", flags.job_signal_s,
+                  "With --as-job: seconds before the limit when the job hands over to its successor")
+      ->check(CLI::PositiveNumber);
   sub->add_flag("--json", flags.json,
                 "At the end, print the run's summary as JSON on stdout (schema version 1, see README); "
                 "the log and progress go to stderr");
@@ -137,6 +146,19 @@ void AddRunFlags(CLI::App* sub, App& app, RunFlags& flags) {
 
 Status CmdRun(App& app, RunFlags& flags) {
   SWEEP_RETURN_IF_ERROR(app.LoadStudyFile());
+  run::ControllerJobOptions job_options{flags.job_time, flags.job_signal_s};
+  bool controller_job = flags.as_job && run::InsideControllerJob();
+  if (flags.as_job && !controller_job) {
+    auto id = run::SubmitControllerJob(app.study, app.study_path, job_options);
+    if (!id.ok()) return id.status();
+    app.out() << fmt::format(
+        "controller: Slurm job {} (time {}, hands over to a successor {} s before its limit); its log: "
+        "{}.controller-{}.log; `slurmsweep status {}` shows the trials\n",
+        *id, flags.job_time, flags.job_signal_s, app.study.database, *id, app.study_path);
+    return Status::OK();
+  }
+  // Inside the controller job Slurm's commands are at hand, whatever the study uses from elsewhere.
+  if (controller_job) app.study.cluster.transport = "local";
   auto resubmit_states = ResubmitStates(flags);
   if (!resubmit_states.ok()) return resubmit_states.status();
   auto lock = run::RunLock::Acquire(app.study.database + ".lock");
@@ -225,6 +247,14 @@ Status CmdRun(App& app, RunFlags& flags) {
     run::Notifier& n;
     ~DrainAtExit() { n.Drain(); }
   } drain{notifier};
+  if (int sig = interrupt.received(); sig == SIGUSR1 && controller_job) {
+    // Slurm's early warning: the successor waits for this job to end (afterany), then resumes the run.
+    const char* self = std::getenv("SLURM_JOB_ID");
+    auto next = run::SubmitControllerJob(app.study, app.study_path, job_options, self ? self : "");
+    if (!next.ok()) return next.status().WithContext("submitting the next controller job");
+    app.out() << fmt::format("\ncontroller job {} hands over to job {}\n", self ? self : "?", *next);
+    return Status::OK();
+  }
   if (int sig = interrupt.received()) return Interrupted(app, runner.study_id(), sig);
   SWEEP_RETURN_IF_ERROR(run_status);
   const auto& s = runner.slurm_stats();

@@ -17,6 +17,7 @@
 #include "base/trial_state.h"
 #include "cli/status_view.h"
 #include "cli/commands.h"
+#include "run/controller_job.h"
 #include "results/configurations.h"
 #include "results/report_data.h"
 #include "results/report_files.h"
@@ -36,7 +37,7 @@ Status PrintFailedLogs(App& app, int64_t study_id) {
     if (!info || !info->final || info->outcome != TrialOutcome::kFailed || t.log_path.empty()) continue;
     if (std::exchange(first, false)) {
       app.out() << fmt::format("logs of failed trials (on {}):\n",
-                               app.study.cluster.transport == "ssh" ? app.study.cluster.host : "this machine");
+                               app.study.cluster.remote() ? app.study.cluster.host : "this machine");
     }
     app.out() << fmt::format("  {:<16} {:<13} {}\n", t.trial_key, t.state, TerminalSafe(t.log_path));
   }
@@ -46,6 +47,12 @@ Status PrintFailedLogs(App& app, int64_t study_id) {
 // Whether a run is tracking the study now; a detached run killed with -9 leaves its pid file.
 Status PrintRunGoingOn(App& app, int64_t study_id) {
   std::string pid_file = app.study.database + ".pid";
+  if (std::string job = run::ControllerJobOf(app.study); !job.empty()) {
+    std::cout << fmt::format(
+        "controller: Slurm job {} (run --as-job; squeue -j {} shows whether it is queued or "
+        "running)\n",
+        job, job);
+  }
   if (auto holder = run::RunLock::Holder(app.study.database + ".lock")) {
     std::cout << fmt::format("a run of this study is going on (pid {})\n", *holder);
   } else {

@@ -41,7 +41,7 @@ Status App::OpenStore(bool read_only) {
 }
 
 Status App::Connect() {
-  auto t = run::OpenTransport(study.cluster, accept_host_key);
+  auto t = run::OpenTransport(study.cluster, accept_host_key, study.dir);
   if (!t.ok() && t.status().code() == Status::Code::kInvalidArgument) {
     return t.status().WithContext(study.path);  // a setting of the study file's [cluster]
   }

@@ -86,6 +86,9 @@ struct RunFlags {
   int repeat_count = 0;  // --repeats N: to N seeds in all (0: twice the study's repeats)
   bool submit_predicted_oom = false;
   bool json = false;
+  bool as_job = false;  // --as-job: the controller as a Slurm job (controller_job.h)
+  std::string job_time = "01:00:00";
+  int job_signal_s = 120;
 };
 void AddRunFlags(CLI::App* sub, App& app, RunFlags& flags);
 Status CmdRun(App& app, RunFlags& flags);

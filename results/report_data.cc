@@ -211,7 +211,7 @@ namespace {
 
 std::string ClusterText(const study::ClusterSpec& c) {
   std::string s = c.transport;
-  if (c.transport == "ssh") s += fmt::format(" {}{}:{}", c.user.empty() ? "" : c.user + "@", c.host, c.port);
+  if (c.remote()) s += fmt::format(" {}{}:{}", c.user.empty() ? "" : c.user + "@", c.host, c.port);
   if (!c.partition.empty()) s += ", partition " + c.partition;
   if (!c.account.empty()) s += ", account " + c.account;
   if (!c.qos.empty()) s += ", qos " + c.qos;

@@ -197,7 +197,7 @@ void Notifier::OnTick(bool unavailable, const std::vector<TrialFacts>& trials) {
             {"reason", t.reason},
             {"job_id", t.job_id},
             {"log_path", t.log_path},
-            {"log_host", study_.cluster.transport == "ssh" ? study_.cluster.host : "localhost"}}}});
+            {"log_host", study_.cluster.remote() ? study_.cluster.host : "localhost"}}}});
   }
 }
 

@@ -49,6 +49,7 @@ InterruptSignal::InterruptSignal() {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);  // Slurm's early warning to a controller job (run --as-job)
   // A background job of a non-interactive shell starts with SIGINT ignored, and an ignored signal
   // is never delivered to sigwait.
   std::signal(SIGINT, SIG_DFL);

@@ -196,9 +196,11 @@ Result<TickReport> Runner::Tick() {
   if (st.ok()) SWEEP_RETURN_IF_ERROR(StopFailureStorm(*trials));
   // Never submit while the state of the cluster is unknown: that is how duplicates happen.
   if (st.ok()) st = SubmitNew(*trials, report);
+  last_unavailable_ = Status::OK();
   if (!st.ok()) {
     if (!st.IsUnavailable()) return st;
     report.unavailable = true;
+    last_unavailable_ = st;
     Event(std::nullopt, "unavailable",
           std::string(store::IsDatabaseBusy(st) ? "database busy" : "cluster unreachable") +
               ", will retry: " + st.message());
@@ -233,6 +235,7 @@ Status Runner::Run(int max_ticks) {
     if (!st.IsUnavailable() || (max_ticks > 0 && failures >= max_ticks)) return st;
     if (StopRequested()) return Status::OK();
     Event(std::nullopt, "unavailable", "cluster unreachable, will retry: " + st.message());
+    SWEEP_RETURN_IF_ERROR(WaitForLogin(st));
     clock_.SleepFor(schedule.Next(false, true));
   }
   // One pace for all of this user's studies on this cluster: wait for our slot before each tick.
@@ -248,6 +251,7 @@ Status Runner::Run(int max_ticks) {
     auto r = Tick();
     if (!r.ok()) return r.status();
     if (on_tick_) on_tick_(*r);
+    SWEEP_RETURN_IF_ERROR(WaitForLogin(last_unavailable_));
     if (r->done) {
       Event(std::nullopt, "done", "every trial has ended");
       reports_.Refresh(/*final=*/true);
@@ -257,6 +261,33 @@ Status Runner::Run(int max_ticks) {
     clock_.SleepFor(schedule.Next(r->submitted + r->ended + r->changed > 0, r->unavailable));
   }
   return Status::OK();
+}
+
+Status Runner::WaitForLogin(const Status& unavailable) {
+  if (unavailable.ok() || unavailable.cause() != Status::Cause::kReauthNeeded) {
+    reauth_since_.reset();
+    return Status::OK();
+  }
+  double now = clock_.Now();
+  if (!reauth_since_) reauth_since_ = now;
+  if (now - *reauth_since_ < study_.cluster.reauth_wait_s) return Status::OK();
+  std::vector<std::string> jobs;
+  auto trials = store_.ListTrials(ctx_.study_id);
+  if (trials.ok()) {
+    for (const auto& t : *trials) {
+      if (!t.job_id.empty() && !IsFinalTrialState(t.state)) jobs.push_back(t.job_id);
+    }
+  }
+  std::string left = jobs.empty()
+                         ? "no job of the study is left on Slurm"
+                         : fmt::format("{} job(s) left on Slurm keep running and are tracked again on resume: {}",
+                                       jobs.size(), fmt::join(jobs, ", "));
+  std::string message = fmt::format(
+      "re-authentication needed: the cluster has asked for a new login for {:.0f} s (reauth_wait_s = {:g}): {}. {}. "
+      "Log in again as the message says, then run `slurmsweep run {}` to resume; nothing is lost",
+      now - *reauth_since_, study_.cluster.reauth_wait_s, unavailable.message(), left, study_.path);
+  Event(std::nullopt, "reauth_needed", message);
+  return Status::Unavailable(message).WithCause(Status::Cause::kReauthNeeded);
 }
 
 // The trials as StudyTrials (study_trials.h) lists them, from this tick's: those whose [space] values

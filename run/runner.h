@@ -126,6 +126,10 @@ class Runner {
   Status StopFailureStorm(std::vector<store::TrialRecord>& trials);
   void Event(std::optional<int64_t> trial_id, const std::string& kind, const std::string& message);
   bool StopRequested();
+  // A failure of the cluster to answer, seen by Run: an outage is waited out; a login only a human
+  // can give (Cause::kReauthNeeded) is waited for study.cluster.reauth_wait_s, then the run stops
+  // with "re-authentication needed", the jobs left on Slurm and the way on (that Status; else OK).
+  Status WaitForLogin(const Status& unavailable);
 
   const study::Study& study_;
   store::Store& store_;
@@ -154,6 +158,8 @@ class Runner {
   int tick_ = 0;
   std::vector<store::TrialRecord> tick_trials_;  // the last tick's trials (TickReport::trials)
   std::vector<store::TrialRecord> view_;         // of which this study file's, when some are not
+  Status last_unavailable_;                      // why the last tick could not reach the cluster
+  std::optional<double> reauth_since_;           // when the cluster first wanted a new login, in a row
   std::minstd_rand rng_{std::random_device{}()};
 };
 

@@ -113,6 +113,7 @@ struct SshOptions {
   std::string identity_file;       // empty: ssh-agent, then ~/.ssh/config and default keys, as ssh(1)
   std::string known_hosts_file;    // empty: ~/.ssh/known_hosts
   bool process_ssh_config = true;  // tests turn this off to stay hermetic
+  std::string ssh_config;          // empty: ~/.ssh/config (when process_ssh_config)
   int connect_timeout_s = 15;
   // "SHA256:..." the user verified out of band: an unknown host key with exactly this
   // fingerprint is accepted and recorded in known_hosts. Never overrides a CHANGED key.
@@ -123,5 +124,32 @@ struct SshOptions {
 // key must already be in known_hosts: unknown or changed keys are refused (kFailedPrecondition
 // with the fingerprint in the message), never silently accepted.
 Result<std::unique_ptr<Transport>> ConnectSsh(const SshOptions& options);
+
+// The system's OpenSSH client (transport_openssh.cc): every call is one `ssh` process over one
+// ControlMaster connection, so all of ~/.ssh/config applies (ProxyJump, Match, certificates,
+// GSSAPI, FIDO keys) and a second factor is met once, when the master opens.
+struct OpensshOptions {
+  std::string host;
+  int port = 22;                 // 22: ~/.ssh/config may set another, as for ssh(1)
+  std::string user;              // empty: ~/.ssh/config or the local user name
+  std::string identity_file;     // empty: ~/.ssh/config, ssh-agent and default keys
+  std::string known_hosts_file;  // empty: ssh's own (~/.ssh/known_hosts and the global file)
+  std::string ssh_config;        // empty: ~/.ssh/config (of the user database's home, as ssh reads it)
+  std::string control_path;      // the master's socket; its directory is created 0700
+  // true: use a master the user opened (after a second factor) and never open one; without a
+  // live master, fail at once with the `ssh -M ...` command that opens it.
+  bool require_master = false;
+  int connect_timeout_s = 15;
+  int persist_s = 600;  // an idle master the run opened ends this long after the last call
+  std::string ssh_program = "ssh";
+};
+
+// Checks (or opens) the master. The errors are the libssh transport's classes: kInvalidArgument
+// for a refused login at start, kFailedPrecondition for host keys, kUnavailable for the network,
+// and kUnavailable with Cause::kReauthNeeded when only a new login by a human can go on.
+Result<std::unique_ptr<Transport>> ConnectOpenssh(const OpensshOptions& options);
+
+// The command a user runs to open the master that `options` use, quoted for a POSIX shell.
+std::string OpensshMasterCommand(const OpensshOptions& options);
 
 }  // namespace sweep::slurm

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -226,6 +227,23 @@ Status VerifyHostKey(ssh_session s, const std::string& host, int port, const std
   }
 }
 
+// The keys publickey_auto offers after the agent's: the IdentityFile lines of the ssh config
+// (they come first) and the defaults, as ssh(1) would name them.
+std::string AutoIdentities(ssh_session s) {
+  char* first = nullptr;
+  std::string text = "ssh-agent, then ";
+  if (ssh_options_get(s, SSH_OPTIONS_IDENTITY, &first) == SSH_OK && first) {
+    std::string path = first;
+    if (path.rfind("%d/", 0) == 0) path = "~/.ssh/" + path.substr(3);
+    text += path +
+            (path.rfind("~/.ssh/id_", 0) == 0 ? " and the other default keys" : " (IdentityFile) and the default keys");
+  } else {
+    text += "the default keys";
+  }
+  ssh_string_free_char(first);
+  return text;
+}
+
 Status Authenticate(ssh_session s, const SshOptions& o, const std::string& where) {
   int rc;
   std::string tried;
@@ -240,20 +258,81 @@ Status Authenticate(ssh_session s, const SshOptions& o, const std::string& where
     rc = ssh_userauth_publickey(s, nullptr, key.get());
     tried = "identity file " + o.identity_file;
   } else {
+    tried = AutoIdentities(s);
     rc = ssh_userauth_publickey_auto(s, nullptr, nullptr);
-    tried = "ssh-agent and default keys";
   }
   switch (rc) {
     case SSH_AUTH_SUCCESS:
       return Status::OK();
-    case SSH_AUTH_DENIED:
     case SSH_AUTH_PARTIAL:
+      // The key was accepted; the server wants more (PAM asking a one-time code, usually).
+      return Status::InvalidArgument(
+          "public key authentication as " + where + " succeeded (" + tried +
+          "), but the server accepted the key and asks for a second factor (" +
+          ((ssh_userauth_list(s, nullptr) & SSH_AUTH_METHOD_INTERACTIVE) ? "keyboard-interactive" : "another method") +
+          "): use transport = \"openssh\" with a ControlMaster (require_master = true; see docs/sites.md), "
+          "or run on the login node");
+    case SSH_AUTH_DENIED:
       return Status::InvalidArgument("public key authentication as " + where + " was refused (tried " + tried +
                                      "): check [cluster] user and identity_file");
     default:
       return Status::Unavailable("public key authentication as " + where + " failed: " + ErrorText(s));
   }
 }
+
+// "proxy command X" when the ssh config sends the connection through one (libssh 0.10 turns a
+// ProxyJump into `ssh -W ... HOP`, which is how the hop is named); empty for a direct one.
+std::string ProxyHop(ssh_session s) {
+  char* proxy = nullptr;
+  std::string hop;
+  if (ssh_options_get(s, SSH_OPTIONS_PROXYCOMMAND, &proxy) == SSH_OK && proxy && *proxy) {
+    hop = std::string("proxy command `") + proxy + "`";
+  }
+  ssh_string_free_char(proxy);
+  return hop;
+}
+
+// The proxy's stderr goes to a file of ours, so that its own message (a bastion down, its host
+// key unknown, no ssh on PATH) can be shown instead of libssh's "connection reset".
+class ProxyStderr {
+ public:
+  explicit ProxyStderr(ssh_session s) {
+    char* proxy = nullptr;
+    if (ssh_options_get(s, SSH_OPTIONS_PROXYCOMMAND, &proxy) == SSH_OK && proxy && *proxy) {
+      char name[] = "/tmp/slurmsweep-proxy-XXXXXX";
+      int fd = ::mkstemp(name);
+      if (fd >= 0) {
+        ::close(fd);
+        path_ = name;
+        // libssh runs it with $SHELL -c, which may be tcsh or fish: hand it to /bin/sh in single quotes.
+        std::string wrapped = "/bin/sh -c " + ShellQuote("exec 2>>" + ShellQuote(path_) + "; " + proxy);
+        ssh_options_set(s, SSH_OPTIONS_PROXYCOMMAND, wrapped.c_str());
+      }
+    }
+    ssh_string_free_char(proxy);
+  }
+  ~ProxyStderr() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  // Its last lines, on one line.
+  std::string Text() const {
+    if (path_.empty()) return "";
+    std::string text, line;
+    FILE* f = std::fopen(path_.c_str(), "r");
+    if (!f) return "";
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, f)) {
+      line = buf;
+      while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+      if (!line.empty()) text += (text.empty() ? "" : " / ") + line;
+    }
+    std::fclose(f);
+    return text.size() > 600 ? text.substr(text.size() - 600) : text;
+  }
+
+ private:
+  std::string path_;
+};
 
 // A connected, verified, authenticated session. `where` receives "USER@HOST:PORT" as
 // resolved after ~/.ssh/config.
@@ -270,7 +349,7 @@ Result<SessionPtr> OpenSession(const SshOptions& o, std::string* where) {
   int port = o.port;
   if (port == 22) ssh_options_set(s, SSH_OPTIONS_PORT, &port);
   if (o.process_ssh_config) {
-    if (ssh_options_parse_config(s, nullptr) != SSH_OK) {
+    if (ssh_options_parse_config(s, o.ssh_config.empty() ? nullptr : o.ssh_config.c_str()) != SSH_OK) {
       return Status::InvalidArgument("cannot read ssh config: " + ErrorText(s));
     }
   } else {
@@ -295,13 +374,20 @@ Result<SessionPtr> OpenSession(const SshOptions& o, std::string* where) {
   ssh_options_get_port(s, &resolved_port);
   std::string host_port = host_name + ":" + std::to_string(resolved_port);
 
-  if (ssh_connect(s) != SSH_OK) return Status::Unavailable("cannot connect to " + host_port + ": " + ErrorText(s));
+  std::string hop = ProxyHop(s);
+  std::string via = hop.empty() ? "" : " via " + hop;
+  ProxyStderr proxy_err(s);
+  if (ssh_connect(s) != SSH_OK) {
+    std::string said = proxy_err.Text();
+    return Status::Unavailable("cannot connect to " + host_port + via + ": " + ErrorText(s) +
+                               (said.empty() ? "" : "; the proxy said: " + said));
+  }
   // The user name is only settled by ssh_connect (config, else the local user).
   char* user = nullptr;
   std::string user_name = o.user;
   if (ssh_options_get(s, SSH_OPTIONS_USER, &user) == SSH_OK) user_name = user;
   ssh_string_free_char(user);
-  *where = user_name + "@" + host_port;
+  *where = user_name + "@" + host_port + via;
 
   SWEEP_RETURN_IF_ERROR(
       VerifyHostKey(s, host_name, static_cast<int>(resolved_port), host_port, o.known_hosts_file, o.accept_host_key));
@@ -465,6 +551,12 @@ class SshTransport final : public Transport {
     dead_ = false;
     std::string where;
     auto session = OpenSession(options_, &where);
+    if (!session.ok() && session.status().code() == Status::Code::kInvalidArgument) {
+      // The same settings logged in before: a refusal now (a second factor switched on, a key
+      // revoked) is a login only a human can give, not a bad study file.
+      return Status::Unavailable("reconnecting to " + where_ + ": " + session.status().message())
+          .WithCause(Status::Cause::kReauthNeeded);
+    }
     if (!session.ok()) return session.status().WithContext("reconnecting to " + where_);
     session_ = std::move(session).value();
     where_ = where;

@@ -294,5 +294,93 @@ TEST_CASE("SshTransport reconnects once the session is dropped", "[cluster]") {
   CHECK(*t->ReadFrom(path, 0, 100) == "hello");
 }
 
+// The openssh transport on the same sshd, hermetic: -F /dev/null, the lab's key and known_hosts.
+OpensshOptions LabOpensshOptions(const TempDir& dir) {
+  SshOptions l = LabOptions();
+  OpensshOptions o;
+  o.host = l.host;
+  o.port = l.port;
+  o.user = l.user;
+  o.identity_file = l.identity_file;
+  o.known_hosts_file = l.known_hosts_file;
+  o.ssh_config = "/dev/null";
+  o.control_path = dir.file("ctl/master");
+  o.persist_s = 30;
+  return o;
+}
+
+void CloseMaster(const OpensshOptions& o) {
+  std::system(fmt::format("ssh -F /dev/null -o ControlPath={} -O exit x 2>/dev/null", o.control_path).c_str());
+}
+
+TEST_CASE("OpensshTransport keeps the Transport contract over the master it opened", "[cluster]") {
+  TempDir dir;
+  OpensshOptions o = LabOpensshOptions(dir);
+  auto t = ConnectOpenssh(o);
+  INFO(t.status().ToString());
+  REQUIRE(t.ok());
+  CHECK((*t)->Describe() == fmt::format("openssh {}@{}:{}", o.user, o.host, o.port));
+  // The master is there, and a command needs nothing else: `ssh -O check` answers on the socket.
+  CHECK(std::system(fmt::format("ssh -F /dev/null -o ControlPath={} -O check x 2>/dev/null", o.control_path).c_str()) ==
+        0);
+  CheckContract(**t);
+  CloseMaster(o);
+}
+
+TEST_CASE("OpensshTransport: refusals and a lost master in the libssh transport's error classes", "[cluster]") {
+  TempDir dir;
+  OpensshOptions o = LabOpensshOptions(dir);
+
+  SECTION("a changed host key is refused for safety") {
+    o.known_hosts_file = LabEnv()["SLURMSWEEP_SSH_WRONG_KNOWN_HOSTS"];
+    auto r = ConnectOpenssh(o);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == Status::Code::kFailedPrecondition);
+    CHECK_THAT(r.status().message(), Catch::Contains("host key"));
+  }
+  SECTION("a key the server does not know is a setting to fix") {
+    o.identity_file = dir.file("id_ed25519");
+    REQUIRE(std::system(("ssh-keygen -q -t ed25519 -N '' -f " + o.identity_file).c_str()) == 0);
+    auto r = ConnectOpenssh(o);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == Status::Code::kInvalidArgument);
+    CHECK_THAT(r.status().message(), Catch::Contains("refused") && Catch::Contains("[cluster] user and identity_file"));
+  }
+  SECTION("nothing listening is unavailable") {
+    o.port = 9;
+    auto r = ConnectOpenssh(o);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().IsUnavailable());
+  }
+  SECTION("require_master without a master fails at once with the command that opens one") {
+    o.require_master = true;
+    auto r = ConnectOpenssh(o);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == Status::Code::kFailedPrecondition);
+    CHECK_THAT(r.status().message(), Catch::Contains(OpensshMasterCommand(o)));
+  }
+  SECTION("no ssh on PATH says so") {
+    o.ssh_program = "slurmsweep-no-such-ssh";
+    auto r = ConnectOpenssh(o);
+    REQUIRE_FALSE(r.ok());
+    CHECK_THAT(r.status().message(), Catch::Contains("not found on PATH"));
+  }
+  SECTION("a master lost mid-run: the call is unavailable, never a second login; the next call reopens it") {
+    auto t = ConnectOpenssh(o);
+    REQUIRE(t.ok());
+    CloseMaster(o);
+    auto lost = (*t)->Run("echo hi");
+    REQUIRE_FALSE(lost.ok());
+    CHECK(lost.status().IsUnavailable());
+    CHECK(lost.status().cause() == Status::Cause::kNone);  // the run could log in again by itself
+    auto back = (*t)->Run("echo back; exit 255");          // a command's own 255 is its exit code
+    INFO(back.status().ToString());
+    REQUIRE(back.ok());
+    CHECK(back->out == "back\n");
+    CHECK(back->exit_code == 255);
+    CloseMaster(o);
+  }
+}
+
 }  // namespace
 }  // namespace sweep::slurm

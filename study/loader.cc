@@ -231,22 +231,33 @@ class Loader {
     SWEEP_RETURN_IF_ERROR(CheckKeys(c, "cluster", AllowedKeys("cluster")));
     ClusterSpec& k = s.cluster;
     SWEEP_RETURN_IF_ERROR(String(c, "cluster", "transport", &k.transport, false));
-    if (k.transport != "ssh" && k.transport != "local") {
-      return Error(c.get("transport"), "cluster.transport", "must be \"ssh\" or \"local\"");
+    if (k.transport != "ssh" && k.transport != "openssh" && k.transport != "local") {
+      return Error(c.get("transport"), "cluster.transport", "must be \"ssh\", \"openssh\" or \"local\"");
     }
-    SWEEP_RETURN_IF_ERROR(String(c, "cluster", "host", &k.host, k.transport == "ssh"));
+    SWEEP_RETURN_IF_ERROR(String(c, "cluster", "host", &k.host, k.remote()));
+    if (k.remote() && (k.host.empty() || k.host[0] == '-')) {
+      return Error(c.get("host"), "cluster.host", "must be a host name (not empty, not starting with '-')");
+    }
     SWEEP_RETURN_IF_ERROR(Int(c, "cluster", "port", &k.port, 1, 65535));
     SWEEP_RETURN_IF_ERROR(String(c, "cluster", "user", &k.user, false));
     SWEEP_RETURN_IF_ERROR(String(c, "cluster", "identity_file", &k.identity_file, false));
     SWEEP_RETURN_IF_ERROR(String(c, "cluster", "known_hosts", &k.known_hosts, false));
-    for (const char* key : {"identity_file", "known_hosts"}) {
+    SWEEP_RETURN_IF_ERROR(String(c, "cluster", "ssh_config", &k.ssh_config, false));
+    for (const char* key : {"identity_file", "known_hosts", "ssh_config"}) {
       // An empty path would silently mean the default under ~/.ssh: say so instead.
       if (c.get(key) && c.get(key)->value<std::string>().value_or("x").empty()) {
         return Error(c.get(key), fmt::format("cluster.{}", key), "is empty; leave the key out to use ~/.ssh's default");
       }
     }
+    SWEEP_RETURN_IF_ERROR(Bool(c, "cluster", "require_master", &k.require_master));
+    if (c.get("require_master") && k.transport != "openssh") {
+      return Error(c.get("require_master"), "cluster.require_master",
+                   "needs transport = \"openssh\" (a ControlMaster is OpenSSH's; libssh cannot use one)");
+    }
+    SWEEP_RETURN_IF_ERROR(Number(c, "cluster", "reauth_wait_s", &k.reauth_wait_s, 0));
     k.identity_file = Resolve(s.dir, k.identity_file);
     k.known_hosts = Resolve(s.dir, k.known_hosts);
+    k.ssh_config = Resolve(s.dir, k.ssh_config);
     for (auto [key, out] : {std::pair{"partition", &k.partition}, {"account", &k.account}, {"qos", &k.qos}}) {
       SWEEP_RETURN_IF_ERROR(String(c, "cluster", key, out, false));
       if (!out->empty() && !IsSafeName(*out)) {

@@ -44,12 +44,18 @@ struct Constraint {
 };
 
 struct ClusterSpec {
-  std::string transport = "ssh";  // "ssh" | "local"
+  std::string transport = "ssh";  // "ssh" (libssh) | "openssh" (the system's ssh) | "local"
   std::string host;
   int port = 22;
   std::string user;
   std::string identity_file;
   std::string known_hosts;
+  std::string ssh_config;       // empty: ~/.ssh/config
+  bool require_master = false;  // openssh: use the master the user opened, never open one
+  // How long a run waits, backing off as in an outage, for a login that only a human can give
+  // (a second factor, a master to reopen) before it stops with "re-authentication needed".
+  double reauth_wait_s = 900;
+  bool remote() const { return transport != "local"; }
   std::string partition, account, qos;
   std::string workdir;             // on the cluster; scripts/ and logs/ go under it
   int max_concurrent = 4;          // trials running at once (arrays are throttled to it; see queue_ahead)

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <random>
 #include <set>
+#include <vector>
 
 #include "study/expr.h"
 #include "study/loader.h"
@@ -340,4 +342,59 @@ TEST_CASE("an objective to maximise is judged by every stopping rule, negated", 
   CHECK(s->stopping.maximize);
   CHECK(s->stopping.median.enabled);
   CHECK(s->stopping.throughput.enabled);
+}
+
+// The transports are a closed set: "ssh", "openssh", "local". Any other value, however close, is refused
+// with file, line and key, and the openssh-only key is refused elsewhere.
+TEST_CASE("cluster.transport: openssh loads with its keys; any other name is refused with file and line", "[study]") {
+  StudyDir d;
+  auto with = [&](const std::string& cluster) {
+    return d.Parse("[study]\nname = \"t1\"\n\n[cluster]\n" + cluster +
+                   "workdir = \"/tmp/x\"\n\n[job]\ntemplate = \"job.sbatch\"\n\n[space]\nlr = [0.1]\nopt = [\"a\"]\n");
+  };
+  auto s = with(
+      "transport = \"openssh\"\nhost = \"login.example.org\"\nssh_config = \"site.conf\"\n"
+      "require_master = true\nreauth_wait_s = 60\n");
+  INFO(s.status().ToString());
+  REQUIRE(s.ok());
+  CHECK(s->cluster.transport == "openssh");
+  CHECK(s->cluster.require_master);
+  CHECK(s->cluster.reauth_wait_s == 60);
+  CHECK(s->cluster.ssh_config == d.dir.file("site.conf"));
+  CHECK(s->cluster.remote());
+  CHECK(with("transport = \"ssh\"\nhost = \"h\"\n")->cluster.reauth_wait_s == 900);
+
+  auto master_on_ssh = with("transport = \"ssh\"\nhost = \"h\"\nrequire_master = true\n");
+  REQUIRE_FALSE(master_on_ssh.ok());
+  CHECK_THAT(master_on_ssh.status().message(), Catch::Contains("study.toml:7") &&
+                                                   Catch::Contains("cluster.require_master") &&
+                                                   Catch::Contains("transport = \"openssh\""));
+  auto no_host = with("transport = \"openssh\"\n");
+  REQUIRE_FALSE(no_host.ok());
+  CHECK_THAT(no_host.status().message(), Catch::Contains("cluster.host"));
+  auto dash = with("transport = \"openssh\"\nhost = \"-oProxyCommand=x\"\n");
+  REQUIRE_FALSE(dash.ok());
+  CHECK_THAT(dash.status().message(), Catch::Contains("study.toml:6") && Catch::Contains("cluster.host"));
+  auto negative = with("transport = \"openssh\"\nhost = \"h\"\nreauth_wait_s = -1\n");
+  REQUIRE_FALSE(negative.ok());
+  CHECK_THAT(negative.status().message(), Catch::Contains("cluster.reauth_wait_s"));
+
+  // Property: random names (mutations of the real ones among them) are refused unless they are one of the three.
+  std::mt19937 rng(39);
+  const std::string alphabet = "sshopenlcaSHOP-_ 2";
+  for (int i = 0; i < 300; ++i) {
+    std::string name = std::vector<std::string>{"ssh", "openssh", "local"}[rng() % 3];
+    int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      size_t at = rng() % (name.size() + 1);
+      if (rng() % 2 && at < name.size()) name.erase(at, 1);
+      else name.insert(at, 1, alphabet[rng() % alphabet.size()]);
+    }
+    auto r = with("transport = \"" + name + "\"\nhost = \"h\"\n");
+    bool known = name == "ssh" || name == "openssh" || name == "local";
+    INFO(name);
+    CHECK(r.ok() == known);
+    if (!known)
+      CHECK_THAT(r.status().message(), Catch::Contains("study.toml:5") && Catch::Contains("cluster.transport"));
+  }
 }

@@ -50,7 +50,7 @@ struct Harness {
     auto st = store::Store::Open(study.database);
     REQUIRE(st.ok());
     store = std::move(*st);
-    auto t = run::OpenTransport(study.cluster);
+    auto t = run::OpenTransport(study.cluster, "", study.dir);
     INFO(t.status().ToString());
     REQUIRE(t.ok());
     transport = std::move(*t);

@@ -189,6 +189,8 @@ remove_lab_dir() {
 main() {
   check_root
   check_lab_path
+  # The TOTP and bastion sshds of tests/cluster/sites.sh, and its PAM service file.
+  if [[ -d $LAB/sites ]]; then SLURMSWEEP_LAB=$LAB bash "$(dirname "${BASH_SOURCE[0]}")/sites.sh" stop || true; fi
   classify_netns
   kill_processes
   delete_network
