@@ -198,8 +198,10 @@ std::string LoadWith(const testing::TempDir& dir, const std::string& key, bool i
       t = t->get(parts[i])->as_table();
       REQUIRE(t);
     }
-    // A parameter's `text` declares a list of values; alone it would be a range's unknown key.
-    if (parts.size() == 3 && parts[0] == "space" && parts.back().rfind("text", 0) == 0) {
+    // A parameter's `text`, `option` or `path` declares a list of values; alone it would be a range's
+    // unknown key.
+    auto declares = [&](const char* word) { return parts.back().rfind(word, 0) == 0; };
+    if (parts.size() == 3 && parts[0] == "space" && (declares("text") || declares("option") || declares("path"))) {
       t->insert_or_assign("values", toml::array{"a"});
     }
     if (!t->get(parts.back()) || !is_table) {
