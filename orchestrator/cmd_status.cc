@@ -13,11 +13,13 @@
 #include <utility>
 
 #include "base/final_objective.h"
+#include "base/terminal.h"
 #include "base/text.h"
 #include "base/trial_state.h"
 #include "orchestrator/cockpit.h"
 #include "orchestrator/commands.h"
 #include "orchestrator/config_groups.h"
+#include "orchestrator/lease.h"
 #include "orchestrator/report_data.h"
 #include "orchestrator/report_files.h"
 #include "orchestrator/study_trials.h"
@@ -46,10 +48,21 @@ Status PrintFailedLogs(App& app, int64_t study_id) {
 // Whether a run is tracking the study now; a detached run killed with -9 leaves its pid file.
 Status PrintRunGoingOn(App& app, int64_t study_id) {
   std::string pid_file = app.study.database + ".pid";
-  if (auto holder = RunLock::Holder(app.study.database + ".lock")) {
-    std::cout << fmt::format("a run of this study is going on (pid {})\n", *holder);
+  RunHolder holder = FindRunHolder(*app.store, RunLock::Holder(app.study.database + ".lock"), app.clock.Now(),
+                                   app.study.lease_timeout_s);
+  if (holder.going_on && holder.heartbeat_age_s) {
+    std::cout << fmt::format("a run of this study is going on on host {} (pid {}), heartbeat {:.0f} s ago\n",
+                             TerminalSafe(holder.host), holder.pid, *holder.heartbeat_age_s);
+  } else if (holder.going_on) {
+    std::cout << fmt::format("a run of this study is going on (pid {})\n", holder.pid);
   } else {
     std::cout << "no run of this study is going on";
+    if (holder.stale) {
+      std::cout << fmt::format(
+          " (the last one, on host {} pid {}, stopped its heartbeat {:.0f} s ago; the next run "
+          "takes the study over)",
+          TerminalSafe(holder.host), holder.pid, *holder.heartbeat_age_s);
+    }
     if (std::filesystem::exists(pid_file)) {
       std::cout << fmt::format("; removed {}, left by a detached run that was killed", pid_file);
       std::error_code ec;
@@ -88,7 +101,8 @@ Status WatchStatus(App& app, const StatusFlags& flags, int64_t study_id) {
     } else if (flags.json) {
       std::string key = ProgressChangeKey(progress);
       if (key != std::exchange(last_key, key)) {
-        auto holder = RunLock::Holder(app.study.database + ".lock");
+        RunHolder holder =
+            FindRunHolder(*app.store, RunLock::Holder(app.study.database + ".lock"), now, app.study.lease_timeout_s);
         std::cout << StatusJson(app.study, *view, progress, holder)
                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                   << "\n";
@@ -201,7 +215,8 @@ Status CmdStatus(App& app, StatusFlags& flags) {
   if (flags.json) {
     auto view = ReadStudyView(*app.store, app.study, rec->id, app.clock.Now());
     if (!view.ok()) return view.status();
-    auto holder = RunLock::Holder(app.study.database + ".lock");
+    RunHolder holder = FindRunHolder(*app.store, RunLock::Holder(app.study.database + ".lock"), app.clock.Now(),
+                                     app.study.lease_timeout_s);
     std::cout << DumpJson(StatusJson(
         app.study, *view, ComputeProgress(view->progress, ProgressOptionsFor(app.study), app.clock.Now()), holder));
     return Status::OK();

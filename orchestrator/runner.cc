@@ -243,6 +243,11 @@ Status Runner::Run(int max_ticks) {
     auto wait = budget->Reserve(SystemClock().Now());
     if (!wait.ok()) return wait.status();
     if (*wait > 0) clock_.SleepFor(*wait);
+    if (heartbeat_) {
+      Status beat = heartbeat_();
+      if (!beat.ok() && !beat.IsUnavailable()) return beat;
+      if (!beat.ok()) Event(std::nullopt, "unavailable", "database busy, will retry the heartbeat: " + beat.message());
+    }
     auto r = Tick();
     if (!r.ok()) return r.status();
     if (on_tick_) on_tick_(*r);

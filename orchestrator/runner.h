@@ -77,6 +77,10 @@ class Runner {
   // cancelled; the jobs stay on Slurm) and records an "interrupted" event.
   void set_interrupted(std::function<bool()> interrupted) { interrupted_ = std::move(interrupted); }
 
+  // Called before every tick (the controller's lease, lease.h): an error that is not kUnavailable
+  // (another run took the study over) ends Run before the tick queries or submits anything.
+  void set_heartbeat(std::function<Status()> heartbeat) { heartbeat_ = std::move(heartbeat); }
+
   // The cockpit's hooks (orchestrator/cockpit.h, notifications): called by Run after every tick
   // (with the tick's trials in TickReport::trials: no need to list them from the store), and for
   // every event the run records (after it is logged and stored). They must not throw.
@@ -146,6 +150,7 @@ class Runner {
   bool prepared_ = false;
   bool study_changed_ = false;  // the study file's hash differs from the last run's
   std::function<bool()> interrupted_;
+  std::function<Status()> heartbeat_;
   TickHook on_tick_;
   EventHook on_event_;
   bool tick_lines_ = true;

@@ -32,6 +32,7 @@ TEST_PACKAGES=(
   time  # /usr/bin/time: peak RSS in bench/scale_bench.sh
   python3-torch  # PyTorch 1.13 (CPU, torchrun, gloo): examples/workload/torch_gpt.py, tests/torch_cluster_test.cc
   mmdebstrap  # tests/cluster/slurm-root.sh: the Debian roots of the Slurm 24.11 and 26.05 labs
+  sshfs  # tests/two_hosts_test.cc: two "login nodes" mount one study directory over FUSE
 )
 
 step() { echo "setup: $*"; }
