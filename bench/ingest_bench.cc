@@ -227,6 +227,10 @@ struct Ours {
   // its wall time, part of `seconds` and `wall_s` too.
   double lease_wall_s = 0;
   int64_t renewals = 0;
+  // The heartbeat's writes alone, timed apart after the run (the lease's timeout 120 s means a
+  // write every 12 s, which a run of this bench may not reach).
+  int64_t lease_writes = 0;
+  double lease_write_s = 0;
 };
 
 // Opens the database as `slurmsweep run` does and adds one study and its trials. Not timed.
@@ -284,6 +288,12 @@ Ours RunOurs(const Workload& w, store::Store& db, const std::vector<int64_t>& id
   }
   o.seconds = ThreadCpuSeconds() - cpu_start;
   o.wall_s = Seconds(start);
+  for (int i = 0; i < 20; ++i) {
+    auto write_start = Clock::now();
+    Check(db.RenewLease(lease.record().token, now(), ::getpid()).status(), "write the heartbeat");
+    o.lease_write_s += Seconds(write_start);
+    ++o.lease_writes;
+  }
   o.store_s = o.seconds - o.parse_s;  // the calls and each tick's commit
   return o;
 }
@@ -344,7 +354,7 @@ DbPtr SetUpRaw(const fs::path& path, const fs::path& store_db, const std::vector
   // The journal the store picks there: a rollback journal on a network filesystem.
   if (NetworkFilesystem(path.string()).empty()) {
     if (Query(db.get(), "PRAGMA journal_mode = WAL").at(0).at(0) != "wal") Fail(path.string() + ": no WAL");
-  } else if (Query(db.get(), "PRAGMA journal_mode = DELETE").at(0).at(0) != "delete") {
+  } else if (Query(db.get(), "PRAGMA journal_mode = TRUNCATE").at(0).at(0) != "truncate") {
     Fail(path.string() + ": no rollback journal");
   }
   Exec(db.get(), "ATTACH DATABASE '" + store_db.string() + "' AS src");
@@ -589,8 +599,11 @@ int Main(int argc, char** argv) {
   fmt::print("ours / raw SQLite limit: {:.3f} in CPU time, median of {} paired rounds (target >= 0.8: {})\n", ratio,
              rounds, ratio >= 0.8 ? "met" : "NOT met");
   double lease_ms = 1000 * ours.lease_wall_s / static_cast<double>(std::max<int64_t>(1, ours.renewals));
-  fmt::print("lease renewal: {:.3f} ms per tick in wall time ({} ticks) / limit 1 ms: {:.3f} (target <= 1: {})\n",
-             lease_ms, ours.renewals, lease_ms, lease_ms <= 1 ? "met" : "NOT met");
+  fmt::print(
+      "lease renewal: {:.3f} ms per tick in wall time ({} ticks, {} heartbeat writes of {:.3f} ms each) / limit 1 "
+      "ms: {:.3f} (target <= 1: {})\n",
+      lease_ms, ours.renewals, ours.lease_writes, 1000 * ours.lease_write_s / std::max(1.0, 1.0 * ours.lease_writes),
+      lease_ms, lease_ms <= 1 ? "met" : "NOT met");
   std::string fs_kind = NetworkFilesystem(dir.string());
   fmt::print("databases in {} ({})\n", dir.parent_path().string(),
              fs_kind.empty() ? "local filesystem, WAL" : fs_kind + ", rollback journal");

@@ -117,10 +117,14 @@ Result<Lease> Lease::Take(store::Store& store, const ControllerIdentity& me, dou
   });
   if (!st.ok()) return st;
   if (took_over) *took_over = previous;
-  return Lease(&store, std::move(mine));
+  return Lease(&store, std::move(mine), timeout_s / 10);
 }
 
-Lease::Lease(Lease&& other) noexcept : store_(other.store_), record_(std::move(other.record_)) {
+Lease::Lease(Lease&& other) noexcept
+    : store_(other.store_),
+      record_(std::move(other.record_)),
+      renew_every_s_(other.renew_every_s_),
+      writes_(other.writes_) {
   other.store_ = nullptr;
 }
 
@@ -129,6 +133,10 @@ Lease::~Lease() {
 }
 
 Status Lease::Renew(double now) {
+  // A heartbeat this young cannot have been taken over (that needs it timeout_s old).
+  if (store_ && now - record_.heartbeat_at < renew_every_s_ && now >= record_.heartbeat_at) return Status::OK();
+  if (!store_) return Status::FailedPrecondition("this run no longer controls the study (its lease was taken over)");
+  ++writes_;
   auto still = store_->RenewLease(record_.token, now, ::getpid());
   if (!still.ok()) return still.status();
   if (*still) {

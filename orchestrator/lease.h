@@ -1,7 +1,7 @@
 // Lease: one controller per study, whatever the host. The local flock (run_lock.h) only stops a
 // second run on the same machine; login nodes that share the study's directory over NFS, Lustre
 // or GPFS each have their own. So a run also holds a lease in the study's database itself: the
-// holder's host, pid and boot id and a heartbeat it renews on every tick. A run that finds
+// holder's host, pid and boot id and a heartbeat it renews on a tick (Renew). A run that finds
 // another run's lease with a fresh heartbeat is refused, naming the holder; a lease whose
 // heartbeat is older than [study] lease_timeout_s (its holder was killed, or its host died) is
 // taken over, with an event. On the holder's own host and boot a lease whose pid is gone is
@@ -74,15 +74,23 @@ class Lease {
   // Releases the lease if this run still holds it: `status` then says at once that no run goes on.
   ~Lease();
 
-  // The heartbeat, on every tick. kFailedPrecondition naming the new holder when another run took
-  // the lease over (this run's heartbeat was older than the timeout): this run must stop.
+  // The heartbeat, asked before every tick: writes when the last one is older than a tenth of the
+  // timeout (a write on a network filesystem costs round trips to the server), so a live run's
+  // heartbeat is never older than that plus one tick, and a run that was stopped for longer than the
+  // timeout (suspended, its host asleep) writes, and learns, before its next tick. kFailedPrecondition
+  // naming the new holder when another run took the lease over: this run must stop.
   Status Renew(double now);
+  // How many of the Renew calls wrote (ingest_bench).
+  int64_t writes() const { return writes_; }
   const store::LeaseRecord& record() const { return record_; }
 
  private:
-  Lease(store::Store* store, store::LeaseRecord record) : store_(store), record_(std::move(record)) {}
+  Lease(store::Store* store, store::LeaseRecord record, double renew_every_s)
+      : store_(store), record_(std::move(record)), renew_every_s_(renew_every_s) {}
   store::Store* store_;  // null once moved from
   store::LeaseRecord record_;
+  double renew_every_s_;
+  int64_t writes_ = 0;
 };
 
 }  // namespace sweep::orchestrator

@@ -216,8 +216,10 @@ constexpr const char* kSqlConnectionPragmas =
     "PRAGMA wal_autocheckpoint = 10000; PRAGMA cache_size = -32768;";
 constexpr const char* kSqlEnableWal = "PRAGMA journal_mode = WAL";
 // On a network filesystem: SQLite's WAL keeps its index in shared memory (-shm), which only
-// processes of one host share; the rollback journal needs nothing but the file's locks.
-constexpr const char* kSqlEnableRollbackJournal = "PRAGMA journal_mode = DELETE";
+// processes of one host share; the rollback journal needs nothing but the file's locks. TRUNCATE,
+// not DELETE: each commit then empties the journal instead of unlinking and creating it again, two
+// round trips to the file server fewer (ingest_bench on sshfs).
+constexpr const char* kSqlEnableRollbackJournal = "PRAGMA journal_mode = TRUNCATE";
 constexpr const char* kSqlReadUserVersion = "PRAGMA user_version";
 constexpr const char* kSqlSetUserVersionPrefix = "PRAGMA user_version = ";  // + the number
 constexpr const char* kSqlCountSchemaObjects = "SELECT count(*) FROM sqlite_master";
@@ -926,7 +928,7 @@ Result<std::unique_ptr<Store>> SqliteStore::Create(const std::string& path, bool
     // do not see (sqlite.org/wal.html), so they would read a stale database. SQLite silently
     // keeps the old mode where the new one cannot work, so check what we got.
     network = NetworkFilesystem(path);
-    const char* want = network.empty() ? "wal" : "delete";
+    const char* want = network.empty() ? "wal" : "truncate";
     auto mode = QueryText(raw, path, network.empty() ? kSqlEnableWal : kSqlEnableRollbackJournal,
                           network.empty() ? "enable WAL" : "use a rollback journal");
     if (!mode.ok()) return mode.status();
