@@ -148,6 +148,7 @@ class Runner {
   ReportRefresher reports_;
   FailureStorm storm_;
   bool prepared_ = false;
+  double run_started_at_ = 0;   // when Prepare ran: the failure storm counts ends of attempts submitted since
   bool study_changed_ = false;  // the study file's hash differs from the last run's
   std::function<bool()> interrupted_;
   std::function<Status()> heartbeat_;
