@@ -211,6 +211,7 @@ Result<TickReport> Runner::Tick() {
   if (st.ok()) SWEEP_RETURN_IF_ERROR(ingester_.CheckObjectiveLogged(*trials));
   if (st.ok()) SWEEP_RETURN_IF_ERROR(ingester_.CheckLogsYield(*trials, tpe_.MoreToPropose(*trials)));
   if (st.ok()) SWEEP_RETURN_IF_ERROR(StopFailureStorm(*trials));
+  if (st.ok()) SWEEP_RETURN_IF_ERROR(StopOnNeverClearingReason(*trials));
   // Never submit while the state of the cluster is unknown: that is how duplicates happen.
   if (st.ok()) st = SubmitNew(*trials, report);
   if (!st.ok()) {

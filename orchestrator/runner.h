@@ -126,6 +126,9 @@ class Runner {
   // on a storm, cancels the queued tasks that have not started (their trials go back to new) and
   // stops the run with the class, a failing log's last lines and the way on.
   Status StopFailureStorm(std::vector<store::TrialRecord>& trials);
+  // A trial pending for a reason that never clears (slurm/pending_reason.h): stops the run with the
+  // reason and the way on, before anything more is submitted; its jobs stay queued. runner_storm.cc.
+  Status StopOnNeverClearingReason(const std::vector<store::TrialRecord>& trials);
   void Event(std::optional<int64_t> trial_id, const std::string& kind, const std::string& message);
   bool StopRequested();
 

@@ -10,6 +10,7 @@
 #include "logs/classify.h"
 #include "orchestrator/runner.h"
 #include "slurm/job_state.h"
+#include "slurm/pending_reason.h"
 
 namespace sweep::orchestrator {
 
@@ -112,6 +113,26 @@ Status Runner::StopFailureStorm(std::vector<store::TrialRecord>& trials) {
       "`slurmsweep run`; {} trial(s) already running go on (`slurmsweep cancel {}` stops them). How to go on: {}{}",
       storm_.needed(), cls, cancelled.size(), unsubmitted, running, study_.path, way_on, example);
   Event(std::nullopt, "failure_storm", message);
+  return Status::FailedPrecondition(fmt::format("{}: {}", study_.path, message));
+}
+
+Status Runner::StopOnNeverClearingReason(const std::vector<store::TrialRecord>& trials) {
+  std::vector<std::string> stuck;
+  std::string way_on, reason;
+  for (const auto& t : trials) {
+    if (t.state != "pending" || t.job_id.empty() || !ctx_.specs.count(t.trial_key)) continue;
+    std::string way = slurm::NeverClearingReason(t.reason);
+    if (way.empty()) continue;
+    if (stuck.empty()) way_on = way, reason = t.reason;
+    stuck.push_back(fmt::format("{} (job {})", t.trial_key, t.job_id));
+  }
+  if (stuck.empty()) return Status::OK();
+  std::string message = fmt::format(
+      "{} trial(s) wait for a reason that never clears by itself, first {}: pending ({}): {}. Submission "
+      "stopped; nothing was cancelled and nothing is lost: the jobs stay queued (`slurmsweep cancel {}` removes "
+      "them), then `slurmsweep run --resubmit cancelled {}` submits them with the new settings",
+      stuck.size(), stuck.front(), TerminalSafe(reason), way_on, study_.path, study_.path);
+  Event(std::nullopt, "stuck", message);
   return Status::FailedPrecondition(fmt::format("{}: {}", study_.path, message));
 }
 

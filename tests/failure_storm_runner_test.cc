@@ -188,3 +188,30 @@ TEST_CASE(
   s.Tick();
   CHECK(s.Events("failure_storm") == storms_before);
 }
+
+TEST_CASE("a job pending for a reason that never clears stops submission at first sight, with the way on", "[runner]") {
+  FakeSweep s(kEight, 2, "queue_ahead = 0\narrays = false");
+  s.Tick();
+  auto submitted = s.slurm.issued("sbatch").size();
+  REQUIRE(submitted == 2);
+  s.slurm.job("100").reason = "PartitionTimeLimit";  // the partition's MaxTime is below [job] time_limit
+  s.slurm.Start("101");
+  s.slurm.End("101", "COMPLETED");  // a slot frees: the run would submit the next trial
+  auto stopped = s.runner().Tick();
+  INFO(s.log());
+  REQUIRE_FALSE(stopped.ok());
+  CHECK(stopped.status().code() == Status::Code::kFailedPrecondition);
+  CHECK_THAT(stopped.status().message(), Catch::Contains("wait for a reason that never clears by itself") &&
+                                             Catch::Contains("pending (PartitionTimeLimit)") &&
+                                             Catch::Contains("[job] time_limit") &&
+                                             Catch::Contains("nothing was cancelled"));
+  CHECK(s.slurm.issued("sbatch").size() == submitted);  // nothing more submitted
+  CHECK(s.slurm.issued("scancel").empty());
+  CHECK(s.Events("stuck") == 1);
+  // A reason that clears (Priority) stops nothing.
+  FakeSweep ok(kEight, 2, "queue_ahead = 0\narrays = false");
+  ok.Tick();
+  ok.slurm.job("100").reason = "Priority";
+  ok.Tick();
+  CHECK(ok.Events("stuck") == 0);
+}

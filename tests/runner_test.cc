@@ -548,7 +548,7 @@ TEST_CASE("quota pause: a full submit quota pauses submission, then smaller arra
   s.Tick();
   INFO(s.log());
   CHECK_THAT(s.log(), Catch::Contains("then go in arrays of at most 2"));
-  s.Tick();  // the refused submission is reconciled (no job found); the pause holds
+  s.Tick();  // the refused trials went back to new at once; the pause holds
   CHECK(s.slurm.issued("sbatch").size() == 1);
   for (const auto& t : s.Trials()) {
     CHECK(t.state == "new");
