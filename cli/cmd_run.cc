@@ -28,6 +28,7 @@
 #include "run/run_lock.h"
 #include "run/run_outcome.h"
 #include "run/runner.h"
+#include "run/lease.h"
 
 namespace sweep::cli {
 namespace {
@@ -163,13 +164,34 @@ Status CmdRun(App& app, RunFlags& flags) {
   if (!resubmit_states.ok()) return resubmit_states.status();
   auto lock = run::RunLock::Acquire(app.study.database + ".lock");
   if (!lock.ok()) return lock.status();
-  if (flags.detach) SWEEP_RETURN_IF_ERROR(Detach(app, *lock));
+  if (flags.detach) {
+    // Refused in the foreground, where the user reads it, if a run on another host holds the study.
+    SWEEP_RETURN_IF_ERROR(app.OpenStore(false));
+    SWEEP_RETURN_IF_ERROR(run::Lease::Check(*app.store, run::ControllerIdentity::OfThisProcess(), app.clock.Now(),
+                                            app.study.lease_timeout_s));
+    app.store.reset();
+    SWEEP_RETURN_IF_ERROR(Detach(app, *lock));
+  }
   // Opened after the fork: neither a libssh session nor an SQLite handle survives one.
   // Ctrl-C or a SIGTERM (a detached run's kill) ends the tick in progress, then `run` says what
   // goes on without it: nothing is cancelled.
   run::InterruptSignal interrupt;
   run::InterruptibleClock interruptible(app.clock, interrupt);
   SWEEP_RETURN_IF_ERROR(app.OpenStore(false));
+  if (!app.store->JournalNote().empty()) std::cerr << "note: " << app.store->JournalNote() << "\n";
+  // One controller per study on every host (lease.h); the flock above is only this host's.
+  std::string took_over;
+  auto lease = run::Lease::Take(*app.store, run::ControllerIdentity::OfThisProcess(), app.clock.Now(),
+                                app.study.lease_timeout_s, &took_over);
+  if (!lease.ok()) return lease.status();
+  if (!took_over.empty()) {
+    std::string message = fmt::format(
+        "took the study over from a run that stopped renewing its lease ({}; [study] lease_timeout_s {:.0f} s)",
+        took_over, app.study.lease_timeout_s);
+    std::cerr << "slurmsweep run: " << message << "\n";
+    if (auto rec = app.store->GetStudy(app.study.name); rec.ok())
+      (void)app.store->AddEvent(rec->id, std::nullopt, app.clock.Now(), "takeover", message);
+  }
   SWEEP_RETURN_IF_ERROR(app.Connect());
   if (flags.json) app.text = &std::cerr;
   // On a terminal one progress block is redrawn in place under the log lines; on a pipe (or
@@ -180,6 +202,7 @@ Status CmdRun(App& app, RunFlags& flags) {
   run::Runner runner(app.study, *app.store, *app.transport, interruptible, display.log());
   runner.set_submit_predicted_oom(flags.submit_predicted_oom);
   runner.set_interrupted([&interrupt] { return interrupt.received() != 0; });
+  runner.set_heartbeat([&] { return lease->Renew(app.clock.Now()); });
   runner.set_tick_lines(!tty);
   // [notify]: failures are logged into the run's log and events, never returned.
   run::Notifier notifier(app.study, app.clock, [&](const std::string& kind, const std::string& message) {

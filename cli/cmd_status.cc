@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "base/final_objective.h"
+#include "base/terminal.h"
 #include "base/text.h"
 #include "base/trial_state.h"
 #include "cli/status_view.h"
@@ -23,6 +24,7 @@
 #include "results/report_files.h"
 #include "results/study_trials.h"
 #include "run/run_lock.h"
+#include "run/lease.h"
 
 namespace sweep::cli {
 namespace {
@@ -53,10 +55,21 @@ Status PrintRunGoingOn(App& app, int64_t study_id) {
         "running)\n",
         job, job);
   }
-  if (auto holder = run::RunLock::Holder(app.study.database + ".lock")) {
-    std::cout << fmt::format("a run of this study is going on (pid {})\n", *holder);
+  run::RunHolder holder = run::FindRunHolder(*app.store, run::RunLock::Holder(app.study.database + ".lock"),
+                                             app.clock.Now(), app.study.lease_timeout_s);
+  if (holder.going_on && holder.heartbeat_age_s) {
+    std::cout << fmt::format("a run of this study is going on on host {} (pid {}), heartbeat {:.0f} s ago\n",
+                             TerminalSafe(holder.host), holder.pid, *holder.heartbeat_age_s);
+  } else if (holder.going_on) {
+    std::cout << fmt::format("a run of this study is going on (pid {})\n", holder.pid);
   } else {
     std::cout << "no run of this study is going on";
+    if (holder.stale) {
+      std::cout << fmt::format(
+          " (the last one, on host {} pid {}, stopped its heartbeat {:.0f} s ago; the next run "
+          "takes the study over)",
+          TerminalSafe(holder.host), holder.pid, *holder.heartbeat_age_s);
+    }
     if (std::filesystem::exists(pid_file)) {
       std::cout << fmt::format("; removed {}, left by a detached run that was killed", pid_file);
       std::error_code ec;
@@ -95,7 +108,8 @@ Status WatchStatus(App& app, const StatusFlags& flags, int64_t study_id) {
     } else if (flags.json) {
       std::string key = ProgressChangeKey(progress);
       if (key != std::exchange(last_key, key)) {
-        auto holder = run::RunLock::Holder(app.study.database + ".lock");
+        run::RunHolder holder = run::FindRunHolder(*app.store, run::RunLock::Holder(app.study.database + ".lock"), now,
+                                                   app.study.lease_timeout_s);
         std::cout << StatusJson(app.study, *view, progress, holder)
                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                   << "\n";
@@ -209,7 +223,8 @@ Status CmdStatus(App& app, StatusFlags& flags) {
   if (flags.json) {
     auto view = ReadStudyView(*app.store, app.study, rec->id, app.clock.Now());
     if (!view.ok()) return view.status();
-    auto holder = run::RunLock::Holder(app.study.database + ".lock");
+    run::RunHolder holder = run::FindRunHolder(*app.store, run::RunLock::Holder(app.study.database + ".lock"),
+                                               app.clock.Now(), app.study.lease_timeout_s);
     std::cout << DumpJson(StatusJson(
         app.study, *view, ComputeProgress(view->progress, ProgressOptionsFor(app.study), app.clock.Now()), holder));
     return Status::OK();

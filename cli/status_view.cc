@@ -117,17 +117,24 @@ nlohmann::json Document(const char* kind, const study::Study& study, const Study
 }  // namespace
 
 nlohmann::json StatusJson(const study::Study& study, const StudyView& view, const Progress& progress,
-                          const std::optional<std::string>& run_pid) {
+                          const run::RunHolder& run) {
   nlohmann::json j = Document("status", study, view, progress);
   if (auto configs = results::RankStudyConfigurations(study, view.rows))
     j["configurations"] = results::ConfigurationsJson(*configs, view.rows, view.params);
   nlohmann::json pid;
-  if (run_pid) {
+  if (!run.pid.empty()) {
     char* end = nullptr;
-    long n = std::strtol(run_pid->c_str(), &end, 10);
-    pid = end && *end == '\0' && !run_pid->empty() ? nlohmann::json(n) : nlohmann::json(*run_pid);
+    long n = std::strtol(run.pid.c_str(), &end, 10);
+    pid = end && *end == '\0' ? nlohmann::json(n) : nlohmann::json(run.pid);
   }
-  j["run"] = {{"going_on", run_pid.has_value()}, {"pid", pid}};
+  // host and heartbeat_age_s come from the lease (null when only this host's lock is known);
+  // stale: a lease left by a run that stopped renewing it, which the next run takes over.
+  j["run"] = {{"going_on", run.going_on},
+              {"pid", pid},
+              {"host", run.host.empty() ? nlohmann::json() : nlohmann::json(run.host)},
+              {"heartbeat_age_s", run.heartbeat_age_s ? nlohmann::json(*run.heartbeat_age_s) : nlohmann::json()},
+              {"stale", run.stale},
+              {"lease_timeout_s", study.lease_timeout_s}};
   return j;
 }
 

@@ -16,6 +16,7 @@
 
 #include "base/status.h"
 #include "cli/progress.h"
+#include "run/lease.h"
 #include "reports/csv.h"
 #include "store/store.h"
 #include "study/study.h"
@@ -50,10 +51,10 @@ Result<StudyView> ReadStudyView(store::Store& store, const study::Study& study, 
 
 ProgressOptions ProgressOptionsFor(const study::Study& study);
 
-// `status --json`: {version, kind: "status", study, progress, best, trials, run}. `run_pid`: the
-// pid of a run of the study going on, if any.
+// `status --json`: {version, kind: "status", study, progress, best, trials, run}. `run`: who runs
+// the study (going_on, host, pid, heartbeat_age_s, stale; lease.h).
 nlohmann::json StatusJson(const study::Study& study, const StudyView& view, const Progress& progress,
-                          const std::optional<std::string>& run_pid);
+                          const run::RunHolder& run);
 
 // `run --json`'s document at the end: StatusJson's members with kind "run", plus exit_code and
 // the Slurm commands the run sent.

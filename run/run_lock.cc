@@ -3,6 +3,8 @@
 
 #include "base/private_file.h"
 
+#include "base/filesystem.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -19,6 +21,12 @@ Result<RunLock> RunLock::Acquire(const std::string& path) {
   if (!opened.ok()) return opened.status();
   int fd = opened->release();
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK) {
+      // The filesystem has no locks (Lustre without flock: ENOSYS, NFS without lockd: ENOLCK).
+      int err = errno;
+      ::close(fd);
+      return Status::FailedPrecondition(LockFailure("flock on " + path, err));
+    }
     char buf[32] = {};
     ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
     std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "?";
@@ -36,7 +44,7 @@ std::optional<std::string> RunLock::Holder(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return std::nullopt;  // never run here
   std::optional<std::string> holder;
-  if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
+  if (::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
     char buf[32] = {};
     ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
     holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "?";

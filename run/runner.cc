@@ -3,6 +3,7 @@
 #include "run/runner.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <ctime>
@@ -93,6 +94,7 @@ void Runner::Event(std::optional<int64_t> trial_id, const std::string& kind, con
 }
 
 Status Runner::Prepare() {
+  if (run_started_at_ == 0) run_started_at_ = clock_.Now();
   auto before = store_.GetStudy(study_.name);
   auto id = store_.UpsertStudy(study_.name, study_.path, study_.hash, clock_.Now());
   if (!id.ok()) return id.status();
@@ -160,8 +162,25 @@ Status Runner::Prepare() {
   if (!record.ok()) return record.status();
   std::string host = LocalHostName();
   std::string claim_note;
+  // Jobs of the database the claim named may still be queued or running: they would write into
+  // this study's logs beside its own jobs. Refused, naming them, rather than mixed.
+  auto no_live_jobs = [&]() -> Status {
+    auto live = client_.LiveJobsNamed("ss-" + study_.name + "-");
+    if (!live.ok()) return live.status();
+    if (live->empty()) return Status::OK();
+    std::vector<std::string> named, ids;
+    for (const auto& j : *live) {
+      named.push_back(fmt::format("{} ({}, {})", j.job_id, j.name, slurm::JobStateName(j.state)));
+      ids.push_back(j.job_id);
+    }
+    return Status::FailedPrecondition(fmt::format(
+        "{}: study '{}' has {} job(s) on the cluster that this database does not know, from an earlier database "
+        "of this study: {}. They would run beside this one's and write into its logs; nothing was submitted. "
+        "Wait for them to end, or cancel them (scancel {}), then run again",
+        study_.path, study_.name, live->size(), fmt::join(named, ", "), fmt::join(ids, " ")));
+  };
   SWEEP_RETURN_IF_ERROR(ClaimStudyFiles(transport_, ctx_.files, ClaimToken(*record, host, study_.database), host,
-                                        study_.path, &claim_note));
+                                        study_.path, &claim_note, no_live_jobs));
   if (!claim_note.empty()) Event(std::nullopt, "claim", claim_note);
   for (const auto& local : study_.job.stage) {
     Status st;
@@ -194,6 +213,7 @@ Result<TickReport> Runner::Tick() {
   if (st.ok()) SWEEP_RETURN_IF_ERROR(ingester_.CheckObjectiveLogged(*trials));
   if (st.ok()) SWEEP_RETURN_IF_ERROR(ingester_.CheckLogsYield(*trials, tpe_.MoreToPropose(*trials)));
   if (st.ok()) SWEEP_RETURN_IF_ERROR(StopFailureStorm(*trials));
+  if (st.ok()) SWEEP_RETURN_IF_ERROR(StopOnNeverClearingReason(*trials));
   // Never submit while the state of the cluster is unknown: that is how duplicates happen.
   if (st.ok()) st = SubmitNew(*trials, report);
   last_unavailable_ = Status::OK();
@@ -248,6 +268,11 @@ Status Runner::Run(int max_ticks) {
     auto wait = budget->Reserve(SystemClock().Now());
     if (!wait.ok()) return wait.status();
     if (*wait > 0) clock_.SleepFor(*wait);
+    if (heartbeat_) {
+      Status beat = heartbeat_();
+      if (!beat.ok() && !beat.IsUnavailable()) return beat;
+      if (!beat.ok()) Event(std::nullopt, "unavailable", "database busy, will retry the heartbeat: " + beat.message());
+    }
     auto r = Tick();
     if (!r.ok()) return r.status();
     if (on_tick_) on_tick_(*r);
@@ -407,7 +432,9 @@ Status Runner::RecordChanges(std::vector<store::TrialRecord>& trials, std::vecto
     SWEEP_RETURN_IF_ERROR(memory_.CalibrateMemory(t, trials));
     auto chained = retry_.MaybeChain(t);
     if (!chained.ok()) return chained.status();
-    if (!*chained) storm_.Ended(t.id, t.state);
+    // Only ends of attempts this run submitted: an earlier run's ran under the settings of then
+    // (a template fixed since, before `--resubmit failed`), and say nothing of the current ones.
+    if (!*chained && t.submitted_at && *t.submitted_at >= run_started_at_) storm_.Ended(t.id, t.state);
     if (!*chained) SWEEP_RETURN_IF_ERROR(retry_.MaybeRetry(t));
   }
   return Status::OK();

@@ -77,6 +77,10 @@ class Runner {
   // cancelled; the jobs stay on Slurm) and records an "interrupted" event.
   void set_interrupted(std::function<bool()> interrupted) { interrupted_ = std::move(interrupted); }
 
+  // Called before every tick (the controller's lease, lease.h): an error that is not kUnavailable
+  // (another run took the study over) ends Run before the tick queries or submits anything.
+  void set_heartbeat(std::function<Status()> heartbeat) { heartbeat_ = std::move(heartbeat); }
+
   // The status view's hooks (cli/status_view.h, notifications): called by Run after every tick
   // (with the tick's trials in TickReport::trials: no need to list them from the store), and for
   // every event the run records (after it is logged and stored). They must not throw.
@@ -124,6 +128,9 @@ class Runner {
   // on a storm, cancels the queued tasks that have not started (their trials go back to new) and
   // stops the run with the class, a failing log's last lines and the way on.
   Status StopFailureStorm(std::vector<store::TrialRecord>& trials);
+  // A trial pending for a reason that never clears (slurm/pending_reason.h): stops the run with the
+  // reason and the way on, before anything more is submitted; its jobs stay queued. runner_storm.cc.
+  Status StopOnNeverClearingReason(const std::vector<store::TrialRecord>& trials);
   void Event(std::optional<int64_t> trial_id, const std::string& kind, const std::string& message);
   bool StopRequested();
   // A failure of the cluster to answer, seen by Run: an outage is waited out; a login only a human
@@ -150,8 +157,10 @@ class Runner {
   ReportRefresher reports_;
   StartFailures storm_;
   bool prepared_ = false;
+  double run_started_at_ = 0;   // when Prepare ran: the failure storm counts ends of attempts submitted since
   bool study_changed_ = false;  // the study file's hash differs from the last run's
   std::function<bool()> interrupted_;
+  std::function<Status()> heartbeat_;
   TickHook on_tick_;
   EventHook on_event_;
   bool tick_lines_ = true;

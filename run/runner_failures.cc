@@ -1,6 +1,6 @@
-// The run loop's side of start_failures.h: on a storm, the queued tasks that have not started are
-// cancelled (their trials go back to new) and the run stops with the class, the last lines of a
-// failing log and the way on. Runner methods kept apart from runner.cc; see runner.h.
+// The run loop's side of start_failures.h: on a storm, the queued tasks that are still pending when
+// scancel runs are cancelled (their trials go back to new; one that started meanwhile goes on) and the run stops with
+// the class, the last lines of a failing log and the way on. Runner methods kept apart from runner.cc; see runner.h.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include "logs/classify.h"
 #include "run/runner.h"
 #include "slurm/job_state.h"
+#include "slurm/pending_reason.h"
 
 namespace sweep::run {
 
@@ -40,10 +41,45 @@ Status Runner::StopFailureStorm(std::vector<store::TrialRecord>& trials) {
     SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(*t));
     ids.push_back(t->job_id);
   }
-  SWEEP_RETURN_IF_ERROR(client_.Cancel(ids));
-  // They never started: like trials never submitted, the next `run` submits them.
+  // Only those still pending when scancel runs: a task may have started, or started and ended,
+  // since this tick's query, and its run and its end are kept. So the states are read again right
+  // before the cancel, and again after it. (Not `scancel --state=PENDING`: Slurm 22.05 applies it
+  // to the whole pending part of an array, tasks not named included.)
+  auto before = client_.Query(ids);
+  if (!before.ok()) return before.status();
+  std::vector<std::string> still_pending;
+  for (const auto& id : ids) {
+    auto it = before->find(id);
+    if (it != before->end() && it->second.state == slurm::JobState::kPending) still_pending.push_back(id);
+  }
+  SWEEP_RETURN_IF_ERROR(client_.Cancel(still_pending));
+  auto after = client_.Query(still_pending);
+  if (!after.ok()) return after.status();
+  auto started = [](const slurm::JobInfo& j) {
+    return !j.start_time.empty() && j.start_time != "N/A" && j.start_time != "Unknown" && j.start_time != "None";
+  };
+  std::vector<store::TrialRecord*> cancelled;
   SWEEP_RETURN_IF_ERROR(store_.InTransaction([&]() -> Status {
-    for (store::TrialRecord* t : queued) SWEEP_RETURN_IF_ERROR(retry_.StartOver(*t, why));
+    for (store::TrialRecord* t : queued) {
+      bool asked = std::find(still_pending.begin(), still_pending.end(), t->job_id) != still_pending.end();
+      auto it = after->find(t->job_id);
+      // A cancelled pending task leaves squeue at once; found nowhere, or cancelled before it started.
+      bool never_ran =
+          asked && (it == after->end() || (it->second.state == slurm::JobState::kCancelled && !started(it->second)));
+      if (never_ran) {
+        // Like a trial never submitted, the next `run` submits it.
+        SWEEP_RETURN_IF_ERROR(retry_.StartOver(*t, why));
+        cancelled.push_back(t);
+        continue;
+      }
+      ++running;
+      // Started before the cancel reached it: the next tick records its state. Cancelled while it
+      // ran (it started between the two reads): its end stays ours (stop_request), and is kept.
+      if (!asked || (it != after->end() && it->second.state != slurm::JobState::kCancelled)) {
+        t->stop_request.clear();
+        SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(*t));
+      }
+    }
     return Status::OK();
   }));
 
@@ -75,8 +111,28 @@ Status Runner::StopFailureStorm(std::vector<store::TrialRecord>& trials) {
       "the first {} trials to end all ended {} and none completed: submission stopped (a failure storm). {} queued "
       "task(s) that had not started were cancelled and, with {} trial(s) not submitted yet, wait for the next "
       "`slurmsweep run`; {} trial(s) already running go on (`slurmsweep cancel {}` stops them). How to go on: {}{}",
-      storm_.needed(), cls, queued.size(), unsubmitted, running, study_.path, way_on, example);
+      storm_.needed(), cls, cancelled.size(), unsubmitted, running, study_.path, way_on, example);
   Event(std::nullopt, "failure_storm", message);
+  return Status::FailedPrecondition(fmt::format("{}: {}", study_.path, message));
+}
+
+Status Runner::StopOnNeverClearingReason(const std::vector<store::TrialRecord>& trials) {
+  std::vector<std::string> stuck;
+  std::string way_on, reason;
+  for (const auto& t : trials) {
+    if (t.state != "pending" || t.job_id.empty() || !ctx_.specs.count(t.trial_key)) continue;
+    std::string way = slurm::NeverClearingReason(t.reason);
+    if (way.empty()) continue;
+    if (stuck.empty()) way_on = way, reason = t.reason;
+    stuck.push_back(fmt::format("{} (job {})", t.trial_key, t.job_id));
+  }
+  if (stuck.empty()) return Status::OK();
+  std::string message = fmt::format(
+      "{} trial(s) wait for a reason that never clears by itself, first {}: pending ({}): {}. Submission "
+      "stopped; nothing was cancelled and nothing is lost: the jobs stay queued (`slurmsweep cancel {}` removes "
+      "them), then `slurmsweep run --resubmit cancelled {}` submits them with the new settings",
+      stuck.size(), stuck.front(), TerminalSafe(reason), way_on, study_.path, study_.path);
+  Event(std::nullopt, "stuck", message);
   return Status::FailedPrecondition(fmt::format("{}: {}", study_.path, message));
 }
 

@@ -93,7 +93,8 @@ std::string ClaimCommand(const StudyFiles& f, const std::string& token, bool rep
 }  // namespace
 
 Status ClaimStudyFiles(slurm::Transport& transport, const StudyFiles& f, const std::string& token,
-                       const std::string& host, const std::string& study_path, std::string* note) {
+                       const std::string& host, const std::string& study_path, std::string* note,
+                       const std::function<Status()>& before_takeover) {
   for (bool replace : {false, true}) {
     auto out = transport.Run(ClaimCommand(f, token, replace));
     if (!out.ok()) return out.status().WithContext("creating the work directory on the cluster");
@@ -110,12 +111,15 @@ Status ClaimStudyFiles(slurm::Transport& transport, const StudyFiles& f, const s
     }
     if (Field(claim, "created") == Field(token, "created")) return Status::OK();
     std::string other_db = Field(claim, "database");
-    bool gone = !replace && Field(claim, "host") == host && !other_db.empty() && !std::filesystem::exists(other_db);
-    if (gone) {
-      *note = fmt::format(
-          "the claim on study name '{}' in {} named database {} on this machine, which no longer "
-          "exists: taken over",
-          f.study, f.workdir, other_db);
+    bool here = !replace && Field(claim, "host") == host && !other_db.empty();
+    bool deleted = here && !std::filesystem::exists(other_db);
+    // The same path holds a database created since: the one the claim names was deleted.
+    bool recreated = here && !deleted && other_db == Field(token, "database");
+    if (deleted || recreated) {
+      if (before_takeover) SWEEP_RETURN_IF_ERROR(before_takeover());
+      *note = fmt::format("the claim on study name '{}' in {} named database {} on this machine, which {}: taken over",
+                          f.study, f.workdir, other_db,
+                          deleted ? "no longer exists" : "was deleted and created again since");
       continue;
     }
     return Status::FailedPrecondition(fmt::format(

@@ -8,6 +8,7 @@
 // Layer run/ (namespace sweep::run): the run loop and its collaborators; uses results/ and the modules.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,11 @@ std::string LocalHostName();
 // of two studies starting together one wins). A claim of another study of the same name is refused,
 // saying what to do, unless it names a database on this machine (`host`) that no longer exists:
 // that study is gone, and the claim is taken over (`*note` says so).
+// The claim is also taken over when it names this very database path on this machine: the file was
+// deleted and created again (README: delete NAME.db to start over). Before any takeover
+// `before_takeover` runs (the study's live jobs, looked for by name): an error from it refuses.
 Status ClaimStudyFiles(slurm::Transport& transport, const StudyFiles& files, const std::string& token,
-                       const std::string& host, const std::string& study_path, std::string* note);
+                       const std::string& host, const std::string& study_path, std::string* note,
+                       const std::function<Status()>& before_takeover = nullptr);
 
 }  // namespace sweep::run

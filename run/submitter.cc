@@ -186,9 +186,16 @@ Status Submitter::SubmitBatch(std::vector<Rendered*>& batch, const std::optional
                fmt::format(
                    "the cluster refuses more jobs now ({}); {} trial(s) wait {:.0f} s, then go in arrays of at most {}",
                    job.status().message(), batch.size(), pause_s_, chunk_));
-    // Left "submitting": an sbatch stopped by its timeout may have got through just before, so
-    // Reconciler looks for the job by name before anything is submitted again.
-    return Status::OK();
+    // sbatch answered with a refusal: no job went in (an sbatch with no answer is the Unavailable
+    // case above, which stays "submitting" and is looked for by name). Back to new, so the next tick
+    // does not report an interrupted submission that never was.
+    return store.InTransaction([&]() -> Status {
+      for (Rendered* r : batch) {
+        UndoSubmission(*r->trial);
+        SWEEP_RETURN_IF_ERROR(store.UpdateTrial(*r->trial));
+      }
+      return Status::OK();
+    });
   }
   if (!job.ok() && job.status().cause() == Status::Cause::kStudyWideRefusal) {
     // No job of the study can go in until the study file is fixed: the trials are not to blame,

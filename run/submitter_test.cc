@@ -127,7 +127,13 @@ TEST_CASE("submitter: a full submit quota pauses submission and halves the array
   CHECK(st.ok());
   CHECK(s.Paused());
   CHECK(run.Count("submit_paused") == 1);
-  for (const auto& t : run.Trials()) CHECK(t.state == kTrialSubmitting);  // Reconciler looks for them first
+  // sbatch answered with a refusal: no job went in, so the trials are new again at once (no attempt
+  // used), not "submitting" for the Reconciler to look for.
+  for (const auto& t : run.Trials()) {
+    CHECK(t.state == kTrialNew);
+    CHECK(t.attempt == 0);
+    CHECK(t.array_name.empty());
+  }
 }
 
 TEST_CASE("submitter: an undone submission reuses its attempt", "[submitter]") {

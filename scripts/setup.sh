@@ -34,6 +34,7 @@ TEST_PACKAGES=(
   python3-torch  # PyTorch 1.13 (CPU, torchrun, gloo): examples/workload/torch_gpt.py, tests/torch_cluster_test.cc
   mmdebstrap  # tests/cluster/slurm-root.sh: the Debian roots of the Slurm 24.11 and 26.05 labs
   libpam-oath oathtool  # tests/cluster/sites.sh: the sshd that asks for a TOTP code after the key
+  sshfs  # tests/two_hosts_test.cc: two "login nodes" mount one study directory over FUSE
 )
 
 step() { echo "setup: $*"; }

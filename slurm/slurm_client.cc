@@ -318,6 +318,19 @@ Result<std::string> SlurmClient::NodeState(const std::string& node) {
   return r->out.substr(p, r->out.find(' ', p) - p);
 }
 
+Result<std::vector<JobInfo>> SlurmClient::LiveJobsNamed(const std::string& prefix) {
+  auto sq = RunSlurm(fmt::format("squeue -h -r --me -t PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED,REQUEUED -O {}",
+                                 ShellQuote(kSqueueFormat)),
+                     &stats_.squeue);
+  if (!sq.ok()) return sq.status();
+  if (sq->exit_code != 0) return Status::Unavailable(fmt::format("squeue exited {}: {}", sq->exit_code, Trim(sq->err)));
+  std::vector<JobInfo> live;
+  for (auto& j : ParseSqueue(sq->out)) {
+    if (j.name.rfind(prefix, 0) == 0) live.push_back(std::move(j));
+  }
+  return live;
+}
+
 Result<std::vector<JobInfo>> SlurmClient::FindByName(const std::vector<std::string>& names) {
   if (names.empty()) return std::vector<JobInfo>{};
   std::string list;
@@ -350,14 +363,14 @@ Result<std::vector<JobInfo>> SlurmClient::FindByName(const std::vector<std::stri
   return jobs;
 }
 
-Status SlurmClient::Cancel(const std::vector<std::string>& job_ids) {
+Status SlurmClient::Cancel(const std::vector<std::string>& job_ids, bool pending_only) {
   if (job_ids.empty()) return Status::OK();
   for (const auto& id : job_ids) {
     if (!IsPlainJobId(id)) {
       return Status::InvalidArgument(fmt::format("'{}' is not a Slurm job id", id));
     }
   }
-  std::string cmd = "scancel";
+  std::string cmd = pending_only ? "scancel --state=PENDING" : "scancel";
   for (const auto& id : job_ids) cmd += " " + id;
   auto r = RunSlurm(cmd, &stats_.scancel);
   if (!r.ok()) return r.status();

@@ -80,12 +80,18 @@ class SlurmClient {
   // jobs submitted just before a crash, before anything is submitted again.
   Result<std::vector<JobInfo>> FindByName(const std::vector<std::string>& names);
 
+  // This user's jobs that have not ended whose name begins with `prefix` (a study's "ss-NAME-"):
+  // one squeue call. Before a study takes over the name's claim, so that the jobs of a database that
+  // was deleted never run beside the new one's.
+  Result<std::vector<JobInfo>> LiveJobsNamed(const std::string& prefix);
+
   // A node's State as `scontrol show node` prints it ("IDLE", "DOWN*+DRAIN", ...): one call. Used
   // only when Slurm restarted a job, to tell a node failure from a preemption.
   Result<std::string> NodeState(const std::string& node);
 
-  // One scancel call for all `job_ids`.
-  Status Cancel(const std::vector<std::string>& job_ids);
+  // One scancel call for all `job_ids`. `pending_only`: `scancel --state=PENDING`, which leaves a
+  // job that started since its state was last read alone (Slurm checks the state when it cancels).
+  Status Cancel(const std::vector<std::string>& job_ids, bool pending_only = false);
 
   const Stats& stats() const { return stats_; }
 

@@ -4,6 +4,7 @@
 // It stays one file, past the ~700 lines other files keep to, on purpose: every statement, the schema
 // and each migration are read side by side when one of them changes, as flux-core keeps its SQL whole.
 #include "store/store.h"
+#include "base/filesystem.h"
 #include "store/metric_summary.h"
 
 #include "base/private_file.h"
@@ -185,6 +186,20 @@ DELETE FROM metric_summaries;
     R"sql(
 ALTER TABLE trials ADD COLUMN telemetry_offset INTEGER NOT NULL DEFAULT 0;
 )sql",
+    // 9: the controller's lease (run/lease.h): who runs the study, from which host and
+    // boot, and when it last said so. One row at most, in the database itself, so that every host
+    // that opens the study sees it.
+    R"sql(
+CREATE TABLE controller_lease (
+  id           INTEGER PRIMARY KEY CHECK (id = 1),
+  token        TEXT NOT NULL,
+  host         TEXT NOT NULL,
+  pid          INTEGER NOT NULL,
+  boot_id      TEXT NOT NULL,
+  started_at   REAL NOT NULL,
+  heartbeat_at REAL NOT NULL
+);
+)sql",
 };
 
 // The last schema version that changed what the summaries hold: a migration from before it
@@ -202,6 +217,11 @@ constexpr const char* kSqlConnectionPragmas =
     "PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; "
     "PRAGMA wal_autocheckpoint = 10000; PRAGMA cache_size = -32768;";
 constexpr const char* kSqlEnableWal = "PRAGMA journal_mode = WAL";
+// On a network filesystem: SQLite's WAL keeps its index in shared memory (-shm), which only
+// processes of one host share; the rollback journal needs nothing but the file's locks. TRUNCATE,
+// not DELETE: each commit then empties the journal instead of unlinking and creating it again, two
+// round trips to the file server fewer (ingest_bench on sshfs).
+constexpr const char* kSqlEnableRollbackJournal = "PRAGMA journal_mode = TRUNCATE";
 constexpr const char* kSqlReadUserVersion = "PRAGMA user_version";
 constexpr const char* kSqlSetUserVersionPrefix = "PRAGMA user_version = ";  // + the number
 constexpr const char* kSqlCountSchemaObjects = "SELECT count(*) FROM sqlite_master";
@@ -313,6 +333,16 @@ constexpr const char* kSqlAddEvent =
     "INSERT INTO events (study_id, trial_id, at, kind, message) VALUES (?1, ?2, ?3, ?4, ?5)";
 constexpr const char* kSqlEvents = "SELECT id, trial_id, at, kind, message FROM events WHERE study_id = ?1 ORDER BY id";
 
+constexpr const char* kSqlReadLease =
+    "SELECT token, host, pid, boot_id, started_at, heartbeat_at FROM controller_lease WHERE id = 1";
+constexpr const char* kSqlWriteLease =
+    "REPLACE INTO controller_lease (id, token, host, pid, boot_id, started_at, heartbeat_at) "
+    "VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6)";
+// Moves only our own lease: a controller that took over has another token, and this one learns it
+// from the count of changed rows.
+constexpr const char* kSqlRenewLease = "UPDATE controller_lease SET heartbeat_at = ?2, pid = ?3 WHERE token = ?1";
+constexpr const char* kSqlReleaseLease = "DELETE FROM controller_lease WHERE token = ?1";
+
 // ---- SQLite plumbing ---------------------------------------------------------------------------
 
 struct DbCloser {
@@ -332,6 +362,13 @@ constexpr std::string_view kBusyNote = " (another process holds the database loc
 // process held the lock past busy_timeout: kUnavailable tells callers to retry, not to give up.
 Status SqliteError(sqlite3* db, const std::string& path, std::string_view what, int rc) {
   std::string msg = path + ": " + std::string(what) + ": " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  // A lock call the filesystem does not support is no busy database and no disk failure: SQLite
+  // reports ENOLCK as BUSY and ENOSYS as an I/O error, and only the errno tells the two apart.
+  if (int err = db ? sqlite3_system_errno(db) : 0; ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_IOERR) &&
+                                                   (err == ENOLCK || err == ENOSYS || err == EOPNOTSUPP)) {
+    return Status::FailedPrecondition(path + ": " + std::string(what) + ": " +
+                                      LockFailure("a lock call on the database", err));
+  }
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -754,6 +791,11 @@ class SqliteStore final : public Store {
   Status AddEvent(int64_t study_id, std::optional<int64_t> trial_id, double at, const std::string& kind,
                   const std::string& message) override;
   Result<std::vector<EventRecord>> Events(int64_t study_id) override;
+  Result<std::optional<LeaseRecord>> ReadLease() override;
+  Status WriteLease(const LeaseRecord& lease) override;
+  Result<bool> RenewLease(const std::string& token, double now, int64_t pid) override;
+  Status ReleaseLease(const std::string& token) override;
+  const std::string& JournalNote() const override { return journal_note_; }
   Status InTransaction(const std::function<Status()>& fn) override;
 
  private:
@@ -767,6 +809,7 @@ class SqliteStore final : public Store {
     StmtPtr insert_metric, insert_metric_name, metric_name_id, metric_names, metrics, metric_series, last_metric,
         count_metrics;
     StmtPtr add_event, events;
+    StmtPtr read_lease, write_lease, renew_lease, release_lease;
     StmtPtr metric_tail, metric_range, metric_before, series_by_id, trial_summary, study_summaries, write_summary,
         write_bucket, buckets, delete_buckets_of, delete_summaries, delete_buckets;
   };
@@ -793,6 +836,7 @@ class SqliteStore final : public Store {
   Status FillSeries(TrialSummary& t, const std::vector<std::string>& series_of);
 
   std::string path_;
+  std::string journal_note_;  // JournalNote()
   // Declared before stmts_ so that it is destroyed after them: a connection closes cleanly only
   // once its statements are finalized.
   DbPtr db_;
@@ -814,7 +858,28 @@ class SqliteStore final : public Store {
   std::unordered_map<int64_t, SummaryCache> summaries_;
 };
 
+// Whether the filesystem gives the byte-range locks SQLite takes, asked before SQLite is: it reports
+// a missing lock manager (NFS without lockd: ENOLCK) as a busy database, and nobody holds it.
+// F_GETLK takes no lock, so a run holding the database is not disturbed.
+Status ProbeLocks(const std::string& path, bool read_only) {
+  int fd = ::open(path.c_str(), (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+  if (fd < 0) return Status::OK();  // the open that follows names the error
+  struct flock probe = {};
+  probe.l_type = read_only ? F_RDLCK : F_WRLCK;
+  probe.l_whence = SEEK_SET;
+  probe.l_start = 0x40000000;  // SQLite's lock bytes (PENDING_BYTE and on)
+  probe.l_len = 512 + 2;
+  int rc = ::fcntl(fd, F_GETLK, &probe);
+  int err = errno;
+  ::close(fd);  // before sqlite3_open: closing it later would drop SQLite's own locks
+  if (rc != 0 && (err == ENOLCK || err == ENOSYS || err == EOPNOTSUPP)) {
+    return Status::FailedPrecondition(path + ": " + LockFailure("a lock call on the database (fcntl)", err));
+  }
+  return Status::OK();
+}
+
 Result<std::unique_ptr<Store>> SqliteStore::Create(const std::string& path, bool read_only) {
+  std::string network;  // the network filesystem the database is on, if any
   if (read_only) {
     // SQLite's "unable to open database file" does not say the study has no database yet.
     struct stat st;
@@ -840,6 +905,7 @@ Result<std::unique_ptr<Store>> SqliteStore::Create(const std::string& path, bool
     if (!fd.ok()) return fd.status().WithContext("the study's database");
   }
 
+  SWEEP_RETURN_IF_ERROR(ProbeLocks(path, read_only));
   sqlite3* raw = nullptr;
   // NOMUTEX: a Store is used by one thread (store.h), so SQLite's per-call connection mutex
   // only costs time (about 4% of bulk ingestion).
@@ -869,17 +935,30 @@ Result<std::unique_ptr<Store>> SqliteStore::Create(const std::string& path, bool
       if (!objects.ok()) return objects.status();
       if (*objects > 0) return NotOurs(path);
     }
-    // WAL lets `status` and `report` read while the orchestrator writes. SQLite silently keeps
-    // the old mode where WAL cannot work, so check what we got.
-    auto mode = QueryText(raw, path, kSqlEnableWal, "enable WAL");
+    // WAL lets `status` and `report` read while the orchestrator writes, on one host. On a
+    // network filesystem a rollback journal: WAL's index lives in shared memory that other hosts
+    // do not see (sqlite.org/wal.html), so they would read a stale database. SQLite silently
+    // keeps the old mode where the new one cannot work, so check what we got.
+    network = NetworkFilesystem(path);
+    const char* want = network.empty() ? "wal" : "truncate";
+    auto mode = QueryText(raw, path, network.empty() ? kSqlEnableWal : kSqlEnableRollbackJournal,
+                          network.empty() ? "enable WAL" : "use a rollback journal");
     if (!mode.ok()) return mode.status();
-    if (*mode != "wal") {
-      return Status::IOError(path + ": cannot use write-ahead logging (journal mode stays '" + *mode + "')");
+    if (*mode != want) {
+      return Status::IOError(path + ": cannot use " +
+                             (network.empty() ? std::string("write-ahead logging") : "a rollback journal") +
+                             " (journal mode stays '" + *mode + "')" +
+                             (network.empty() ? "" : "; is a run of this study going on elsewhere?"));
     }
     if (*version < SchemaVersion()) SWEEP_RETURN_IF_ERROR(Migrate(raw, path));
   }
 
   std::unique_ptr<SqliteStore> store(new SqliteStore(path, std::move(db), read_only));
+  if (!network.empty()) {
+    store->journal_note_ = path + " is on a network filesystem (" + network +
+                           "): using a rollback journal instead of write-ahead logging, which needs every "
+                           "process on one host; `status` and `report` may wait while a tick writes";
+  }
   SWEEP_RETURN_IF_ERROR(store->PrepareStatements());
   return std::unique_ptr<Store>(std::move(store));
 }
@@ -911,6 +990,10 @@ Status SqliteStore::PrepareStatements() {
       {&stmts_.count_metrics, kSqlCountMetrics},
       {&stmts_.add_event, kSqlAddEvent},
       {&stmts_.events, kSqlEvents},
+      {&stmts_.read_lease, kSqlReadLease},
+      {&stmts_.write_lease, kSqlWriteLease},
+      {&stmts_.renew_lease, kSqlRenewLease},
+      {&stmts_.release_lease, kSqlReleaseLease},
       {&stmts_.metric_tail, kSqlMetricTail},
       {&stmts_.metric_range, kSqlMetricRange},
       {&stmts_.metric_before, kSqlMetricBefore},
@@ -1552,6 +1635,50 @@ Result<std::vector<EventRecord>> SqliteStore::Events(int64_t study_id) {
     events.push_back(std::move(e));
   }));
   return events;
+}
+
+Result<std::optional<LeaseRecord>> SqliteStore::ReadLease() {
+  Query q = Use(stmts_.read_lease, "read the controller's lease");
+  auto row = q.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<LeaseRecord>();
+  LeaseRecord l;
+  l.token = q.Text(0);
+  l.host = q.Text(1);
+  l.pid = q.Int(2);
+  l.boot_id = q.Text(3);
+  l.started_at = q.Real(4);
+  l.heartbeat_at = q.Real(5);
+  return std::optional<LeaseRecord>(std::move(l));
+}
+
+Status SqliteStore::WriteLease(const LeaseRecord& lease) {
+  SWEEP_RETURN_IF_ERROR(CheckWritable("write the controller's lease"));
+  Query q = Use(stmts_.write_lease, "write the controller's lease");
+  q.BindText(1, lease.token);
+  q.BindText(2, lease.host);
+  q.BindInt(3, lease.pid);
+  q.BindText(4, lease.boot_id);
+  q.BindReal(5, lease.started_at);
+  q.BindReal(6, lease.heartbeat_at);
+  return q.Run();
+}
+
+Result<bool> SqliteStore::RenewLease(const std::string& token, double now, int64_t pid) {
+  SWEEP_RETURN_IF_ERROR(CheckWritable("renew the controller's lease"));
+  Query q = Use(stmts_.renew_lease, "renew the controller's lease");
+  q.BindText(1, token);
+  q.BindReal(2, now);
+  q.BindInt(3, pid);
+  SWEEP_RETURN_IF_ERROR(q.Run());
+  return sqlite3_changes(db_.get()) > 0;
+}
+
+Status SqliteStore::ReleaseLease(const std::string& token) {
+  SWEEP_RETURN_IF_ERROR(CheckWritable("release the controller's lease"));
+  Query q = Use(stmts_.release_lease, "release the controller's lease");
+  q.BindText(1, token);
+  return q.Run();
 }
 
 }  // namespace

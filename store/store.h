@@ -1,5 +1,5 @@
-// Store: the study database (SQLite, WAL). The orchestrator is its only writer; `status`
-// and `report` read it while a run is going on.
+// Store: the study database (SQLite, WAL; a rollback journal on a network filesystem). The orchestrator is its only
+// writer; `status` and `report` read it while a run is going on.
 //
 // Design. One file per study directory, schema versioned by PRAGMA user_version with numbered
 // migrations (store.cc). Tables:
@@ -19,6 +19,8 @@
 //     migration or an out-of-order row rebuilds them from the metrics
 //   index metrics_by_name(trial_id, name_id, step): one metric's rows without the others'
 //   events(id, study_id, trial_id, at, kind, message)
+//   controller_lease(id = 1, token, host, pid, boot_id, started_at, heartbeat_at): who runs the
+//     study (run/lease.h)
 // Exactly-once ingestion: metric rows and the log offset they came from are written in one
 // transaction (AppendMetrics; the run loop wraps a whole tick's appends in one InTransaction),
 // and the metrics key makes a replay of the same bytes harmless. In the sqlite3 shell:
@@ -110,6 +112,17 @@ struct EventRecord {
   std::string message;
 };
 
+// Who runs the study (run/lease.h): one row at most. `token` tells one run from another
+// (a pid repeats across hosts and boots); `heartbeat_at` is the holder's clock when it last renewed.
+struct LeaseRecord {
+  std::string token;
+  std::string host;
+  int64_t pid = 0;
+  std::string boot_id;
+  double started_at = 0;
+  double heartbeat_at = 0;
+};
+
 struct StudyRecord {
   int64_t id = 0;
   std::string name;
@@ -184,6 +197,19 @@ class Store {
   virtual Status AddEvent(int64_t study_id, std::optional<int64_t> trial_id, double at, const std::string& kind,
                           const std::string& message) = 0;
   virtual Result<std::vector<EventRecord>> Events(int64_t study_id) = 0;
+
+  // The controller's lease, if a run holds (or held) one. Read-only stores read it too (`status`).
+  virtual Result<std::optional<LeaseRecord>> ReadLease() = 0;
+  // Replaces the lease; call inside InTransaction after ReadLease, so the two are one step.
+  virtual Status WriteLease(const LeaseRecord& lease) = 0;
+  // Moves the heartbeat (and pid, after a fork) of the lease held by `token`; false if the lease
+  // is no longer `token`'s (another run took it over, or it was released).
+  virtual Result<bool> RenewLease(const std::string& token, double now, int64_t pid) = 0;
+  // Removes the lease if `token` still holds it.
+  virtual Status ReleaseLease(const std::string& token) = 0;
+  // Non-empty when the database is on a network filesystem and uses a rollback journal instead of
+  // WAL: one line to tell the user once.
+  virtual const std::string& JournalNote() const = 0;
 
   // Runs `fn` inside one transaction (BEGIN IMMEDIATE ... COMMIT, ROLLBACK on error).
   // Nested calls join the outer transaction.

@@ -270,10 +270,12 @@ TEST_CASE("Summary: a database from before summaries (schema 5) gets them on ope
     // Schema 5 exactly: what migrations 1-5 made, which a slurmsweep of before summaries wrote.
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-    REQUIRE(sqlite3_exec(db,
-                         "DROP TABLE metric_summaries; DROP TABLE metric_buckets; DROP INDEX metrics_by_name; "
-                         "ALTER TABLE trials DROP COLUMN telemetry_offset; PRAGMA user_version = 5;",
-                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    REQUIRE(
+        sqlite3_exec(
+            db,
+            "DROP TABLE metric_summaries; DROP TABLE metric_buckets; DROP INDEX metrics_by_name; "
+            "ALTER TABLE trials DROP COLUMN telemetry_offset; DROP TABLE controller_lease; PRAGMA user_version = 5;",
+            nullptr, nullptr, nullptr) == SQLITE_OK);
     sqlite3_close(db);
   }
   auto reader = Store::OpenReadOnly(path);
@@ -392,14 +394,16 @@ TEST_CASE("Summary: a schema 6 database gets the smoothed ranges on open, and go
     // Schema 6: migration 7's and 8's columns gone, the summaries as a schema 6 slurmsweep wrote them.
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-    REQUIRE(sqlite3_exec(db,
-                         "ALTER TABLE metric_summaries DROP COLUMN open_smooth_min; "
-                         "ALTER TABLE metric_summaries DROP COLUMN open_smooth_max; "
-                         "ALTER TABLE metric_summaries DROP COLUMN recent; "
-                         "ALTER TABLE metric_buckets DROP COLUMN smooth_min; "
-                         "ALTER TABLE metric_buckets DROP COLUMN smooth_max; "
-                         "ALTER TABLE trials DROP COLUMN telemetry_offset; PRAGMA user_version = 6;",
-                         nullptr, nullptr, nullptr) == SQLITE_OK);
+    REQUIRE(
+        sqlite3_exec(
+            db,
+            "ALTER TABLE metric_summaries DROP COLUMN open_smooth_min; "
+            "ALTER TABLE metric_summaries DROP COLUMN open_smooth_max; "
+            "ALTER TABLE metric_summaries DROP COLUMN recent; "
+            "ALTER TABLE metric_buckets DROP COLUMN smooth_min; "
+            "ALTER TABLE metric_buckets DROP COLUMN smooth_max; "
+            "ALTER TABLE trials DROP COLUMN telemetry_offset; DROP TABLE controller_lease; PRAGMA user_version = 6;",
+            nullptr, nullptr, nullptr) == SQLITE_OK);
     sqlite3_close(db);
   }
   auto store = MustOpen(path);

@@ -15,7 +15,7 @@ struct KeyTable {
 const std::vector<KeyTable>& Tables() {
   static const std::vector<KeyTable> tables = {
       {"", "", {"study", "objective", "cluster", "job", "search", "space", "retry", "stopping", "report", "notify"}},
-      {"study", "study", {"name", "database", "metric_format", "metric_regex"}},
+      {"study", "study", {"name", "database", "metric_format", "metric_regex", "lease_timeout_s"}},
       {"study.metric_regex", "study.metric_regex", {"*"}},
       {"objective", "objective", {"metric", "mode", "rank_by", "logged_within"}},
       {"cluster", "cluster", {"transport",

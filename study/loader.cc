@@ -200,6 +200,16 @@ class Loader {
     }
 
     SWEEP_RETURN_IF_ERROR(LoadCluster(root, s));
+    // After [cluster]: a run renews its lease once a tick, so the timeout must outlast the longest
+    // wait between two ticks, or a live run would be taken over (run/lease.h).
+    s.lease_timeout_s = std::max(120.0, 3 * s.cluster.max_poll_interval_s);
+    SWEEP_RETURN_IF_ERROR(Number(st, "study", "lease_timeout_s", &s.lease_timeout_s, 1));
+    if (s.lease_timeout_s < 2 * s.cluster.max_poll_interval_s) {
+      return Error(st.get("lease_timeout_s"), "study.lease_timeout_s",
+                   fmt::format("must be at least twice [cluster] max_poll_interval_s ({} s): a run renews its lease "
+                               "once a tick",
+                               2 * s.cluster.max_poll_interval_s));
+    }
     SWEEP_RETURN_IF_ERROR(LoadSearch(root, s));
     SWEEP_RETURN_IF_ERROR(LoadJob(root, s));
     // After [space] and [job.vars]: the seed's name must not be theirs, enqueued values are checked against both.

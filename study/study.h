@@ -130,6 +130,9 @@ struct Study {
   std::vector<std::string> warnings;
   std::string name;
   std::string database;  // local SQLite file, absolute
+  // [study] lease_timeout_s: a run whose lease's heartbeat is this old is taken over by the next
+  // (run/lease.h). Default: 120 s, or three of [cluster] max_poll_interval_s if longer.
+  double lease_timeout_s = 120;
   // [study] metric_format and [study.metric_regex] (name = 'regex with one capture group').
   LogFormat metric_format;
   Objective objective;

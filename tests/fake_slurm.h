@@ -288,10 +288,13 @@ class FakeSlurm final : public slurm::Transport {
     slurm::CommandOutput out;
     auto ids = ListAfter(command, " -j ");
     auto names = ListAfter(command, "--name=");
+    // "squeue --me -t PENDING,RUNNING,...": every job of ours that has not ended.
+    bool live = command.find(" --me ") != std::string::npos;
     for (const auto& [id, j] : jobs_) {
       if (j.purged) continue;
-      bool match = ids.empty() ? std::find(names.begin(), names.end(), j.name) != names.end()
-                               : std::find(ids.begin(), ids.end(), Base(id)) != ids.end();
+      bool match = live          ? j.state == "PENDING" || j.state == "RUNNING"
+                   : ids.empty() ? std::find(names.begin(), names.end(), j.name) != names.end()
+                                 : std::find(ids.begin(), ids.end(), Base(id)) != ids.end();
       if (match) out.out += SqueueLine(j);
     }
     if (!ids.empty() && out.out.empty()) {
@@ -322,19 +325,23 @@ class FakeSlurm final : public slurm::Transport {
     return slurm::CommandOutput{0, fmt::format("NodeName={} Arch=x86_64 State={} CPUTot=4\n", node, state), ""};
   }
 
-  // "scancel 100_2 101": a task, a plain job, or an array by its id (every task of it).
+  // "scancel 100_2 101": a task, a plain job, or an array by its id (every task of it). As Slurm does,
+  // a job cancelled while pending never started (no start time); with `cancel_purges_pending` it also
+  // leaves squeue at once, as Slurm's array tasks do (accounting keeps it).
+  // `before_scancel` runs first: what happened on the cluster just before the cancel reached it.
   Result<slurm::CommandOutput> Scancel(const std::string& command) {
+    if (before_scancel) std::exchange(before_scancel, nullptr)();
     std::string_view rest = std::string_view(command).substr(8);
     while (!rest.empty()) {
       std::string id(rest.substr(0, rest.find(' ')));
       rest.remove_prefix(std::min(rest.size(), id.size() + 1));
       for (auto& [jid, j] : jobs_) {
         if ((jid == id || Base(jid) == id) && (j.state == "PENDING" || j.state == "RUNNING")) {
+          j.purged = cancel_purges_pending && j.state == "PENDING";
           j.state = "CANCELLED";
           j.reason = "None";
           j.exit_code = 0;
           j.signal = j.start > 0 ? 15 : 0;
-          if (j.start == 0) j.start = clock_.Now();
           j.end = clock_.Now();
         }
       }
@@ -342,6 +349,11 @@ class FakeSlurm final : public slurm::Transport {
     return slurm::CommandOutput{};
   }
 
+ public:
+  std::function<void()> before_scancel;
+  bool cancel_purges_pending = false;
+
+ private:
   const Clock& clock_;
   int next_id_ = 100;
   std::map<std::string, Job> jobs_;

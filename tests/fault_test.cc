@@ -534,6 +534,13 @@ class LockedOnceStore final : public store::Store {
     return real_.AddEvent(s, t, at, k, m);
   }
   Result<std::vector<store::EventRecord>> Events(int64_t id) override { return real_.Events(id); }
+  Result<std::optional<store::LeaseRecord>> ReadLease() override { return real_.ReadLease(); }
+  Status WriteLease(const store::LeaseRecord& l) override { return real_.WriteLease(l); }
+  Result<bool> RenewLease(const std::string& t, double now, int64_t pid) override {
+    return real_.RenewLease(t, now, pid);
+  }
+  Status ReleaseLease(const std::string& t) override { return real_.ReleaseLease(t); }
+  const std::string& JournalNote() const override { return real_.JournalNote(); }
 
  private:
   store::Store& real_;

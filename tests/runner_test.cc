@@ -110,6 +110,13 @@ class CountingStore final : public store::Store {
     return real_.AddEvent(s, t, at, k, m);
   }
   Result<std::vector<store::EventRecord>> Events(int64_t id) override { return real_.Events(id); }
+  Result<std::optional<store::LeaseRecord>> ReadLease() override { return real_.ReadLease(); }
+  Status WriteLease(const store::LeaseRecord& l) override { return real_.WriteLease(l); }
+  Result<bool> RenewLease(const std::string& t, double now, int64_t pid) override {
+    return real_.RenewLease(t, now, pid);
+  }
+  Status ReleaseLease(const std::string& t) override { return real_.ReleaseLease(t); }
+  const std::string& JournalNote() const override { return real_.JournalNote(); }
   Status InTransaction(const std::function<Status()>& fn) override { return real_.InTransaction(fn); }
 
  private:
@@ -541,7 +548,7 @@ TEST_CASE("quota pause: a full submit quota pauses submission, then smaller arra
   s.Tick();
   INFO(s.log());
   CHECK_THAT(s.log(), Catch::Contains("then go in arrays of at most 2"));
-  s.Tick();  // the refused submission is reconciled (no job found); the pause holds
+  s.Tick();  // the refused trials went back to new at once; the pause holds
   CHECK(s.slurm.issued("sbatch").size() == 1);
   for (const auto& t : s.Trials()) {
     CHECK(t.state == "new");

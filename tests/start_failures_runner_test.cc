@@ -122,3 +122,96 @@ TEST_CASE("failure storm of timeouts: the way on is [job] time_limit and --resub
   CHECK_THAT(s.log(), Catch::Contains("2 trial(s) ended at their time limit (timeout) under the old settings") &&
                           Catch::Contains("`slurmsweep run --resubmit timeout "));
 }
+
+TEST_CASE(
+    "failure storm: tasks that started or ended before the cancel keep their run and their end; --resubmit "
+    "failed after a fix starts the count afresh",
+    "[runner]") {
+  FakeSweep s(kEight, 3);
+  s.slurm.cancel_purges_pending = true;  // as Slurm: a cancelled pending task leaves squeue at once
+  s.Tick();
+  Crash(s, "100_0");
+  Crash(s, "100_1");
+  s.Tick();
+  s.slurm.Start("100_2");
+  Crash(s, "100_2");
+  // After this tick's query and before the storm's cancel: one queued task starts, another starts
+  // and fails (the states are read again before the cancel), and one starts as scancel is sent.
+  int squeues = 0;
+  s.slurm.on_squeue = [&](testing::FakeSlurm& slurm) {
+    if (++squeues != 2) return;  // the tick's own query first, then the storm's read before the cancel
+    slurm.Start("100_3");
+    slurm.Start("100_4");
+    slurm.AppendLog("100_4", "loading /data/train.bin\nmissing data file /data/train.bin\n");
+    slurm.End("100_4", "FAILED", 3);
+  };
+  s.slurm.before_scancel = [&] { s.slurm.Start("100_5"); };
+  auto stopped = s.runner().Tick();
+  s.slurm.on_squeue = nullptr;
+  INFO(s.log());
+  REQUIRE_FALSE(stopped.ok());
+  CHECK_THAT(stopped.status().message(), Catch::Contains("2 queued task(s) that had not started were cancelled") &&
+                                             Catch::Contains("3 trial(s) already running go on"));
+  CHECK(s.slurm.issued("scancel") == std::vector<std::string>{"scancel 100_5 100_6 100_7"});
+  CHECK(s.slurm.job("100_3").state == "RUNNING");  // never asked to stop
+  // The next tick records what they did: nothing that ran goes back to new.
+  s.clock.Advance(5);
+  (void)s.runner().Tick();
+  std::map<std::string, std::string> by_job;
+  int fresh = 0;
+  for (const auto& t : s.Trials()) {
+    if (t.state == "new") ++fresh;
+    else by_job[t.job_id] = t.state;
+  }
+  CHECK(fresh == 2);
+  CHECK(by_job["100_3"] == "running");
+  CHECK(by_job["100_4"] == "failed");
+  CHECK(by_job["100_5"] == "cancelled");  // it had started: its (cancelled) run is kept
+
+  // The template fixed, a new `run --resubmit failed`: the old attempt still running ends under the
+  // old template and does not count; two new failures are not three.
+  s.clock.Advance(60);
+  s.Restart();
+  REQUIRE(s.runner().Prepare().ok());
+  auto n = s.runner().Resubmit({"failed"});
+  REQUIRE(n.ok());
+  CHECK(*n == 4);
+  int storms_before = s.Events("failure_storm");
+  Crash(s, "100_3");
+  s.Tick();
+  std::vector<std::string> fresh_jobs;
+  for (const auto& id : s.slurm.job_ids())
+    if (id.rfind("101_", 0) == 0) fresh_jobs.push_back(id);
+  REQUIRE(fresh_jobs.size() >= 2);
+  Crash(s, fresh_jobs[0]);
+  Crash(s, fresh_jobs[1]);
+  s.Tick();
+  CHECK(s.Events("failure_storm") == storms_before);
+}
+
+TEST_CASE("a job pending for a reason that never clears stops submission at first sight, with the way on", "[runner]") {
+  FakeSweep s(kEight, 2, "queue_ahead = 0\narrays = false");
+  s.Tick();
+  auto submitted = s.slurm.issued("sbatch").size();
+  REQUIRE(submitted == 2);
+  s.slurm.job("100").reason = "PartitionTimeLimit";  // the partition's MaxTime is below [job] time_limit
+  s.slurm.Start("101");
+  s.slurm.End("101", "COMPLETED");  // a slot frees: the run would submit the next trial
+  auto stopped = s.runner().Tick();
+  INFO(s.log());
+  REQUIRE_FALSE(stopped.ok());
+  CHECK(stopped.status().code() == Status::Code::kFailedPrecondition);
+  CHECK_THAT(stopped.status().message(), Catch::Contains("wait for a reason that never clears by itself") &&
+                                             Catch::Contains("pending (PartitionTimeLimit)") &&
+                                             Catch::Contains("[job] time_limit") &&
+                                             Catch::Contains("nothing was cancelled"));
+  CHECK(s.slurm.issued("sbatch").size() == submitted);  // nothing more submitted
+  CHECK(s.slurm.issued("scancel").empty());
+  CHECK(s.Events("stuck") == 1);
+  // A reason that clears (Priority) stops nothing.
+  FakeSweep ok(kEight, 2, "queue_ahead = 0\narrays = false");
+  ok.Tick();
+  ok.slurm.job("100").reason = "Priority";
+  ok.Tick();
+  CHECK(ok.Events("stuck") == 0);
+}

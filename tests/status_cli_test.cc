@@ -180,8 +180,9 @@ TEST_CASE("SIGINT or SIGTERM during run: what goes on and how to resume or cance
   INFO(run);
   CHECK(rc == code);
   CHECK_THAT(run, Catch::Contains("stopped by SIG" + sig + "; this run ends and releases its lock"));
-  CHECK_THAT(run, Catch::Contains("2 being submitted") && Catch::Contains("slurmsweep run " + study) &&
-                      Catch::Contains("slurmsweep cancel " + study));
+  // The refused trials went back to new at once (sbatch answered): none is "being submitted".
+  CHECK_THAT(run, Catch::Contains("0 being submitted, 2 not submitted yet") &&
+                      Catch::Contains("slurmsweep run " + study) && Catch::Contains("slurmsweep cancel " + study));
   CHECK_FALSE(run::RunLock::Holder(dir.file("sig.db.lock")));
   auto [src, status] = Shell(kBinary + " status " + study);
   INFO(status);
@@ -491,8 +492,19 @@ TEST_CASE("[notify]: events as JSON on the command's stdin; a failing or hanging
     std::string events = testing::ReadAll(dir.file("events.jsonl"));
     INFO(events);
     CHECK_THAT(events, Catch::Contains("\"event\":\"quota_pause\""));
-    CHECK_THAT(events, Catch::Contains("\"event\":\"cluster_unreachable\""));
     CHECK_THAT(events, Catch::Contains("QOSMaxSubmitJobPerUserLimit"));
+    // A refused submission leaves nothing on the cluster to look at; an sbatch that gives no answer
+    // (timeout's exit 124) leaves its trials in doubt, and the unreachable squeue that follows is
+    // reported after unreachable_minutes.
+    testing::TempDir other;
+    std::string doubt = WaitingStudy(other, fmt::format("\n[notify]\ncommand = \"cat >> '{}'; echo >> '{}'\"\n"
+                                                        "unreachable_minutes = 0.02\n",
+                                                        other.file("events.jsonl"), other.file("events.jsonl")));
+    testing::WriteAll(other.file("fake/sbatch"), "#!/bin/sh\nexit 124\n");
+    auto [rc2, out2] =
+        Shell(fmt::format("PATH={}:$PATH timeout -s INT 5 {} run {}", other.file("fake"), kBinary, doubt));
+    INFO(out2);
+    CHECK_THAT(testing::ReadAll(other.file("events.jsonl")), Catch::Contains("\"event\":\"cluster_unreachable\""));
   }
   SECTION("a misspelt event is refused with file:line and the closest name") {
     std::string study = FakeSlurmStudy(dir, "x");

@@ -170,6 +170,11 @@ TEST_CASE("the claim of a study whose database was deleted on this machine is ta
     REQUIRE(first.Tick().submitted == 1);
     gone_db = first.database();
   }
+  // Its job has ended: a live one refuses the takeover (the test after the next).
+  for (const auto& id : slurm.job_ids()) {
+    slurm.Start(id);
+    slurm.End(id, "COMPLETED");
+  }
   std::filesystem::remove(gone_db);  // with its temp dir, or here
   REQUIRE_FALSE(std::filesystem::exists(gone_db));
   clock.Advance(1);
@@ -242,4 +247,60 @@ TEST_CASE("study files: every name carries the study; an earlier slurmsweep's tr
   CHECK(legacy.legacy);
   CHECK(legacy.TrialLog("t-1", 2) == "/w/logs/t-1.2.out");
   CHECK(legacy.TrialDir("t-1") == "/w/trials/t-1");
+}
+
+TEST_CASE(
+    "deleting NAME.db and running again at the same path takes the claim over; live jobs of the deleted database "
+    "refuse it, named, until they end",
+    "[runner][study_files]") {
+  testing::FakeClock clock;
+  testing::FakeSlurm slurm{clock};
+  testing::TempDir dir;
+  testing::WriteAll(dir.file("job.sbatch"), "#!/bin/bash\necho {{lr}}\n");
+  testing::WriteAll(dir.file("study.toml"),
+                    "[study]\nname = \"again\"\n\n[cluster]\ntransport = \"local\"\nworkdir = \"/fake/work\"\n\n"
+                    "[job]\ntemplate = \"job.sbatch\"\n\n[space]\nlr = [0.1, 0.2]\n");
+  auto loaded = study::LoadStudy(dir.file("study.toml"));
+  REQUIRE(loaded.ok());
+  const study::Study& study = *loaded;
+  std::string log;
+  auto tick = [&]() -> Result<run::TickReport> {
+    auto db = store::Store::Open(study.database);
+    REQUIRE(db.ok());
+    std::ostringstream out;
+    run::Runner runner(study, **db, slurm, clock, out);
+    auto r = runner.Tick();
+    log = out.str();
+    return r;
+  };
+  auto remove_db = [&] {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(study.database + suffix);
+  };
+  REQUIRE(tick().ok());
+  std::vector<std::string> old_jobs = slurm.job_ids();
+  REQUIRE(old_jobs.size() == 2);
+  remove_db();
+  clock.Advance(1);
+  auto refused = tick();
+  INFO(log);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.status().message(),
+             Catch::Contains("study 'again' has 2 job(s) on the cluster that this database does not know") &&
+                 Catch::Contains(old_jobs[0]) && Catch::Contains(old_jobs[1]) && Catch::Contains("scancel"));
+  CHECK(slurm.job_ids().size() == 2);  // nothing submitted beside them
+  // Refused again while they live (the claim was not taken).
+  remove_db();
+  clock.Advance(1);
+  CHECK_FALSE(tick().ok());
+  for (const auto& id : old_jobs) {
+    slurm.Start(id);
+    slurm.End(id, "COMPLETED");
+  }
+  remove_db();
+  clock.Advance(1);
+  auto again = tick();
+  INFO(log);
+  REQUIRE(again.ok());
+  CHECK_THAT(log, Catch::Contains("was deleted and created again since: taken over"));
+  CHECK(slurm.job_ids().size() == 4);  // the new database's own jobs
 }
