@@ -343,7 +343,7 @@ DbPtr OpenRaw(const fs::path& path) {
 
 // A database with the store's schema, pragmas, study and trials, but written by hand. The schema
 // is copied from the one Store::Open just created (sqlite_master), not retyped, so it stays the
-// store's own while store.cc changes. The pragmas are store.cc's kSqlConnectionPragmas and
+// store's own while the store changes. The pragmas are store/sql.h's kSqlConnectionPragmas and
 // kSqlEnableWal; foreign_keys matters, it makes every metric row look up its trial.
 DbPtr SetUpRaw(const fs::path& path, const fs::path& store_db, const std::vector<std::string>& names) {
   DbPtr db = OpenRaw(path);

@@ -14,7 +14,7 @@
 // 32 points), what a report chart needs; a tick writes one summary row per metric and, now and
 // then, a finished bucket. With 8 points a bucket, ingestion fell to 0.62 of the raw insert.
 //
-// Pure logic, no SQLite: store.cc persists it (tables metric_summaries and metric_buckets).
+// Pure logic, no SQLite: metric_writes.cc persists it (tables metric_summaries and metric_buckets).
 // Module store/: uses base/ only.
 #pragma once
 

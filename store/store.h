@@ -2,7 +2,7 @@
 // writer; `status` and `report` read it while a run is going on.
 //
 // Design. One file per study directory, schema versioned by PRAGMA user_version with numbered
-// migrations (store.cc). Tables:
+// migrations (migrations.cc). Tables:
 //   studies(id, name UNIQUE, spec_path, spec_hash, created_at)
 //   trials(id, study_id, trial_key, params_json, state, reason, job_id, slurm_state, exit_code,
 //          attempt, submitted_at, started_at, ended_at, log_path, log_offset, stop_request,
@@ -11,7 +11,7 @@
 //   metric_names(id, name UNIQUE)
 //   metrics(trial_id, name_id, step, time_s, value, PRIMARY KEY(trial_id, step, name_id))
 //     WITHOUT ROWID; a log line's values are adjacent, so a tick's rows of one trial are one
-//     append at the end of its key range (see migration 3 in store.cc)
+//     append at the end of its key range (see migration 3 in migrations.cc)
 //   metric_summaries(trial_id, name_id, points, first and last point, range, stride, the open
 //     bucket, the last values, ...) and metric_buckets(trial_id, name_id, bucket, ..., the smoothed
 //     curve's range smooth_min/smooth_max): what ingestion keeps about
@@ -28,8 +28,8 @@
 // States are stored as text (the names in orchestrator's trial state list) so the database
 // reads well in the sqlite3 shell.
 //
-// Thread-safety: none; one Store per thread. sqlite3.h is included only by store.cc.
-// Module store/: the study database; uses base/ and SQLite only.
+// Thread-safety: none; one Store per thread. sqlite3.h is included only by store/ (sqlite_db.h and the files behind
+// SqliteStore). Module store/: the study database; uses base/ and SQLite only.
 #pragma once
 
 #include <cstdint>

@@ -99,7 +99,7 @@ class Loader {
 
   // The database is a regular file (or none yet) in a folder: SQLite writes DATABASE-wal,
   // DATABASE.lock and the rest beside it, so /dev/full would put them in /dev, and a link would
-  // have them written wherever it points. Whose folder it is, the writer checks (store.cc).
+  // have them written wherever it points. Whose folder it is, the writer checks (store/sqlite_store.cc).
   Status CheckDatabasePath(const toml::node* node, const std::string& database) const {
     struct stat st;
     if (::lstat(database.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {

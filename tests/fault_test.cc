@@ -481,7 +481,7 @@ class LockedOnceStore final : public store::Store {
   Status AppendMetrics(int64_t trial_id, const std::vector<store::MetricRow>& rows, int64_t new_offset) override {
     if (!rows.empty() && depth_ > 0 && !fired_ && appended_in_txn_ > 0) {
       fired_ = true;
-      // As the store says it (store.cc's SqliteError): the message, and the cause the run loop reads.
+      // As the store says it (store/sqlite_db.cc's SqliteError): the message, and the cause the run loop reads.
       return Status::Unavailable("test: database is locked (another process holds the database lock)")
           .WithCause(Status::Cause::kDatabaseBusy);
     }
