@@ -19,21 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A file planted targets: known bytes, mode 0600, to check that nothing touched it.
-struct Victim {
-  std::string path;
-  explicit Victim(const testing::TempDir& dir) : path(dir.file("victim")) {
-    testing::WriteAll(path, "precious\n");
-    ::chmod(path.c_str(), 0600);
-  }
-  void CheckUntouched() const {
-    CHECK(testing::ReadAll(path) == "precious\n");
-    struct stat st;
-    REQUIRE(::stat(path.c_str(), &st) == 0);
-    CHECK((st.st_mode & 07777) == 0600);
-  }
-};
-
 mode_t ModeOf(const std::string& path) {
   struct stat st;
   REQUIRE(::lstat(path.c_str(), &st) == 0);
@@ -45,14 +30,14 @@ mode_t ModeOf(const std::string& path) {
 TEST_CASE("OpenPrivateFile refuses a planted symbolic link in every mode and leaves its target alone",
           "[private_file]") {
   testing::TempDir dir;
-  Victim victim(dir);
+  testing::Victim victim(dir.file("victim"));
   std::string link = dir.file("study.db.pid");
   REQUIRE(::symlink(victim.path.c_str(), link.c_str()) == 0);
   for (PrivateOpen how : {PrivateOpen::kReadWrite, PrivateOpen::kTruncate, PrivateOpen::kAppend}) {
     auto fd = OpenPrivateFile(link, how, 0600);
     REQUIRE_FALSE(fd.ok());
     CHECK_THAT(fd.status().message(), Catch::Contains(link + " is a symbolic link"));
-    victim.CheckUntouched();
+    CHECK(victim.Untouched());
   }
   // A dangling link (to a file that does not exist yet) is not followed either: nothing is created.
   std::string dangling = dir.file("study.db.log");
@@ -73,13 +58,13 @@ TEST_CASE("OpenPrivateFile refuses a FIFO, a device, a directory and a hard link
   CHECK_THAT(dev.status().message(), Catch::Contains("/dev/null is a device, not a regular file"));
   CHECK_FALSE(OpenPrivateFile(dir.path().string(), PrivateOpen::kReadWrite).ok());
 
-  Victim victim(dir);
+  testing::Victim victim(dir.file("victim"));
   std::string hard = dir.file("study.db.lock");
   REQUIRE(::link(victim.path.c_str(), hard.c_str()) == 0);
   auto h = OpenPrivateFile(hard, PrivateOpen::kTruncate);
   REQUIRE_FALSE(h.ok());
   CHECK_THAT(h.status().message(), Catch::Contains("hard link"));
-  victim.CheckUntouched();
+  CHECK(victim.Untouched());
 }
 
 TEST_CASE("OpenPrivateFile creates 0600 whatever the umask, and makes an existing file private by fchmod",
@@ -100,24 +85,24 @@ TEST_CASE("OpenPrivateFile creates 0600 whatever the umask, and makes an existin
 
 TEST_CASE("AtomicFile never writes through a file planted at the old guessable temporary name", "[private_file]") {
   testing::TempDir dir;
-  Victim victim(dir);
+  testing::Victim victim(dir.file("victim"));
   std::string report = dir.file("report.html");
   // The names slurmsweep used before: REPORT.tmp-PID.
   std::string guessed = report + ".tmp-" + std::to_string(::getpid());
   REQUIRE(::symlink(victim.path.c_str(), guessed.c_str()) == 0);
   REQUIRE(WriteFileAtomically(report, "<html>new</html>").ok());
-  victim.CheckUntouched();
+  CHECK(victim.Untouched());
   CHECK(testing::ReadAll(report) == "<html>new</html>");
   CHECK(fs::is_symlink(guessed));  // still the planted link, still pointing at the victim
 }
 
 TEST_CASE("AtomicFile replaces a link planted at the final name, never its target", "[private_file]") {
   testing::TempDir dir;
-  Victim victim(dir);
+  testing::Victim victim(dir.file("victim"));
   std::string csv = dir.file("trials.csv");
   REQUIRE(::symlink(victim.path.c_str(), csv.c_str()) == 0);
   REQUIRE(WriteFileAtomically(csv, "trial,lr\n").ok());
-  victim.CheckUntouched();
+  CHECK(victim.Untouched());
   CHECK_FALSE(fs::is_symlink(csv));
   CHECK(testing::ReadAll(csv) == "trial,lr\n");
 }
@@ -159,7 +144,7 @@ TEST_CASE("OpenPrivateFile on random paths: what is not a fresh or own regular f
   // Each round plants one kind of object at the path (or none) and checks the invariant: success
   // exactly when the path held nothing or a regular file of ours with one name.
   testing::TempDir dir;
-  Victim victim(dir);
+  testing::Victim victim(dir.file("victim"));
   std::mt19937 rng(45);
   for (int round = 0; round < 200; ++round) {
     std::string path = dir.file("f" + std::to_string(round));
@@ -172,7 +157,7 @@ TEST_CASE("OpenPrivateFile on random paths: what is not a fresh or own regular f
     auto fd = OpenPrivateFile(path, how);
     INFO("round " << round << " kind " << kind);
     CHECK(fd.ok() == (kind <= 1));
-    victim.CheckUntouched();
+    CHECK(victim.Untouched());
   }
 }
 

@@ -25,21 +25,6 @@ const std::string kBinary = std::string(SLURMSWEEP_BINARY_DIR) + "/bin/slurmswee
 
 std::pair<int, std::string> Shell(const std::string& cmd) { return testing::RunShell(cmd + " 2>&1"); }
 
-// A file the attacker wants overwritten (say root's 0600 file): known bytes, mode 0600.
-struct Victim {
-  std::string path;
-  explicit Victim(const std::string& p) : path(p) {
-    testing::WriteAll(path, "precious\n");
-    ::chmod(path.c_str(), 0600);
-  }
-  void CheckUntouched() const {
-    CHECK(testing::ReadAll(path) == "precious\n");
-    struct stat st;
-    REQUIRE(::stat(path.c_str(), &st) == 0);
-    CHECK((st.st_mode & 07777) == 0600);
-  }
-};
-
 }  // namespace
 
 TEST_CASE("run refuses a symbolic link planted at the database, its lock, pid file or log", "[cli]") {
@@ -47,7 +32,7 @@ TEST_CASE("run refuses a symbolic link planted at the database, its lock, pid fi
     DYNAMIC_SECTION("planted at study.db" << suffix) {
       testing::TempDir dir;
       std::string path = testing::WriteLocalStudyFile(dir, "planted", "true", "[space]\nlr = [0.1]\n");
-      Victim victim(dir.file("victim"));
+      testing::Victim victim(dir.file("victim"));
       std::string planted = dir.file(std::string("planted.db") + suffix);
       REQUIRE(::symlink(victim.path.c_str(), planted.c_str()) == 0);
       // --detach opens the log and pid file before it forks; the lock and database come first.
@@ -55,7 +40,7 @@ TEST_CASE("run refuses a symbolic link planted at the database, its lock, pid fi
       INFO(out);
       CHECK(rc != 0);
       CHECK_THAT(out, Catch::Contains(planted + " is a symbolic link"));
-      victim.CheckUntouched();
+      CHECK(victim.Untouched());
       CHECK(fs::is_symlink(planted));
     }
   }
@@ -77,7 +62,7 @@ TEST_CASE("report replaces links planted at the HTML and CSV files, never their 
     REQUIRE((*db)->InsertTrialsIfAbsent(*study, trials).ok());
   }
   fs::create_directories(dir.file("csv"));
-  std::vector<Victim> victims;
+  std::vector<testing::Victim> victims;
   std::vector<std::string> outputs = {dir.file("report.html"), dir.file("csv/trials.csv"), dir.file("csv/metrics.csv"),
                                       dir.file("csv/importance.csv")};
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -88,7 +73,7 @@ TEST_CASE("report replaces links planted at the HTML and CSV files, never their 
       Shell(fmt::format("umask 077 && {} report {} --html {} --csv {}", kBinary, path, outputs[0], dir.file("csv")));
   INFO(out);
   REQUIRE(rc == 0);
-  for (const Victim& v : victims) v.CheckUntouched();
+  for (const testing::Victim& v : victims) CHECK(v.Untouched());
   for (const std::string& o : outputs) {
     INFO(o);
     CHECK_FALSE(fs::is_symlink(o));
@@ -101,13 +86,13 @@ TEST_CASE("report replaces links planted at the HTML and CSV files, never their 
 
 TEST_CASE("the local transport never writes a script through a link planted at a temporary name", "[cli]") {
   testing::TempDir dir;
-  Victim victim(dir.file("victim"));
+  testing::Victim victim(dir.file("victim"));
   std::string script = dir.file("t-1.1.sbatch");
   // The names the local transport used before: SCRIPT.tmp.PID, guessable by anyone.
   REQUIRE(::symlink(victim.path.c_str(), (script + ".tmp." + std::to_string(::getpid())).c_str()) == 0);
   auto transport = slurm::NewLocalTransport();
   REQUIRE(transport->WriteFile(script, "#!/bin/bash\necho token\n", 0700).ok());
-  victim.CheckUntouched();
+  CHECK(victim.Untouched());
   CHECK(testing::ReadAll(script) == "#!/bin/bash\necho token\n");
   struct stat st;
   REQUIRE(::lstat(script.c_str(), &st) == 0);
@@ -119,7 +104,7 @@ TEST_CASE("links planted at the database's -wal, -shm and -journal are never wri
   for (const char* suffix : {"-wal", "-shm", "-journal"}) {
     DYNAMIC_SECTION(suffix) {
       testing::TempDir dir;
-      Victim victim(dir.file("victim"));
+      testing::Victim victim(dir.file("victim"));
       std::string db = dir.file("study.db");
       REQUIRE(::symlink(victim.path.c_str(), (db + suffix).c_str()) == 0);
       {
@@ -129,7 +114,7 @@ TEST_CASE("links planted at the database's -wal, -shm and -journal are never wri
           INFO(study.status().ToString());
         }
       }
-      victim.CheckUntouched();
+      CHECK(victim.Untouched());
     }
   }
 }

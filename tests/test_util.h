@@ -1,6 +1,7 @@
 // Helpers shared by tests: temp dirs, and the test cluster's environment file.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sweep::testing {
@@ -101,5 +103,20 @@ inline std::vector<std::string> SplitCsvLine(const std::string& line) {
   if (!line.empty() && line.back() == ',') out.push_back("");
   return out;
 }
+
+// A file someone wants overwritten through a planted link (another user's 0600 file, say): known
+// bytes, mode 0600. The tests that plant links where slurmsweep writes check it stays as planted.
+struct Victim {
+  std::string path;
+  explicit Victim(std::string p) : path(std::move(p)) {
+    WriteAll(path, "precious\n");
+    ::chmod(path.c_str(), 0600);
+  }
+  // Its bytes and its mode are as planted.
+  bool Untouched() const {
+    struct stat st;
+    return ReadAll(path) == "precious\n" && ::stat(path.c_str(), &st) == 0 && (st.st_mode & 07777) == 0600;
+  }
+};
 
 }  // namespace sweep::testing
