@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "results/phase_seeds.h"
 #include "run/connect.h"
 #include "run/runner.h"
 #include "store/store.h"
@@ -47,6 +48,8 @@ struct Harness {
     INFO(s.status().ToString());
     REQUIRE(s.ok());
     study = std::move(*s);
+    // As the application does after loading (App::LoadStudyFile): phase 2's seeds are read once.
+    REQUIRE(results::ResolveSeeds(study).ok());
     auto st = store::Store::Open(study.database);
     REQUIRE(st.ok());
     store = std::move(*st);
