@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's first command: install, build, start the local test cluster, run the
 # quickstart study over SSH end to end, and write its report. Run as root on Debian 12.
-# Prints the wall time of each stage at the end (README's set-up figures come from it).
+# Prints the wall time of each stage at the end (bench/README.md's quickstart figures come from it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stages=()

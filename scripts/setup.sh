@@ -75,7 +75,7 @@ install_packages() {
   fi
   step "apt-get install -y --no-install-recommends (${#PACKAGES[@]} packages)"
   # --force-unsafe-io: dpkg skips its fsync per unpacked file (what debootstrap does); on a fresh machine
-  # most of this step's time was those syncs (442 s without it, see README).
+  # most of this step's time was those syncs (442 s without it, see bench/README.md).
   apt-get install -y -q --no-install-recommends -o Dpkg::Options::=--force-unsafe-io "${PACKAGES[@]}"
 }
 
