@@ -3,6 +3,7 @@
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +30,15 @@ inline std::string ClusterVar(const std::string& key) {
   auto it = env.find(key);
   if (it == env.end()) FAIL("test cluster not running (no " << key << " in its env file); run tests/cluster/start.sh");
   return it->second;
+}
+
+// The [cluster] lines that log in to the test cluster's sshd (host, port, user, key, known_hosts),
+// one per line, for a study file's [cluster] table after `transport = "ssh"`.
+inline std::string LabSshLogin() {
+  return fmt::format("host = \"{}\"\nport = {}\nuser = \"{}\"\nidentity_file = \"{}\"\nknown_hosts = \"{}\"\n",
+                     ClusterVar("SLURMSWEEP_SSH_HOST"), ClusterVar("SLURMSWEEP_SSH_PORT"),
+                     ClusterVar("SLURMSWEEP_SSH_USER"), ClusterVar("SLURMSWEEP_SSH_KEY"),
+                     ClusterVar("SLURMSWEEP_SSH_KNOWN_HOSTS"));
 }
 
 // Runs a shell command locally: its exit status and stdout.

@@ -26,18 +26,12 @@ namespace {
 std::string SshStudy(const testing::TempDir& dir, const std::string& name, const std::string& tmpl,
                      const std::string& space, const std::string& extra) {
   testing::WriteAll(dir.file("job.sbatch"), tmpl);
-  std::string text =
-      fmt::format(R"([study]
+  std::string text = fmt::format(R"([study]
 name = "{}"
 
 [cluster]
 transport = "ssh"
-host = "{}"
-port = {}
-user = "{}"
-identity_file = "{}"
-known_hosts = "{}"
-partition = "{}"
+{}partition = "{}"
 workdir = "{}"
 max_concurrent = 4
 poll_interval_s = 0.5
@@ -52,10 +46,8 @@ stage = ["{}/bin/mlp_train"]
 
 {}
 )",
-                  name, testing::ClusterVar("SLURMSWEEP_SSH_HOST"), testing::ClusterVar("SLURMSWEEP_SSH_PORT"),
-                  testing::ClusterVar("SLURMSWEEP_SSH_USER"), testing::ClusterVar("SLURMSWEEP_SSH_KEY"),
-                  testing::ClusterVar("SLURMSWEEP_SSH_KNOWN_HOSTS"), testing::ClusterVar("SLURMSWEEP_PARTITION"),
-                  dir.file("work"), SLURMSWEEP_BINARY_DIR, extra, space);
+                                 name, testing::LabSshLogin(), testing::ClusterVar("SLURMSWEEP_PARTITION"),
+                                 dir.file("work"), SLURMSWEEP_BINARY_DIR, extra, space);
   testing::WriteAll(dir.file("study.toml"), text);
   return dir.file("study.toml");
 }

@@ -26,18 +26,12 @@ TEST_CASE("a partition MaxTime below the study's time_limit: run stops at first 
     ~DropPartition() { testing::RunShell(fmt::format("SLURM_CONF={} scontrol delete PartitionName={}", conf, name)); }
   } drop{conf, partition};
   testing::WriteAll(dir.file("job.sbatch"), "#!/bin/bash\necho 'iteration 1 | lm loss: 1.0'\n");
-  testing::WriteAll(dir.file("study.toml"),
-                    fmt::format(R"([study]
+  testing::WriteAll(dir.file("study.toml"), fmt::format(R"([study]
 name = "shortpart"
 
 [cluster]
 transport = "ssh"
-host = "{}"
-port = {}
-user = "{}"
-identity_file = "{}"
-known_hosts = "{}"
-partition = "{}"
+{}partition = "{}"
 workdir = "{}"
 max_concurrent = 1
 queue_ahead = 0
@@ -53,9 +47,7 @@ time_limit = "00:05:00"
 [space]
 lr = [0.1, 0.2]
 )",
-                                testing::ClusterVar("SLURMSWEEP_SSH_HOST"), testing::ClusterVar("SLURMSWEEP_SSH_PORT"),
-                                testing::ClusterVar("SLURMSWEEP_SSH_USER"), testing::ClusterVar("SLURMSWEEP_SSH_KEY"),
-                                testing::ClusterVar("SLURMSWEEP_SSH_KNOWN_HOSTS"), partition, dir.file("work")));
+                                                        testing::LabSshLogin(), partition, dir.file("work")));
   testing::Harness h(dir.file("study.toml"));
   Status st = h.runner->Run(120);
   INFO(h.log.str());

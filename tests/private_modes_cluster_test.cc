@@ -26,14 +26,7 @@ std::string WriteTokenStudy(const testing::TempDir& dir, const std::string& tran
   testing::WriteAll(dir.file("job.sbatch"),
                     "#!/bin/bash\nmkdir -p {{trial_dir}}\necho \"token={{api_token}} lr={{lr}}\" > {{trial_dir}}/"
                     "config.txt\necho '{\"step\": 1, \"lm_loss\": {{lr}}}'\n");
-  std::string ssh = transport != "ssh"
-                        ? ""
-                        : fmt::format(
-                              "host = \"{}\"\nport = {}\nuser = \"{}\"\nidentity_file = \"{}\"\n"
-                              "known_hosts = \"{}\"\n",
-                              testing::ClusterVar("SLURMSWEEP_SSH_HOST"), testing::ClusterVar("SLURMSWEEP_SSH_PORT"),
-                              testing::ClusterVar("SLURMSWEEP_SSH_USER"), testing::ClusterVar("SLURMSWEEP_SSH_KEY"),
-                              testing::ClusterVar("SLURMSWEEP_SSH_KNOWN_HOSTS"));
+  std::string ssh = transport != "ssh" ? "" : testing::LabSshLogin();
   testing::WriteAll(dir.file("study.toml"),
                     fmt::format("[study]\nname = \"private\"\nmetric_format = \"jsonl\"\n\n[cluster]\ntransport = "
                                 "\"{}\"\n{}partition = \"{}\"\nworkdir = \"{}\"\npoll_interval_s = 0.3\n\n"
