@@ -21,6 +21,9 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 # The application's layers, lowest first; a file may include only its own layer's and lower ones' files.
 LAYERS = {"results": 1, "run": 2, "cli": 3}
 MODULES = ("base", "study", "stopping", "logs", "planner", "sampler", "slurm", "store", "reports")
+# Folders above every layer: they may include anything. A folder with code that none of these lists names
+# is refused (say where it stands), so a new folder is never left unchecked.
+ABOVE = ("bench", "tests", "examples")
 
 
 def rank(rel):
@@ -57,6 +60,8 @@ def nodes_and_edges(misuses):
                 target = os.path.normpath(os.path.join(os.path.dirname(rel), inc))
             if target in files and files[target] != stem:
                 edges[stem].add(files[target])
+            if os.sep in rel and rel.split(os.sep)[0] not in MODULES + ABOVE + tuple(LAYERS):
+                misuses.append(f"{rel}: folder {rel.split(os.sep)[0]}/ is not in scripts/include-loops.py's layers; add it")
             here, there = rank(rel), rank(target)
             if here is not None and there is not None and there > here and not rel.endswith("_test.cc"):
                 misuses.append(f"{rel} includes {target}, a layer above it (cli/ -> run/ -> results/ -> modules)")
