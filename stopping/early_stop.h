@@ -51,7 +51,8 @@
 //               to then: a rival that ran past it has grown noisier since; issue 30), this trial's curve has bent (its
 //               recent slope in time no steeper than the one before, beyond noise_z standard errors of the slopes'
 //               difference: issue 30; a steepening curve is not held once the gap, already beyond the margin a
-//               third of the window ago, has widened since: issue 44), and the gap, closing at most at its pace over
+//               third of the window ago, has widened since, or, beyond its noise then, has widened by more than
+//               noise since: issue 44), and the gap, closing at most at its pace over
 //               the last third of the time both have run (plus noise_z standard errors of that
 //               pace), would still exceed the margin at the budget; once both have reached the
 //               budget, the gap measured there decides alone (nothing is left to project).

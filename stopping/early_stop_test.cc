@@ -690,12 +690,55 @@ TEST_CASE("throughput (6): a steepening trial is held only while its gap to the 
     // Gap 1.5 - 0.001 s^2: 1.06 at 20 s, 0.54 at 30 s, still far beyond the margin.
     CHECK(run(warmup(5, 0.001), warmup(6.5, 0.002)).empty());
   }
-  SECTION("a gap that was within the margin a third ago and opens in one steep stretch: held") {
-    // The same curve to iteration 20, then the trial falls 0.01 an iteration less: 0.11 behind at 30 s
-    // (a near-tie parting during a steep early descent, which may close again: gpt-50it on GB200).
+  // The same jitter on both curves (+-sigma, fixed draws): a noise the margins see, and no gap of its own.
+  auto jittered = [](std::function<double(int64_t)> f, double sigma) {
+    auto draws = std::make_shared<std::vector<double>>();
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> u(-sigma, sigma);
+    for (int k = 0; k < 64; ++k) draws->push_back(u(rng));
+    return [f, draws](int64_t s) { return f(s) + (*draws)[static_cast<size_t>(s) % draws->size()]; };
+  };
+  SECTION("within its noise a third ago and opening in one steep stretch, held") {
+    // The same curve to iteration 20, then the trial falls 0.01 an iteration less: 0.01 behind at
+    // 20 s, within the curves' noise (jitter +-0.01), 0.11 behind at 30 s (a near-tie parting during a
+    // steep early descent, which may close again: gpt-50it on GB200).
     auto rival = warmup(6, 0.002);
     auto parting = [rival](int64_t s) { return rival(s) + 0.01 * static_cast<double>(std::max<int64_t>(0, s - 20)); };
-    CHECK(run(rival, parting).empty());
+    CHECK(run(jittered(rival, 0.01), jittered(parting, 0.01)).empty());
+  }
+  SECTION("behind by more than the noise a third ago and widened beyond it, stopped") {
+    // Quiet curves (jitter +-0.001): the trial trails by 0.012 to iteration 21 (t = 20 s, a third of the
+    // window ago: beyond the noise, within the 0.02 margin), then falls 0.01 an iteration less while both
+    // steepen: 0.112 behind at 30 s. Before, the margin a third ago was required, and the steepening held
+    // it (moe-50it on A100).
+    auto rival = warmup(6, 0.002);
+    auto trailing = [rival](int64_t s) {
+      return rival(s) + 0.012 + 0.01 * static_cast<double>(std::max<int64_t>(0, s - 21));
+    };
+    std::vector<StopDecision> d = run(jittered(rival, 0.001), jittered(trailing, 0.001));
+    REQUIRE(StoppedIds(d) == std::vector<int64_t>{2});
+    CHECK_THAT(d[0].reason, Catch::Contains("closing at most 0 per second"));
+    SECTION("level a third ago with the same parting, held") {
+      auto level = [rival](int64_t s) { return rival(s) + 0.01 * static_cast<double>(std::max<int64_t>(0, s - 21)); };
+      CHECK(run(jittered(rival, 0.001), jittered(level, 0.001)).empty());
+    }
+  }
+  SECTION("random quiet warm-ups parting after 20 s, stopped if behind beyond the noise then, else held") {
+    std::mt19937 rng(4444);
+    std::uniform_real_distribution<double> k(0.0015, 0.003), behind(0.013, 0.019), rate(0.005, 0.02);
+    for (int draw = 0; draw < 100; ++draw) {
+      // Both steepen (by 20 k per second over the window's thirds, more than the parting's rate takes).
+      double kk = k(rng), d = behind(rng), r = rate(rng);
+      CAPTURE(kk, d, r);
+      auto rival = warmup(6, kk);
+      auto parting = [rival, r](double offset) {
+        return [rival, r, offset](int64_t s) {
+          return rival(s) + offset + r * static_cast<double>(std::max<int64_t>(0, s - 21));
+        };
+      };
+      CHECK(StoppedIds(run(jittered(rival, 0.001), jittered(parting(d), 0.001))) == std::vector<int64_t>{2});
+      CHECK(run(jittered(rival, 0.001), jittered(parting(0), 0.001)).empty());
+    }
   }
   SECTION("random warm-ups: widening beyond the margin stops, closing holds") {
     std::mt19937 rng(44);

@@ -260,6 +260,15 @@ std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i) {
     // the start of the window, then behind by 0.14, then ahead again.
     double gap_then = me.At(b) - them.At(b);
     bool widening = gap_then > m && gap > gap_then;
+    // Nor is it where the gap was already beyond its noise a third ago (the two curves' standard errors
+    // read then, without the margin's floor: behind, not yet by enough to stop) and has widened since
+    // by more than a change of gap can by noise (the closing pace's allowance below: then it is 0).
+    // moe-50it's two nondeterministic layouts (other-lts-a100) trailed the best by 0.013 (margin 0.02)
+    // and then fell to 0.038 behind while steepening: held from 5.7 s to 8.5 s of 14.7 s before. A gap
+    // within its noise then, however it widens, still holds: gpt-50it's best was 0.002 behind a
+    // near-tie, fell 0.028 behind in two points, and caught up.
+    widening = widening || (gap_then > std::hypot(c.SeAt(i, b), c.SeAt(j, b)) &&
+                            gap - gap_then > std::sqrt(2.0) * std::hypot(c.Se(i), c.Se(j)));
     if (!at_budget && !widening && SteeperBeyondNoise(me, c.Se(i), a, b, at)) continue;
     // The rival's noise at the time compared, not at its end: a rival that ran past `at` (a completed
     // one, one after another; a faster one, all at once) has grown noisier since, as losses do while
