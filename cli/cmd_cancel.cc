@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "run/cancel_request.h"
+#include "run/lease.h"
 #include "run/outside_space.h"
 #include "run/run_lock.h"
 #include "run/runner.h"
@@ -62,6 +63,11 @@ Status CmdCancel(App& app, CancelFlags& flags) {
   // `status` then shows.
   {
     SWEEP_RETURN_IF_ERROR(app.OpenStore(true));
+    // Or a run on another host that shares the study's directory: its lease stands (run/lease.h).
+    if (!holder) {
+      run::RunHolder remote = run::FindRunHolder(*app.store, std::nullopt, app.clock.Now(), app.study.lease_timeout_s);
+      if (remote.going_on) holder = remote.host.empty() ? remote.pid : remote.pid + " on host " + remote.host;
+    }
     auto rec = app.store->GetStudy(app.study.name);
     if (!rec.ok() && !holder) return rec.status().WithContext("nothing to cancel: this study was never run");
     app.store.reset();
