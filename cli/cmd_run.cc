@@ -19,6 +19,7 @@
 #include "base/trial_state.h"
 #include "cli/status_view.h"
 #include "cli/commands.h"
+#include "run/cancel_request.h"
 #include "run/controller_job.h"
 #include "run/repeat_top.h"
 #include "run/notify.h"
@@ -164,14 +165,19 @@ Status CmdRun(App& app, RunFlags& flags) {
   if (!resubmit_states.ok()) return resubmit_states.status();
   auto lock = run::RunLock::Acquire(app.study.database + ".lock");
   if (!lock.ok()) return lock.status();
+  // The last `cancel` before this run: one after it (even before a detached run's child has
+  // connected) cancels the study and ends the run (run/cancel_request.h).
+  SWEEP_RETURN_IF_ERROR(app.OpenStore(false));
+  auto cancel_seen = run::LastCancelRequest(*app.store, app.study.name);
+  if (!cancel_seen.ok()) return cancel_seen.status();
   if (flags.detach) {
     // Refused in the foreground, where the user reads it, if a run on another host holds the study.
-    SWEEP_RETURN_IF_ERROR(app.OpenStore(false));
     SWEEP_RETURN_IF_ERROR(run::Lease::Check(*app.store, run::ControllerIdentity::OfThisProcess(), app.clock.Now(),
                                             app.study.lease_timeout_s));
     app.store.reset();
     SWEEP_RETURN_IF_ERROR(Detach(app, *lock));
   }
+  app.store.reset();
   // Opened after the fork: neither a libssh session nor an SQLite handle survives one.
   // Ctrl-C or a SIGTERM (a detached run's kill) ends the tick in progress, then `run` says what
   // goes on without it: nothing is cancelled.
@@ -201,6 +207,7 @@ Status CmdRun(App& app, RunFlags& flags) {
   ProgressOptions progress_options = ProgressOptionsFor(app.study);
   run::Runner runner(app.study, *app.store, *app.transport, interruptible, display.log());
   runner.set_submit_predicted_oom(flags.submit_predicted_oom);
+  runner.set_cancel_seen(*cancel_seen);
   runner.set_interrupted([&interrupt] { return interrupt.received() != 0; });
   runner.set_heartbeat([&] { return lease->Renew(app.clock.Now()); });
   runner.set_tick_lines(!tty);

@@ -110,6 +110,7 @@ int TerminalWidth();
 // cmd_cancel.cc
 struct CancelFlags {
   double wait_s = 30;
+  bool outside_space = false;  // --outside-space: only the trials outside the file's [space]
 };
 void AddCancelFlags(CLI::App* sub, App& app, CancelFlags& flags);
 Status CmdCancel(App& app, CancelFlags& flags);
@@ -117,6 +118,7 @@ Status CmdCancel(App& app, CancelFlags& flags);
 // cmd_plan.cc
 struct PlanFlags {
   bool json = false;
+  bool all = false;          // --all: every row, however many
   std::string script_trial;  // --script TRIAL
 };
 void AddPlanFlags(CLI::App* sub, App& app, PlanFlags& flags);

@@ -74,6 +74,12 @@ Progress ComputeProgress(const std::vector<ProgressTrial>& trials, const Progres
     }
   }
   bool open = p.running + p.queued > 0;
+  // The sampler proposes the rest of its budget as trials end; once none is open it has ended (or
+  // found nothing more to propose), and the total is what ran.
+  if (open && options.budget > p.total + p.dropped) {
+    p.to_propose = options.budget - p.total - p.dropped;
+    p.total += p.to_propose;
+  }
   if (first_start) p.elapsed_s = std::max(0.0, (open ? now : last_end.value_or(now)) - *first_start);
   p.gpu_hours = run_s * options.gpus_per_trial / 3600;
 
@@ -112,14 +118,15 @@ Progress ComputeProgress(const std::vector<ProgressTrial>& trials, const Progres
   }
   while (static_cast<int>(slots.size()) < std::max(1, options.max_concurrent)) slots.push(0);
   double end = 0;
-  if (!queued.empty()) {
+  size_t waiting = queued.size() + static_cast<size_t>(p.to_propose);
+  if (waiting > 0) {
     std::optional<double> each = median_run ? median_run : full_run;
     if (!each) {
       p.eta_basis = "unknown until a trial completes or logs its rate and total iterations";
       return p;
     }
     (median_run ? used_durations : used_rates) = true;
-    for (size_t i = 0; i < queued.size(); ++i) {
+    for (size_t i = 0; i < waiting; ++i) {
       double free_at = slots.top();
       slots.pop();
       slots.push(free_at + *each);
@@ -152,8 +159,9 @@ std::string Counts(const Progress& p) {
                          {p.cancelled - p.pruned, "cancelled"}}) {
     if (n > 0) ended += fmt::format("{}{} {}", ended.empty() ? "" : ", ", n, what);
   }
-  return fmt::format("{}/{} done ({:.0f}%){}; {} running, {} queued{}", p.done(), p.total, p.percent(),
+  return fmt::format("{}/{} done ({:.0f}%){}; {} running, {} queued{}{}", p.done(), p.total, p.percent(),
                      ended.empty() ? "" : " [" + ended + "]", p.running, p.queued,
+                     p.to_propose ? fmt::format(", {} to propose", p.to_propose) : "",
                      p.dropped ? fmt::format("; {} dropped by constraints", p.dropped) : "");
 }
 
@@ -181,18 +189,26 @@ std::string RenderProgressLine(const Progress& p, const ProgressOptions& o) {
 }
 
 std::string ProgressChangeKey(const Progress& p) {
-  return fmt::format("{} {} {} {} {} {} {} {} {}", p.completed, p.failed, p.cancelled, p.pruned, p.running, p.queued,
-                     p.dropped, p.best_trial.value_or("-"), p.best_value);
+  return fmt::format("{} {} {} {} {} {} {} {} {} {}", p.completed, p.failed, p.cancelled, p.pruned, p.running, p.queued,
+                     p.to_propose, p.dropped, p.best_trial.value_or("-"), p.best_value);
 }
 
 nlohmann::json ProgressJson(const Progress& p) {
-  return {{"total", p.total},         {"done", p.done()},
-          {"completed", p.completed}, {"failed", p.failed},
-          {"cancelled", p.cancelled}, {"pruned", p.pruned},
-          {"running", p.running},     {"queued", p.queued},
-          {"dropped", p.dropped},     {"percent", p.percent()},
-          {"elapsed_s", p.elapsed_s}, {"eta_s", p.eta_s ? nlohmann::json(*p.eta_s) : nlohmann::json()},
-          {"eta_basis", p.eta_basis}, {"gpu_hours", p.gpu_hours}};
+  return {{"total", p.total},
+          {"done", p.done()},
+          {"completed", p.completed},
+          {"failed", p.failed},
+          {"cancelled", p.cancelled},
+          {"pruned", p.pruned},
+          {"running", p.running},
+          {"queued", p.queued},
+          {"dropped", p.dropped},
+          {"to_propose", p.to_propose},
+          {"percent", p.percent()},
+          {"elapsed_s", p.elapsed_s},
+          {"eta_s", p.eta_s ? nlohmann::json(*p.eta_s) : nlohmann::json()},
+          {"eta_basis", p.eta_basis},
+          {"gpu_hours", p.gpu_hours}};
 }
 
 nlohmann::json BestJson(const Progress& p, const ProgressOptions& o) {

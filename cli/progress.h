@@ -40,6 +40,10 @@ struct ProgressOptions {
   bool minimize = true;
   int max_concurrent = 1;  // slots of the ETA's schedule
   int gpus_per_trial = 0;  // nodes x gpus_per_node; 0: CPU jobs, no GPU-hours shown
+  // The trials the study's budget makes when its sampler proposes them as results come in (tpe:
+  // [search] trials configurations x repeats); 0 when every trial is stored before the run (grid,
+  // random). While a trial is open, those not proposed yet count in the total and the ETA.
+  int budget = 0;
 };
 
 struct Progress {
@@ -48,6 +52,7 @@ struct Progress {
   int pruned = 0;                                // cancelled by a stopping rule
   int running = 0, queued = 0;                   // queued: not submitted yet, submitting or pending
   int dropped = 0;
+  int to_propose = 0;  // of the budget, not proposed yet (counted in total, not in queued)
   int done() const { return completed + failed + cancelled; }
   double percent() const { return total > 0 ? 100.0 * done() / total : 100.0; }
 

@@ -251,3 +251,43 @@ TEST_CASE("the best trial is the best among completed trials only: a failed, pru
     if (expected) CHECK(r.best_value == *expected);
   }
 }
+
+TEST_CASE("a tpe study's progress and ETA count its whole budget, not only the trials proposed so far", "[progress]") {
+  testing::FakeClock clock;
+  double t0 = clock.Now();
+  clock.Advance(100);
+  // The issue's study: 12 configurations x 3 seeds = 36 trials, 18 proposed so far, 13 of them
+  // ended (each in 10 s), 2 running with 5 s left, 3 queued; two slots.
+  ProgressOptions o;
+  o.max_concurrent = 2;
+  o.budget = 36;
+  std::vector<ProgressTrial> trials;
+  for (int i = 0; i < 13; ++i) trials.push_back(Completed(fmt::format("c{}", i), t0 + i, 10, 1.0 + i));
+  for (int i = 0; i < 2; ++i) trials.push_back(Running(fmt::format("r{}", i), clock.Now() - 5, 50, 100, 10.0));
+  trials.push_back(Trial("q1", "new"));
+  trials.push_back(Trial("q2", "pending"));
+  trials.push_back(Trial("q3", "submitting"));
+  ProgressOptions so_far = o;
+  so_far.budget = 0;  // as before: only the trials proposed so far
+  CHECK(*ComputeProgress(trials, so_far, clock.Now()).eta_s == Approx(5 + 2 * 10));
+  Progress p = ComputeProgress(trials, o, clock.Now());
+  CHECK(p.total == 36);
+  CHECK(p.to_propose == 18);
+  CHECK(p.queued == 3);
+  CHECK_THAT(RenderProgressLine(p, o),
+             Catch::Contains("13/36 done (36%)") && Catch::Contains("3 queued, 18 to propose"));
+  // Both slots free after 5 s, then 21 queued or to propose trials of 10 s (the completed ones' median) over two
+  // slots: 11 rounds.
+  REQUIRE(p.eta_s);
+  CHECK(*p.eta_s == Approx(5 + 11 * 10));
+  CHECK(ProgressJson(p)["to_propose"] == 18);
+  // Every trial ended and none open: the sampler has ended (or found nothing more): what ran is the total.
+  std::vector<ProgressTrial> ended(trials.begin(), trials.begin() + 13);
+  Progress done = ComputeProgress(ended, o, clock.Now());
+  CHECK(done.total == 13);
+  CHECK(done.to_propose == 0);
+  CHECK(*done.eta_s == 0);
+  // More trials than the budget (run --repeat-top added seeds): nothing is left to propose.
+  o.budget = 10;
+  CHECK(ComputeProgress(trials, o, clock.Now()).to_propose == 0);
+}

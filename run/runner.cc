@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <ctime>
 #include <fstream>
@@ -16,11 +18,15 @@
 #include "results/configurations.h"
 #include "stopping/siblings.h"
 #include "results/phases.h"
+#include "run/cancel_request.h"
+#include "run/outside_space.h"
 #include "run/poll_schedule.h"
 #include "run/query_pace.h"
+#include "results/phase_seeds.h"
 #include "results/study_trials.h"
 #include "run/trial_script.h"
 #include "slurm/job_state.h"
+#include "study/loader.h"
 #include "study/repeats.h"
 
 namespace sweep::run {
@@ -57,7 +63,21 @@ std::string DescribeExit(const std::string& exit_code) {
   return "exit code " + code;
 }
 
+// The studies table's spec_hash: the hash of the settings trials depend on (Study::settings_hash),
+// marked so that a database written by an earlier version, which stored the file's bytes' hash,
+// is compared as it was.
+constexpr std::string_view kSettingsHashMark = "settings:";
+// Whether what the trials that ran depend on changed since the run that stored `stored`.
+bool SettingsChanged(const study::Study& study, const std::string& stored) {
+  if (stored.starts_with(kSettingsHashMark)) return stored.substr(kSettingsHashMark.size()) != study.settings_hash;
+  return stored != study.hash;
+}
+
 }  // namespace
+
+std::string StoredSettingsHash(const study::Study& study) {
+  return std::string(kSettingsHashMark) + study.settings_hash;
+}
 
 Runner::Runner(const study::Study& study, store::Store& store, slurm::Transport& transport, Clock& clock,
                std::ostream& log)
@@ -96,10 +116,10 @@ void Runner::Event(std::optional<int64_t> trial_id, const std::string& kind, con
 Status Runner::Prepare() {
   if (run_started_at_ == 0) run_started_at_ = clock_.Now();
   auto before = store_.GetStudy(study_.name);
-  auto id = store_.UpsertStudy(study_.name, study_.path, study_.hash, clock_.Now());
+  auto id = store_.UpsertStudy(study_.name, study_.path, StoredSettingsHash(study_), clock_.Now());
   if (!id.ok()) return id.status();
   ctx_.study_id = *id;
-  study_changed_ = before.ok() && before->spec_hash != study_.hash;
+  study_changed_ = before.ok() && SettingsChanged(study_, before->spec_hash);
   if (study_changed_) {
     // Trials are keyed by their [space] values alone, so a trial that already ran keeps its
     // results under the old [job] settings, template variables or objective.
@@ -110,7 +130,7 @@ Status Runner::Prepare() {
               "warning: {} changed since this study's last run (hash {} -> {}); trials that already ran "
               "keep their results from the old settings, and only new trials use the new ones. To compare "
               "like with like, give the changed study a new [study] name.{}",
-              study_.path, before->spec_hash, study_.hash,
+              study_.path, before->spec_hash, StoredSettingsHash(study_),
               ChangedStudyTimeoutHint(std::count_if(ran->begin(), ran->end(),
                                                     [](const store::TrialRecord& t) { return t.state == "timeout"; }),
                                       study_.path)));
@@ -194,6 +214,13 @@ Status Runner::Prepare() {
   Event(std::nullopt, "prepare",
         fmt::format("study '{}': {} trials ({} dropped by constraints or the memory plan) via {}", study_.name,
                     specs->size(), dropped, transport_.Describe()));
+  // An earlier version's trials outside this file's space are left out of the ranking and reports,
+  // but those not ended keep their jobs and hold slots: said where the user starts the run.
+  if (auto outside = TrialsOutsideSpace(study_, *stored); outside.ok() && !StillOpen(*outside).empty()) {
+    std::string line = DescribeOutsideSpace(study_, *outside, study_.path);
+    line.pop_back();
+    Event(std::nullopt, "outside_space", line);
+  }
   prepared_ = true;
   return Status::OK();
 }
@@ -214,6 +241,8 @@ Result<TickReport> Runner::Tick() {
   if (st.ok()) SWEEP_RETURN_IF_ERROR(ingester_.CheckLogsYield(*trials, tpe_.MoreToPropose(*trials)));
   if (st.ok()) SWEEP_RETURN_IF_ERROR(StopFailureStorm(*trials));
   if (st.ok()) SWEEP_RETURN_IF_ERROR(StopOnNeverClearingReason(*trials));
+  // A `cancel` since this run started wins over what it would submit (cancel_request.h).
+  if (st.ok()) st = ObeyCancelRequest();
   // Never submit while the state of the cluster is unknown: that is how duplicates happen.
   if (st.ok()) st = SubmitNew(*trials, report);
   last_unavailable_ = Status::OK();
@@ -225,7 +254,8 @@ Result<TickReport> Runner::Tick() {
           std::string(store::IsDatabaseBusy(st) ? "database busy" : "cluster unreachable") +
               ", will retry: " + st.message());
   }
-  bool to_propose = tpe_.MoreToPropose(*trials);  // tpe: budget left and configurations left to propose
+  // tpe: budget left and configurations left to propose, unless a cancel ended the study
+  bool to_propose = !cancel_obeyed_ && tpe_.MoreToPropose(*trials);
   report.done = st.ok() && !to_propose && std::all_of(trials->begin(), trials->end(), [&](const store::TrialRecord& t) {
                   return IsFinalTrialState(t.state) || !ctx_.specs.count(t.trial_key);
                 });
@@ -275,6 +305,7 @@ Status Runner::Run(int max_ticks) {
     }
     auto r = Tick();
     if (!r.ok()) return r.status();
+    NoticeEdit();
     if (on_tick_) on_tick_(*r);
     SWEEP_RETURN_IF_ERROR(WaitForLogin(last_unavailable_));
     if (r->done) {
@@ -442,7 +473,7 @@ Status Runner::RecordChanges(std::vector<store::TrialRecord>& trials, std::vecto
 
 // Fills the free slots: every new trial up to max_concurrent + queue_ahead (Submitter).
 Status Runner::SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& report) {
-  if (submitter_.Paused()) return Status::OK();
+  if (submitter_.Paused() || cancel_obeyed_) return Status::OK();
   int free_slots = submitter_.FreeSlots(trials);
   if (free_slots <= 0) return Status::OK();
   // A tpe study proposes only what can run now (one array of K = free slots), so every result
@@ -451,8 +482,63 @@ Status Runner::SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& re
   return submitter_.SubmitNew(trials, free_slots, report);
 }
 
+Status Runner::ObeyCancelRequest() {
+  if (cancel_obeyed_) return Status::OK();
+  auto requests = store_.EventsAfter(ctx_.study_id, kCancelRequestEvent, cancel_seen_);
+  if (!requests.ok()) return requests.status();
+  if (requests->empty()) return Status::OK();
+  // Not submitting while this fails (the tick's status), and tried again next tick.
+  auto n = CancelAll();
+  if (!n.ok()) return n.status();
+  cancel_obeyed_ = true;
+  Event(std::nullopt, kCancelDoneEvent,
+        fmt::format("the run going on (pid {}) cancelled {} trial(s) at the request of `slurmsweep cancel`, submits "
+                    "nothing more and ends once their jobs have",
+                    ::getpid(), *n));
+  return Status::OK();
+}
+
+void Runner::NoticeEdit() {
+  Status read;
+  std::string text = ReadLocalFile(study_.path, &read);
+  if (!read.ok()) return;  // moved or being written: the next tick looks again
+  std::string hash = study::StudyFileHash(text);
+  if (file_hash_.empty()) file_hash_ = study_.hash;
+  if (hash == file_hash_) return;
+  std::string was = std::exchange(file_hash_, hash);
+  std::string head = fmt::format(
+      "{} was edited while this run goes on (hash {} -> {}); this run goes on with the file as it started, and a "
+      "new `slurmsweep run` uses the edit",
+      study_.path, was, hash);
+  auto edited = study::LoadStudy(study_.path);
+  if (!edited.ok()) {
+    Event(std::nullopt, "edited",
+          fmt::format("{}. The edited file does not load: {}", head, edited.status().message()));
+    return;
+  }
+  (void)results::ResolveSeeds(*edited);
+  auto trials = store_.ListTrials(ctx_.study_id);
+  if (!trials.ok()) return;
+  auto outside = TrialsOutsideSpace(*edited, *trials);
+  if (!outside.ok()) {
+    Event(std::nullopt, "edited", fmt::format("{}. Its trials cannot be listed: {}", head, outside.status().message()));
+    return;
+  }
+  std::vector<store::TrialRecord> open = StillOpen(*outside);
+  if (open.empty()) {
+    Event(std::nullopt, "edited", head + ". No trial that has not ended falls outside the new [space]");
+    return;
+  }
+  std::vector<std::string> keys;
+  for (const auto& t : open) keys.push_back(fmt::format("{} ({})", t.trial_key, t.state));
+  Event(std::nullopt, "edited",
+        fmt::format("{}. {} trial(s) not ended fall outside the new [space] and hold slots of max_concurrent: {}; "
+                    "`slurmsweep cancel --outside-space {}` cancels them",
+                    head, open.size(), fmt::join(keys, ", "), study_.path));
+}
+
 Result<int> Runner::Resubmit(const std::set<std::string>& states) {
-  auto id = store_.UpsertStudy(study_.name, study_.path, study_.hash, clock_.Now());
+  auto id = store_.UpsertStudy(study_.name, study_.path, StoredSettingsHash(study_), clock_.Now());
   if (!id.ok()) return id.status();
   ctx_.study_id = *id;
   auto trials = store_.ListTrials(ctx_.study_id);
@@ -545,11 +631,30 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
 }
 
 Result<int> Runner::CancelAll() {
-  auto id = store_.UpsertStudy(study_.name, study_.path, study_.hash, clock_.Now());
-  if (!id.ok()) return id.status();
-  ctx_.study_id = *id;
-  auto trials = store_.ListTrials(ctx_.study_id);
-  if (!trials.ok()) return trials.status();
+  return Cancel([](const store::TrialRecord&) { return true; }, true);
+}
+
+Result<int> Runner::CancelOnly(const std::set<std::string>& keys) {
+  return Cancel([&](const store::TrialRecord& t) { return keys.count(t.trial_key) > 0; }, false);
+}
+
+Result<int> Runner::Cancel(const std::function<bool(const store::TrialRecord&)>& which, bool whole_arrays) {
+  if (ctx_.study_id == 0) {
+    // The study as the last run recorded it (a cancel is no run: the settings it ran with stay),
+    // or recorded now for a run that is starting and has not yet.
+    auto known = store_.GetStudy(study_.name);
+    auto id = known.ok() ? Result<int64_t>(known->id)
+                         : store_.UpsertStudy(study_.name, study_.path, StoredSettingsHash(study_), clock_.Now());
+    if (!id.ok()) return id.status();
+    ctx_.study_id = *id;
+  }
+  auto listed = store_.ListTrials(ctx_.study_id);
+  if (!listed.ok()) return listed.status();
+  std::vector<store::TrialRecord> chosen;
+  for (auto& t : *listed) {
+    if (which(t)) chosen.push_back(std::move(t));
+  }
+  std::vector<store::TrialRecord>* trials = &chosen;
   // A job array is cancelled by its id (every task of it is this study's): the scancel command
   // stays short however many thousand tasks are queued.
   std::vector<std::string> ids;
@@ -557,7 +662,8 @@ Result<int> Runner::CancelAll() {
   for (auto& t : *trials) {
     if (t.job_id.empty() || IsFinalTrialState(t.state)) continue;
     ++live;
-    std::string id = t.array_name.empty() ? t.job_id : slurm::ArrayBaseId(t.job_id);
+    // Some of an array's tasks only (--outside-space): each by its own id.
+    std::string id = t.array_name.empty() || !whole_arrays ? t.job_id : slurm::ArrayBaseId(t.job_id);
     if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
     // Recorded before scancel, so the end is classed as ours even if we die right after.
     t.stop_request = "cancelled by the user (slurmsweep cancel)";

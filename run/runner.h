@@ -35,6 +35,10 @@
 
 namespace sweep::run {
 
+// The studies table's spec_hash of `study`: its settings_hash (what the trials that ran depend on),
+// marked apart from the file hash earlier versions stored.
+std::string StoredSettingsHash(const study::Study& study);
+
 class Runner {
  public:
   Runner(const study::Study& study, store::Store& store, slurm::Transport& transport, Clock& clock, std::ostream& log);
@@ -57,6 +61,12 @@ class Runner {
   // scancel every live job of the study (one call; arrays by their id) and mark unsubmitted trials
   // cancelled. Returns how many trials that concerned.
   Result<int> CancelAll();
+  // The same for the trials of `keys` only (`cancel --outside-space`).
+  Result<int> CancelOnly(const std::set<std::string>& keys);
+
+  // The id of the last `cancel` request this run takes no notice of (cancel_request.h): the last
+  // one recorded before the run started. A newer one cancels the study and ends the run.
+  void set_cancel_seen(int64_t request_id) { cancel_seen_ = request_id; }
 
   // After CancelAll: queries (one squeue/sacct per round) and reads the logs, without submitting
   // anything, until every trial with a job has ended or `max_wait_s` has passed, so the ends and
@@ -124,6 +134,13 @@ class Runner {
   Status LoadCurve(int64_t trial_id);
   // Fills the free slots: tpe proposals first, then the Submitter.
   Status SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& report);
+  // A `cancel` requested since this run started (cancel_request.h): cancels every trial once,
+  // answers the request, and from then on submits and proposes nothing.
+  Status ObeyCancelRequest();
+  Result<int> Cancel(const std::function<bool(const store::TrialRecord&)>& which, bool whole_arrays);
+  // The study file edited under this run: says so once per edit, naming the trials not ended that
+  // fall outside the new [space] (outside_space.h). This run goes on with the file it started with.
+  void NoticeEdit();
   // The first trials to end all failed alike (failure_storm.h); runner_storm.cc. Before submitting:
   // on a storm, cancels the queued tasks that have not started (their trials go back to new) and
   // stops the run with the class, a failing log's last lines and the way on.
@@ -158,7 +175,10 @@ class Runner {
   StartFailures storm_;
   bool prepared_ = false;
   double run_started_at_ = 0;   // when Prepare ran: the failure storm counts ends of attempts submitted since
-  bool study_changed_ = false;  // the study file's hash differs from the last run's
+  bool study_changed_ = false;  // what the trials ran with changed since the last run (settings_hash)
+  int64_t cancel_seen_ = 0;     // the last cancel request before this run (cancel_request.h)
+  bool cancel_obeyed_ = false;  // a newer one came: nothing more is submitted or proposed
+  std::string file_hash_;       // the study file's as this run last read it (NoticeEdit)
   std::function<bool()> interrupted_;
   std::function<Status()> heartbeat_;
   TickHook on_tick_;

@@ -206,6 +206,15 @@ std::vector<RefusalGroup> NotProposable(const TpeRegion& region) {
 
 }  // namespace
 
+int TpeBudgetTrials(const study::Study& study) { return study.trials * std::max(1, study.repeats); }
+
+std::string SeedsText(const study::Study& study) {
+  if (!study::Seeded(study)) return "";
+  std::string values = study.repeats <= 4 ? "" : fmt::format("0 to {}", study.repeats - 1);
+  for (int i = 0; i < study.repeats && study.repeats <= 4; ++i) values += fmt::format("{}{}", i ? ", " : "", i);
+  return fmt::format("{{{{{}}}}} = {}", study.seed_var, values);
+}
+
 sampler::Options TpeOptions(const study::Study& study) {
   sampler::Options options;
   options.seed = study.seed;
@@ -308,6 +317,11 @@ Result<TpeRegion> PlanTpeRegion(const study::Study& study) {
   knobs.sampler = "grid";
   knobs.space.clear();
   knobs.constraints.clear();
+  // Combinations of values, not trials: a configuration's seeds and the enqueued configurations
+  // (which are combinations of the same lists) are not more of them.
+  knobs.repeats = 1;
+  knobs.seed_var.clear();
+  knobs.enqueue.clear();
   std::set<std::string> floats;
   for (const study::ParamSpec& p : study.space) {
     if (IsFloatRange(p)) {
@@ -408,18 +422,33 @@ std::string RenderTpeRegion(const study::Study& study, const TpeRegion& region) 
     out += fmt::format("memory plan: model {}, {} GPUs of {:g} GiB each\n", TerminalSafe(region.plan->model.name),
                        region.plan->world, region.plan->gpu_mem_gib);
   }
+  bool seeded = study::Seeded(study);
+  std::string seeds = SeedsText(study);
   if (!region.first.empty()) {
-    out += fmt::format("the first {} proposals `run` makes (seed {}), drawn before any result can change them:\n",
-                       region.first.size(), study.seed);
+    out += fmt::format("the first {} {} `run` makes (seed {}){}, drawn before any result can change them:\n",
+                       region.first.size(), seeded ? "configurations" : "proposals", study.seed,
+                       seeded ? fmt::format(", each as {} trial(s), {}", study.repeats, seeds) : "");
     for (const TrialSpec& t : region.first) {
       std::string params;
       for (const auto& [name, value] : t.params) {
         params += fmt::format("{}{}={}", params.empty() ? "" : " ", name, TerminalSafe(ParamToString(value)));
       }
-      out += fmt::format("  {:<16} {}\n", t.key, params);
+      std::string keys = t.key;
+      if (seeded) {
+        keys.clear();
+        for (const TrialSpec& r : study::RepeatTrials(study, t, 0, study.repeats))
+          keys += fmt::format("{}{}", keys.empty() ? "" : " ", r.key);
+      }
+      out += fmt::format("  {:<16} {}\n", keys, params);
     }
   }
-  out += fmt::format("budget: {} trials (seed {}); nothing was submitted\n", study.trials, study.seed);
+  if (seeded) {
+    out += fmt::format(
+        "budget: {} configurations x {} seeds = {} trials, one job each (seed {}; {}); nothing was submitted\n",
+        study.trials, study.repeats, TpeBudgetTrials(study), study.seed, seeds);
+  } else {
+    out += fmt::format("budget: {} trials (seed {}), one job each; nothing was submitted\n", study.trials, study.seed);
+  }
   return out;
 }
 
@@ -468,7 +497,13 @@ nlohmann::json TpeRegionJson(const study::Study& study, const TpeRegion& region)
     for (const auto& [name, value] : t.params) {
       std::visit([&](const auto& v) { params[name] = v; }, value);
     }
-    first.push_back({{"key", t.key}, {"params", params}});
+    nlohmann::json trials = nlohmann::json::array();
+    for (const TrialSpec& r : study::RepeatTrials(study, t, 0, study.repeats)) {
+      trials.push_back(
+          {{"key", r.key},
+           {"seed", study::Seeded(study) ? nlohmann::json(study::SeedOf(study, r.params_json)) : nlohmann::json()}});
+    }
+    first.push_back({{"key", t.key}, {"params", params}, {"trials", trials}});
   }
   nlohmann::json not_proposable = nlohmann::json::array();
   for (const RefusalGroup& g : NotProposable(region)) {

@@ -57,6 +57,11 @@ bool TpeAllows(const study::Study& study, const TrialSpec& spec, bool submit_pre
 // out a later one, as it would in `run`.
 Result<std::vector<TrialSpec>> FirstTpeProposals(const study::Study& study);
 
+// The trials a tpe study's budget makes: [search] trials configurations, each `repeats` trials.
+int TpeBudgetTrials(const study::Study& study);
+// A seeded study's seeds as the template gets them ("{{seed}} = 0, 1, 2"); "" when not seeded.
+std::string SeedsText(const study::Study& study);
+
 // `slurmsweep plan` for a tpe study. Its trials are proposed as results come in, so what can be
 // checked up front is the region proposals are drawn from: every combination of the space's lists
 // and integer ranges (the knobs constraints, parallelism rules and the memory plan read), each

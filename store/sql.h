@@ -135,6 +135,8 @@ inline constexpr const char* kSqlAddEvent =
     "INSERT INTO events (study_id, trial_id, at, kind, message) VALUES (?1, ?2, ?3, ?4, ?5)";
 inline constexpr const char* kSqlEvents =
     "SELECT id, trial_id, at, kind, message FROM events WHERE study_id = ?1 ORDER BY id";
+inline constexpr const char* kSqlEventsAfter =
+    "SELECT id, trial_id, at, kind, message FROM events WHERE study_id = ?1 AND kind = ?2 AND id > ?3 ORDER BY id";
 
 inline constexpr const char* kSqlReadLease =
     "SELECT token, host, pid, boot_id, started_at, heartbeat_at FROM controller_lease WHERE id = 1";

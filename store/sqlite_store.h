@@ -48,6 +48,7 @@ class SqliteStore final : public Store {
   Status AddEvent(int64_t study_id, std::optional<int64_t> trial_id, double at, const std::string& kind,
                   const std::string& message) override;
   Result<std::vector<EventRecord>> Events(int64_t study_id) override;
+  Result<std::vector<EventRecord>> EventsAfter(int64_t study_id, const std::string& kind, int64_t after_id) override;
   Result<std::optional<LeaseRecord>> ReadLease() override;
   Status WriteLease(const LeaseRecord& lease) override;
   Result<bool> RenewLease(const std::string& token, double now, int64_t pid) override;
@@ -65,7 +66,7 @@ class SqliteStore final : public Store {
     StmtPtr delete_metrics;
     StmtPtr insert_metric, insert_metric_name, metric_name_id, metric_names, metrics, metric_series, last_metric,
         count_metrics;
-    StmtPtr add_event, events;
+    StmtPtr add_event, events, events_after;
     StmtPtr read_lease, write_lease, renew_lease, release_lease;
     StmtPtr metric_tail, metric_range, metric_before, series_by_id, trial_summary, study_summaries, write_summary,
         write_bucket, buckets, delete_buckets_of, delete_summaries, delete_buckets;

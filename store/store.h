@@ -197,6 +197,17 @@ class Store {
   virtual Status AddEvent(int64_t study_id, std::optional<int64_t> trial_id, double at, const std::string& kind,
                           const std::string& message) = 0;
   virtual Result<std::vector<EventRecord>> Events(int64_t study_id) = 0;
+  // The study's events of one kind recorded after event `after_id`, oldest first: what a run asks
+  // before it submits (a `cancel` request) without reading every event. This default filters Events.
+  virtual Result<std::vector<EventRecord>> EventsAfter(int64_t study_id, const std::string& kind, int64_t after_id) {
+    auto all = Events(study_id);
+    if (!all.ok()) return all.status();
+    std::vector<EventRecord> out;
+    for (auto& e : *all) {
+      if (e.kind == kind && e.id > after_id) out.push_back(std::move(e));
+    }
+    return out;
+  }
 
   // The controller's lease, if a run holds (or held) one. Read-only stores read it too (`status`).
   virtual Result<std::optional<LeaseRecord>> ReadLease() = 0;

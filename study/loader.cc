@@ -46,7 +46,23 @@ std::string Fnv1a64Hex(std::string_view data) {
   return fmt::format("{:016x}", h);
 }
 
+// The hash of what the trials that ran depend on (Study::settings_hash): the file as TOML, in a
+// fixed form (comments, spacing and key order do not count), without the tables nothing stored
+// depends on. [objective] names what is read out of the stored metrics, unless [stopping] rules
+// pruned trials by it.
+std::string SettingsHash(const toml::table& root) {
+  toml::table kept = root;
+  kept.erase("report");
+  kept.erase("notify");
+  if (!kept.contains("stopping")) kept.erase("objective");
+  std::ostringstream text;
+  text << toml::toml_formatter(kept, toml::format_flags::none);
+  return Fnv1a64Hex(text.str());
+}
+
 }  // namespace
+
+std::string StudyFileHash(std::string_view text) { return Fnv1a64Hex(text); }
 
 std::string Loader::Resolve(const std::string& dir, const std::string& p) const {
   if (p.empty()) return p;
@@ -86,6 +102,7 @@ Result<Study> Loader::Load(const std::string& text) {
     return Status::InvalidArgument(
         fmt::format("{}:{}:{}: {}", path_, e.source().begin.line, e.source().begin.column, e.description()));
   }
+  s.settings_hash = SettingsHash(root);
   SWEEP_RETURN_IF_ERROR(CheckKeys(root, "", AllowedKeys("")));
 
   // [study]

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 #include "study/study.h"
@@ -16,6 +17,8 @@ inline constexpr uint64_t kMaxStudyFileBytes = 16u << 20;
 
 // `path` must be a regular file of at most kMaxStudyFileBytes.
 Result<Study> LoadStudy(const std::string& path);
+// The hash of a study file's bytes (Study::hash), for who watches the file for edits.
+std::string StudyFileHash(std::string_view text);
 // For tests and tools: `text` as if read from `path`.
 Result<Study> ParseStudy(const std::string& text, const std::string& path);
 

@@ -126,6 +126,10 @@ struct Study {
   std::string path;  // the study file as given
   std::string dir;   // its directory, absolute
   std::string hash;  // of the file's bytes, for the report
+  // Of what the trials that ran depend on: the file's settings without [objective] (unless
+  // [stopping] rules read it), [report] and [notify], whose edit changes nothing stored. `run`
+  // warns that trials keep their old settings only when this changed.
+  std::string settings_hash;
   // Loadable but likely wrong ("file:line: ..."): `run` and `plan` print them.
   std::vector<std::string> warnings;
   std::string name;

@@ -190,18 +190,27 @@ TEST_CASE("plan of a study that already ran shows each trial's state and counts 
     REQUIRE(db.ok());
     auto id = (*db)->UpsertStudy(study->name, path, study->hash, 1.0);
     REQUIRE(id.ok());
-    std::vector<store::TrialRecord> trials(3);
-    const char* states[] = {"completed", "failed", "new"};
+    std::vector<store::TrialRecord> trials(4);
+    const char* states[] = {"completed", "failed", "new", "running"};
     for (int i = 0; i < 3; ++i) {
       trials[i].trial_key = (*specs)[i].key;
       trials[i].params_json = (*specs)[i].params_json;
       trials[i].state = states[i];
     }
+    // A trial of an earlier version of the file (lr = 0.5 left [space]) whose job still runs.
+    trials[3].trial_key = "t-0000000000aa";
+    trials[3].params_json = R"({"lr":0.5})";
+    trials[3].state = states[3];
+    trials[3].job_id = "4242";
     REQUIRE((*db)->InsertTrialsIfAbsent(*id, trials).ok());
   }
   auto [rc, out] = Shell(kBinary + " plan " + path);
   INFO(out);
   CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("outside the space: 1 trial(s) of an earlier version of " + path +
+                                  "; 1 not ended (1 on Slurm, holding that many of max_concurrent") &&
+                      Catch::Contains("t-0000000000aa (running); `slurmsweep cancel --outside-space " + path));
+  CHECK_THAT(out, Catch::Contains("jobs: 1 to submit, one per trial"));
   CHECK_THAT(out, Catch::Contains((*specs)[0].key + "   completed") && Catch::Contains((*specs)[1].key + "   failed") &&
                       Catch::Contains((*specs)[2].key + "   run"));
   CHECK_THAT(out, Catch::Contains("3 trials: 1 to run, already in the database: 1 completed, 1 failed; 0 dropped"));
@@ -223,7 +232,9 @@ TEST_CASE("plan of a tpe study: the region its proposals come from, summarized w
   // 4 x 16 x 2 combinations of the lists and integer ranges, each planned as a grid's trial would be, counted
   // by reason in a few lines (not one line per combination).
   CHECK_THAT(out, Catch::Contains("its lists and integer ranges form 128 combinations: "));
-  CHECK(std::count(out.begin(), out.end(), '\n') <= 20);
+  // The plan in a few lines, then the first trial's script.
+  std::string head = out.substr(0, out.find("the script of trial "));
+  CHECK(std::count(head.begin(), head.end(), '\n') <= 22);
   CHECK_THAT(out, Catch::Contains("break a parallelism rule, e.g. world size (32) not divisible by TP*PP*CP") &&
                       Catch::Contains("predicted out of memory, e.g. predicted ") &&
                       Catch::Contains("constraint 'tp * pp <= 32' is false"));

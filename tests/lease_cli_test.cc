@@ -103,3 +103,28 @@ TEST_CASE("a filesystem without locks: run names the errno and the way on, never
     }
   }
 }
+
+TEST_CASE("cancel asks a run on another host to cancel: it records a request that run obeys, and waits for its answer",
+          "[cli][lease]") {
+  testing::TempDir dir;
+  std::string study = StudyLeasedTo(dir, static_cast<double>(::time(nullptr)));
+  auto [rc, out] = testing::RunShell(kBinary + " cancel --wait 1 " + study + " 2>&1");
+  INFO(out);
+  CHECK(rc == 0);
+  CHECK_THAT(out, Catch::Contains("a run of this study is going on (pid 4242 on host login7): asked it to cancel") &&
+                      Catch::Contains("no answer within 1 s"));
+  auto db = store::Store::OpenReadOnly(dir.file("ls.db"));
+  REQUIRE(db.ok());
+  auto rec = (*db)->GetStudy("ls");
+  REQUIRE(rec.ok());
+  auto requests = (*db)->EventsAfter(rec->id, "cancel_request", 0);
+  REQUIRE(requests.ok());
+  CHECK(requests->size() == 1);
+  // A lease whose heartbeat is long gone holds nothing: no request, the trials are cancelled here.
+  testing::TempDir stale_dir;
+  std::string stale = StudyLeasedTo(stale_dir, 1000);
+  auto [src, sout] = testing::RunShell(kBinary + " cancel --wait 1 " + stale + " 2>&1");
+  INFO(sout);
+  CHECK(src == 0);
+  CHECK_THAT(sout, !Catch::Contains("going on"));
+}

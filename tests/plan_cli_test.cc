@@ -143,7 +143,9 @@ TEST_CASE("plan of a tpe study: the region in a few lines, and the first proposa
   auto [rc, out] = Shell(kBinary + " plan " + study);
   INFO(out);
   REQUIRE(rc == 0);
-  CHECK(std::count(out.begin(), out.end(), '\n') <= 20);
+  // The plan in a few lines, then the first trial's script.
+  std::string head = out.substr(0, out.find("the script of trial "));
+  CHECK(std::count(head.begin(), head.end(), '\n') <= 22);
   CHECK_THAT(out, Catch::Contains("batch     integers 4 to 64") && Catch::Contains("momentum  values 0.8, 0.9, 0.99") &&
                       Catch::Contains("lr        floats in [0.0001, 0.3] (log)"));
   // The 32 batch sizes above 32 with momentum 0.99 break the constraint.
@@ -213,4 +215,110 @@ TEST_CASE("plan shows declared paths normalised, and refuses a raw text value an
   auto [rcode, rout] = Shell(kBinary + " plan " + raw);
   CHECK(rcode == 2);
   CHECK_THAT(rout, Catch::Contains("{{raw:x}}") && Catch::Contains("declared text"));
+}
+
+TEST_CASE(
+    "plan of a tpe study with repeats: the jobs, configurations x seeds, each proposal's seeds, the baseline, "
+    "and --script of any seed",
+    "[cli][sampler]") {
+  testing::TempDir dir;
+  // The issue's shape: 12 configurations x 3 seeds of a float lr and batch x sleep (6 combinations), today's
+  // settings enqueued first and named the baseline.
+  std::string study = testing::WriteLocalStudyFile(
+      dir, "tperep", "python3 train.py --lr {{lr}} --batch {{batch}} --sleep {{sleep}} --seed {{seed}}",
+      "[search]\nsampler = \"tpe\"\ntrials = 12\nseed = 3\nrepeats = 3\n\n"
+      "[[search.enqueue]]\nlr = 0.01\nbatch = 16\nsleep = 0.01\n\n"
+      "[report]\nbaseline = { lr = 0.01, batch = 16, sleep = 0.01 }\n\n"
+      "[space]\nlr = { min = 1e-4, max = 0.3, log = true }\nbatch = [16, 32]\nsleep = [0.01, 0.02, 0.05]\n");
+  auto [rc, out] = Shell(kBinary + " plan " + study);
+  INFO(out);
+  REQUIRE(rc == 0);
+  // Combinations of values: neither the seeds nor the enqueued configuration are more of them (it said 21).
+  CHECK_THAT(out, Catch::Contains("its lists and integer ranges form 6 combinations: 6 of them pass constraints"));
+  CHECK_THAT(out, Catch::Contains("budget: 12 configurations x 3 seeds = 36 trials, one job each (seed 3; {{seed}} = "
+                                  "0, 1, 2); nothing was submitted"));
+  auto [jrc, json] = Shell(kBinary + " plan --json " + study);
+  INFO(json);
+  REQUIRE(jrc == 0);
+  auto doc = nlohmann::json::parse(json);
+  CHECK(doc["jobs"] == 36);
+  CHECK(doc["configurations"] == 12);
+  CHECK(doc["seeds"] == 3);
+  CHECK(doc["region"]["combinations"] == 6);
+  const auto& first = doc["region"]["first_proposals"];
+  REQUIRE(first.size() >= 2);
+  // The enqueued configuration first, as three trials with seeds 0, 1, 2, the first keeping its key; each
+  // configuration's trials on its line of the text.
+  CHECK(first[0]["params"] == nlohmann::json::parse(R"({"batch":16,"lr":0.01,"sleep":0.01})"));
+  std::vector<std::string> seeded;
+  for (const auto& p : first) {
+    REQUIRE(p["trials"].size() == 3);
+    std::string line;
+    for (int seed = 0; seed < 3; ++seed) {
+      CHECK(p["trials"][seed]["seed"] == seed);
+      line += (seed ? " " : "") + p["trials"][seed]["key"].get<std::string>();
+    }
+    CHECK(p["trials"][0]["key"] == p["key"]);
+    CHECK_THAT(out, Catch::Contains("  " + line + " "));
+    seeded.push_back(line);
+  }
+  CHECK_THAT(out, Catch::Contains("the first " + std::to_string(first.size()) +
+                                  " configurations `run` makes (seed 3), each as 3 trial(s), {{seed}} = 0, 1, 2"));
+  // The baseline is the enqueued configuration's three trials.
+  CHECK_THAT(out, Catch::Contains("baseline: {\"batch\":16,\"lr\":0.01,\"sleep\":0.01} = trial(s) " +
+                                  first[0]["trials"][0]["key"].get<std::string>() + ", "));
+  CHECK(doc["baseline"]["trials"].size() == 3);
+  // One rendered script by default: the first trial's, seed 0.
+  std::string key0 = first[0]["trials"][0]["key"];
+  CHECK_THAT(out, Catch::Contains("the script of trial " + key0 + " as `run` submits it") &&
+                      Catch::Contains("#!/bin/bash\n") && Catch::Contains("--seed '0'"));
+  // --script of every seed renders its seed, as `run` does (it said "unknown placeholder '{{seed}}'").
+  for (int seed = 0; seed < 3; ++seed) {
+    std::string key = first[1]["trials"][seed]["key"];
+    auto [src, script] = Shell(kBinary + " plan --script " + key + " " + study);
+    INFO(script);
+    CHECK(src == 0);
+    CHECK_THAT(script, Catch::Contains(fmt::format("--seed '{}'", seed)) &&
+                           Catch::Contains("#SBATCH --job-name=ss-tperep-" + key) &&
+                           !Catch::Contains("unknown placeholder"));
+  }
+}
+
+TEST_CASE("plan summarises more than 200 rows: counts per verdict and the first rows; --all lists every one", "[cli]") {
+  testing::TempDir dir;
+  // 15 x 15 = 225 trials, the constraint drops the 15 with a == b.
+  std::string values = "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]";
+  std::string study = testing::WriteLocalStudyFile(
+      dir, "wide", "train --a {{a}} --b {{b}}",
+      "[search]\nconstraints = [\"a != b\"]\n\n[space]\na = " + values + "\nb = " + values + "\n");
+  auto rows = [](const std::string& text) {
+    size_t n = 0;
+    for (size_t at = 0; (at = text.find("\nt-", at)) != std::string::npos; ++at) ++n;
+    return n + (text.starts_with("t-") ? 1 : 0);
+  };
+  auto [rc, out] = Shell(kBinary + " plan " + study);
+  INFO(out);
+  REQUIRE(rc == 0);
+  std::string head = out.substr(0, out.find("the script of trial "));
+  CHECK(rows(head) == 20);
+  CHECK_THAT(out, Catch::Contains("... 205 more of 225 rows (`plan --all` lists every one, `plan --json` too)"));
+  CHECK_THAT(out, Catch::Contains("225 trials: 210 to run, 15 dropped by constraints"));
+  CHECK_THAT(out, Catch::Contains("jobs: 210 to submit, one per trial"));
+  auto [arc, all] = Shell(kBinary + " plan --all " + study);
+  REQUIRE(arc == 0);
+  CHECK(rows(all.substr(0, all.find("the script of trial "))) == 225);
+  CHECK_THAT(all, !Catch::Contains("more of 225 rows") && Catch::Contains("225 trials: 210 to run"));
+  auto [jrc, json] = Shell(kBinary + " plan --json " + study);
+  REQUIRE(jrc == 0);
+  auto doc = nlohmann::json::parse(json);
+  CHECK(doc["trials"].size() == 225);
+  CHECK(doc["jobs"] == 210);
+  CHECK(doc["counts"]["run"] == 210);
+  CHECK(doc["counts"]["dropped"] == 15);
+  // At 200 rows or fewer, every row as before.
+  std::string small = testing::WriteLocalStudyFile(
+      dir, "narrow", "train --a {{a}} --b {{b}}", "[space]\na = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\nb = " + values + "\n");
+  auto [src, few] = Shell(kBinary + " plan " + small);
+  REQUIRE(src == 0);
+  CHECK(rows(few.substr(0, few.find("the script of trial "))) == 150);
 }

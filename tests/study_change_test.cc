@@ -56,6 +56,33 @@ TEST_CASE("a run of an edited study file warns that earlier trials keep the old 
   CHECK_THAT(Prepare(path), !Catch::Contains("changed since"));  // said once, at the run that saw the change
 }
 
+TEST_CASE("a rename of [objective] metric, or an edit of [report] or a comment, changes nothing stored: no warning",
+          "[runner]") {
+  testing::TempDir dir;
+  // The same study with edits in the tables nothing stored depends on, or in what trials ran with.
+  auto write = [&](const std::string& metric, const std::string& extra, int iters) {
+    return testing::WriteLocalStudyFile(
+        dir, "renamed", "train --lr {{lr}} --iters {{iters}}",
+        fmt::format("[objective]\nmetric = \"{}\"\n\n{}[job.vars]\niters = {}\n\n[space]\nlr = [0.1, 0.01]\n", metric,
+                    extra, iters));
+  };
+  std::string path = write("lm_loss", "", 200);
+  CHECK_THAT(Prepare(path), !Catch::Contains("changed since"));
+  write("val_loss", "", 200);  // the issue's fix of a metric name
+  CHECK_THAT(Prepare(path), !Catch::Contains("changed since") && !Catch::Contains("keep their results"));
+  write("val_loss", "# reports for the team\n[report]\nrefresh_minutes = 2\n\n", 200);
+  CHECK_THAT(Prepare(path), !Catch::Contains("changed since"));
+  // What the trials ran with warns, after any number of harmless edits.
+  write("val_loss", "[report]\nrefresh_minutes = 2\n\n", 100);
+  CHECK_THAT(Prepare(path), Catch::Contains("warning: " + path + " changed since this study's last run"));
+  // With [stopping] rules the objective decided which trials were pruned: its rename warns.
+  const std::string rules = "[stopping.median]\ngrace_s = 10\n\n";
+  write("val_loss", rules, 100);
+  Prepare(path);
+  write("lm_loss", rules, 100);
+  CHECK_THAT(Prepare(path), Catch::Contains("changed since"));
+}
+
 TEST_CASE("trials whose values left [space] are not listed, ranked or recommended any more", "[runner]") {
   testing::TempDir dir;
   std::string path =
