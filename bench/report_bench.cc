@@ -10,7 +10,8 @@
 //              the same rows with `.mode csv`: target a rate at least 0.8 of the shell's.
 // Ratios are medians over the rounds of each round's ratio. Not a test: it prints.
 //
-//   build/bin/report_bench [--trials N] [--points N] [--rounds N] [--csv] [--keep] [--db FILE]
+//   build/bin/report_bench [--trials N] [--points N] [--rounds N] [--csv] [--keep] [--db FILE] [--no-raw]
+// --no-raw skips the raw read (to profile the reads alone: the ratios are then to 1 s).
 // --keep leaves the temporary directory (database, report.html); --db reuses a kept database. The
 // directory is made under $TMPDIR (TMPDIR=/dev/shm keeps the disk out of it).
 #include <fmt/format.h>
@@ -110,7 +111,7 @@ int main(int argc, char** argv) {
   testing::SyntheticOptions options;
   options.trials = 1000;
   options.points = 10'000;
-  bool csv = false, keep = false;
+  bool csv = false, keep = false, no_raw = false;  // --no-raw: the reads alone, to profile them (ratios meaningless)
   int rounds = 3;
   std::string db;
   for (int i = 1; i < argc; ++i) {
@@ -120,9 +121,12 @@ int main(int argc, char** argv) {
     else if (arg == "--rounds" && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
     else if (arg == "--csv") csv = true;
     else if (arg == "--keep") keep = true;
+    else if (arg == "--no-raw") no_raw = true;
     else if (arg == "--db" && i + 1 < argc) db = argv[++i];
     else {
-      fmt::print(stderr, "usage: report_bench [--trials N] [--points N] [--rounds N] [--csv] [--keep] [--db FILE]\n");
+      fmt::print(
+          stderr,
+          "usage: report_bench [--trials N] [--points N] [--rounds N] [--csv] [--keep] [--db FILE] [--no-raw]\n");
       return 2;
     }
   }
@@ -159,7 +163,8 @@ int main(int argc, char** argv) {
     fmt::print("round {} of {} ...\n", round + 1, rounds);
     std::fflush(stdout);
     double raw = 0;
-    rows = RawRead(db, &raw);
+    if (no_raw) raw = 1;
+    else rows = RawRead(db, &raw);
     t0 = std::chrono::steady_clock::now();
     auto table = results::CollectTrialRows(**reader, study, study_id, options.now, study.objective.metric);
     double status = Seconds(t0);
