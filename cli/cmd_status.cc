@@ -146,18 +146,13 @@ Status PrintStatus(App& app, int64_t study_id, const StudyView* view, bool all) 
   }
   const std::vector<reports::TrialRow>* rows = &view->rows;
   int left_out = view->left_out;
-  std::map<std::string, int> by_state;
   app.out() << RenderStatusTable(*rows, results::ParamNames(app.study), objective, app.study.objective.minimize, all);
   const reports::TrialRow* logging = nullptr;  // a trial that logged metrics
   bool any_objective = false;
   for (const auto& r : *rows) {
-    ++by_state[r.state];
     any_objective = any_objective || TrialObjective(r).has_value();
     if (r.steps > 0 && !logging) logging = &r;
   }
-  std::string summary;
-  for (const auto& [state, n] : by_state) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, state);
-  app.out() << fmt::format("{} trials: {}\n", rows->size(), summary);
   if (auto configs = results::RankStudyConfigurations(app.study, *rows))
     app.out() << results::RenderConfigurationsText(*configs);
   ProgressOptions options = ProgressOptionsFor(app.study);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -63,6 +64,13 @@ TEST_CASE("status of a large study lists its best trials and how many more; --al
                                                     "every trial)",
                                                     kStatusTopRows, rows.size())));
       CHECK_THAT(table, Catch::Contains(fmt::format("... {} more trials not listed", rows.size() - kStatusTopRows)));
+      // Every trial counted by state, listed or not.
+      std::map<std::string, int> by_state;
+      for (const auto& r : rows) ++by_state[r.state];
+      std::string counts;
+      for (const auto& [state, n] : by_state) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, state);
+      CHECK_THAT(table, Catch::Contains(fmt::format("\n{} trials: {}\n", rows.size(), counts)));
+      CHECK(by_state.size() >= 5);  // the property above is about several states
 
       // --all: every trial, in id order, and no "more" line.
       std::string all = RenderStatusTable(rows, names, "lm_loss", minimize, true);

@@ -58,6 +58,12 @@ std::string RenderStatusTable(const std::vector<reports::TrialRow>& rows, const 
     out += fmt::format("... {} more trials not listed (status --all lists them, status --json has every trial)\n",
                        rows.size() - shown.size());
   }
+  // Every trial counted by state, listed or not.
+  std::map<std::string, int> by_state;
+  for (const auto& r : rows) ++by_state[r.state];
+  std::string counts;
+  for (const auto& [state, n] : by_state) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, state);
+  out += fmt::format("{} trials: {}\n", rows.size(), counts);
   return out;
 }
 
