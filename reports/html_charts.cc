@@ -184,9 +184,10 @@ void HtmlPage::CurveBands(bool by_time, LineChart& chart) const {
 void HtmlPage::Telemetry() {
   if (!r_.meta.monitor) return;
   std::vector<size_t> order;
-  for (size_t i : a_.ranking) order.push_back(i);
+  std::vector<bool> placed(r_.trials.size());  // not a search per trial: 10,000 trials (issue 42)
+  for (size_t i : a_.ranking) order.push_back(i), placed[i] = true;
   for (size_t i = 0; i < r_.trials.size(); ++i) {
-    if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+    if (!placed[i]) order.push_back(i);
   }
   order.erase(std::remove_if(order.begin(), order.end(), [&](size_t i) { return T(i).telemetry.empty(); }),
               order.end());
