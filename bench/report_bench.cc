@@ -10,7 +10,8 @@
 //              the same rows with `.mode csv`: target a rate at least 0.8 of the shell's.
 // Ratios are medians over the rounds of each round's ratio. Not a test: it prints.
 //
-//   build/bin/report_bench [--trials N] [--points N] [--rounds N] [--csv] [--keep] [--db FILE]
+//   build/bin/report_bench [--trials N] [--points N] [--rounds N] [--csv] [--keep] [--db FILE] [--no-raw]
+// --no-raw skips the raw read (to profile the reads alone: the ratios are then to 1 s).
 // --keep leaves the temporary directory (database, report.html); --db reuses a kept database. The
 // directory is made under $TMPDIR (TMPDIR=/dev/shm keeps the disk out of it).
 #include <fmt/format.h>
@@ -24,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "reports/html_report.h"
+#include "results/report_data.h"
 #include "results/report_files.h"
 #include "tests/synthetic_study.h"
 
@@ -108,7 +111,7 @@ int main(int argc, char** argv) {
   testing::SyntheticOptions options;
   options.trials = 1000;
   options.points = 10'000;
-  bool csv = false, keep = false;
+  bool csv = false, keep = false, no_raw = false;  // --no-raw: the reads alone, to profile them (ratios meaningless)
   int rounds = 3;
   std::string db;
   for (int i = 1; i < argc; ++i) {
@@ -118,9 +121,12 @@ int main(int argc, char** argv) {
     else if (arg == "--rounds" && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
     else if (arg == "--csv") csv = true;
     else if (arg == "--keep") keep = true;
+    else if (arg == "--no-raw") no_raw = true;
     else if (arg == "--db" && i + 1 < argc) db = argv[++i];
     else {
-      fmt::print(stderr, "usage: report_bench [--trials N] [--points N] [--rounds N] [--csv] [--keep] [--db FILE]\n");
+      fmt::print(
+          stderr,
+          "usage: report_bench [--trials N] [--points N] [--rounds N] [--csv] [--keep] [--db FILE] [--no-raw]\n");
       return 2;
     }
   }
@@ -150,14 +156,15 @@ int main(int argc, char** argv) {
   results::ReportOptions report_options;
   report_options.version = "bench";
   fs::path html = dir / "report.html";
-  std::vector<double> raw_s, status_s, html_s, status_ratio, html_ratio, csv_s, shell_s, csv_ratio;
+  std::vector<double> raw_s, status_s, html_s, status_ratio, html_ratio, csv_s, shell_s, csv_ratio, read_s, render_s;
   int64_t rows = 0;
   size_t status_rows = 0;
   for (int round = 0; round < rounds; ++round) {
     fmt::print("round {} of {} ...\n", round + 1, rounds);
     std::fflush(stdout);
     double raw = 0;
-    rows = RawRead(db, &raw);
+    if (no_raw) raw = 1;
+    else rows = RawRead(db, &raw);
     t0 = std::chrono::steady_clock::now();
     auto table = results::CollectTrialRows(**reader, study, study_id, options.now, study.objective.metric);
     double status = Seconds(t0);
@@ -167,6 +174,14 @@ int main(int argc, char** argv) {
     Status st = results::WriteReports(**reader, study, study_id, html.string(), "", options.now, report_options);
     double h = Seconds(t0);
     if (!st.ok()) Fail(st.ToString());
+    // The HTML report's two halves, apart: reading the store (CollectReport) and rendering the page.
+    t0 = std::chrono::steady_clock::now();
+    auto collected = results::CollectReport(**reader, study, study_id, report_options, options.now);
+    if (!collected.ok()) Fail(collected.status().ToString());
+    read_s.push_back(Seconds(t0));
+    t0 = std::chrono::steady_clock::now();
+    std::string page = reports::RenderHtmlReport(*collected, report_options.html);
+    render_s.push_back(Seconds(t0));
     raw_s.push_back(raw);
     status_s.push_back(status);
     html_s.push_back(h);
@@ -197,6 +212,8 @@ int main(int argc, char** argv) {
   fmt::print("  HTML report       {:8.3f} s   = {:.2f} of the {:.0f} s limit ({}), {:.4f} of the raw read\n",
              Median(html_s), Median(html_s) / kHtmlLimitS, kHtmlLimitS,
              Median(html_s) <= kHtmlLimitS ? "met" : "NOT met", Median(html_ratio));
+  fmt::print("    of which        {:8.3f} s reading the store (CollectReport), {:.3f} s rendering\n", Median(read_s),
+             Median(render_s));
   fmt::print("  HTML size         {:>10}   = {:.2f} of the {} limit ({})\n", Mb(html_bytes),
              static_cast<double>(html_bytes) / kHtmlLimitBytes, Mb(static_cast<uintmax_t>(kHtmlLimitBytes)),
              static_cast<double>(html_bytes) <= kHtmlLimitBytes ? "met" : "NOT met");

@@ -30,19 +30,27 @@ namespace sweep::cli {
 namespace {
 
 // Where to look when a trial failed: its last attempt's log on the cluster.
-Status PrintFailedLogs(App& app, int64_t study_id) {
+// A large study's first kStatusTopRows of them, and how many more (`all`: every one).
+Status PrintFailedLogs(App& app, int64_t study_id, bool all) {
   auto trials = app.store->ListTrials(study_id);
   if (!trials.ok()) return trials.status();
   bool first = true;
+  size_t listed = 0, more = 0;
   for (const auto& t : *trials) {
     const TrialStateInfo* info = FindTrialState(t.state);
     if (!info || !info->final || info->outcome != TrialOutcome::kFailed || t.log_path.empty()) continue;
+    if (!all && trials->size() > kStatusAllRows && listed >= kStatusTopRows) {
+      ++more;
+      continue;
+    }
+    ++listed;
     if (std::exchange(first, false)) {
       app.out() << fmt::format("logs of failed trials (on {}):\n",
                                app.study.cluster.remote() ? app.study.cluster.host : "this machine");
     }
     app.out() << fmt::format("  {:<16} {:<13} {}\n", t.trial_key, t.state, TerminalSafe(t.log_path));
   }
+  if (more > 0) app.out() << fmt::format("  ... and {} more failed trials (status --all lists them)\n", more);
   return Status::OK();
 }
 
@@ -102,7 +110,7 @@ Status WatchStatus(App& app, const StatusFlags& flags, int64_t study_id) {
       std::cout.flush();
       app.stdout_guard->raw()->sputn(home.data(), static_cast<std::streamsize>(home.size()));
       std::cout << fmt::format("every {}s, {}  (Ctrl-C ends)\n", flags.watch_s, FormatUtc(now));
-      SWEEP_RETURN_IF_ERROR(PrintStatus(app, study_id, &*view));
+      SWEEP_RETURN_IF_ERROR(PrintStatus(app, study_id, &*view, flags.all));
       SWEEP_RETURN_IF_ERROR(PrintRunGoingOn(app, study_id));
       std::cout.flush();
     } else if (flags.json) {
@@ -125,7 +133,7 @@ Status WatchStatus(App& app, const StatusFlags& flags, int64_t study_id) {
 
 }  // namespace
 
-Status PrintStatus(App& app, int64_t study_id, const StudyView* view) {
+Status PrintStatus(App& app, int64_t study_id, const StudyView* view, bool all) {
   // The objective's final value (base/final_objective.h, as the report ranks), so a misspelt
   // metric shows as '-' everywhere, not as the loss.
   const std::string& objective = app.study.objective.metric;
@@ -138,32 +146,13 @@ Status PrintStatus(App& app, int64_t study_id, const StudyView* view) {
   }
   const std::vector<reports::TrialRow>* rows = &view->rows;
   int left_out = view->left_out;
-  std::map<std::string, int> by_state;
-  // The objective's column is as wide as its name (up to 24), so the header names it whole.
-  size_t ow = std::clamp<size_t>(objective.size(), 11, 24);
-  std::string header = objective.size() <= ow ? objective : objective.substr(0, ow - 1) + "~";
-  app.out() << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>{}} {:>8}  {}\n", "trial", "state", "job", "steps",
-                           TerminalSafe(header), ow, "iter/s", "parameters / reason");
-  auto names = results::ParamNames(app.study);
+  app.out() << RenderStatusTable(*rows, results::ParamNames(app.study), objective, app.study.objective.minimize, all);
   const reports::TrialRow* logging = nullptr;  // a trial that logged metrics
   bool any_objective = false;
   for (const auto& r : *rows) {
-    ++by_state[r.state];
-    std::optional<double> value = TrialObjective(r);
-    any_objective = any_objective || value.has_value();
+    any_objective = any_objective || TrialObjective(r).has_value();
     if (r.steps > 0 && !logging) logging = &r;
-    std::string params;
-    for (size_t i = 0; i < names.size(); ++i) {
-      params += fmt::format("{}{}={}", i ? " " : "", names[i], TerminalSafe(r.param_values[i].text));
-    }
-    app.out() << fmt::format("{:<16} {:<13} {:>8} {:>7} {:>{}} {:>8}  {}{}\n", r.trial_key, r.state,
-                             r.job_id.empty() ? "-" : r.job_id, r.steps, value ? fmt::format("{:.5g}", *value) : "-",
-                             ow, r.iters_per_s ? fmt::format("{:.3g}", *r.iters_per_s) : "-", params,
-                             r.reason.empty() ? "" : "  [" + TerminalSafe(r.reason) + "]");
   }
-  std::string summary;
-  for (const auto& [state, n] : by_state) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, state);
-  app.out() << fmt::format("{} trials: {}\n", rows->size(), summary);
   if (auto configs = results::RankStudyConfigurations(app.study, *rows))
     app.out() << results::RenderConfigurationsText(*configs);
   ProgressOptions options = ProgressOptionsFor(app.study);
@@ -183,7 +172,7 @@ Status PrintStatus(App& app, int64_t study_id, const StudyView* view) {
     app.out() << fmt::format("warning: no trial has logged the objective metric '{}'{}; the logs have: {}\n", objective,
                              DidYouMean(objective, known), fmt::join(logged, ", "));
   }
-  return PrintFailedLogs(app, study_id);
+  return PrintFailedLogs(app, study_id, all);
 }
 
 std::string UntrackedTrials(const App& app, const std::vector<store::TrialRecord>& trials) {
@@ -206,7 +195,10 @@ std::string UntrackedTrials(const App& app, const std::vector<store::TrialRecord
 
 void AddStatusFlags(CLI::App* sub, App& app, StatusFlags& flags) {
   AddStudyArgument(sub, app);
-  sub->add_flag("--json", flags.json, "Print JSON (schema version 1, see README)");
+  sub->add_flag("--json", flags.json, "Print JSON (schema version 1, see README): every trial, at any size");
+  sub->add_flag("--all", flags.all,
+                fmt::format("List every trial (a study of more than {} lists its {} best and counts the rest)",
+                            kStatusAllRows, kStatusTopRows));
   sub->add_flag("--watch{5}", flags.watch_s,
                 "Refresh every 5 s (--watch=SECONDS, whole seconds) until every trial has ended: the whole status on a "
                 "terminal, else a progress line (with --json a JSON line) whenever the counts or the best "
@@ -229,7 +221,7 @@ Status CmdStatus(App& app, StatusFlags& flags) {
         app.study, *view, ComputeProgress(view->progress, ProgressOptionsFor(app.study), app.clock.Now()), holder));
     return Status::OK();
   }
-  SWEEP_RETURN_IF_ERROR(PrintStatus(app, rec->id));
+  SWEEP_RETURN_IF_ERROR(PrintStatus(app, rec->id, nullptr, flags.all));
   return PrintRunGoingOn(app, rec->id);
 }
 

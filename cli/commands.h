@@ -96,12 +96,14 @@ Status CmdRun(App& app, RunFlags& flags);
 // cmd_status.cc
 struct StatusFlags {
   bool json = false;
-  int watch_s = 0;  // --watch: seconds between refreshes (0: no watch)
+  bool all = false;  // --all: every trial's row, at any size (issue 42)
+  int watch_s = 0;   // --watch: seconds between refreshes (0: no watch)
 };
 void AddStatusFlags(CLI::App* sub, App& app, StatusFlags& flags);
 Status CmdStatus(App& app, StatusFlags& flags);
 // The status table, progress and failed trials' logs; `view`: already read, else read here.
-Status PrintStatus(App& app, int64_t study_id, const StudyView* view = nullptr);
+// `all`: every trial's row and failed log (else a large study's best rows and counts: RenderStatusTable).
+Status PrintStatus(App& app, int64_t study_id, const StudyView* view = nullptr, bool all = false);
 // The trials whose jobs go on with no run tracking them, and the two ways on; "" if none.
 std::string UntrackedTrials(const App& app, const std::vector<store::TrialRecord>& trials);
 // Columns of stdout's terminal (80 when it is not one).

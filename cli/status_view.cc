@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "base/final_objective.h"
 #include "base/terminal.h"
 #include "base/trial_state.h"
 #include "results/configurations.h"
@@ -16,6 +17,55 @@
 namespace sweep::cli {
 
 std::optional<double> TrialObjective(const reports::TrialRow& row) { return row.objective_value; }
+
+std::string RenderStatusTable(const std::vector<reports::TrialRow>& rows, const std::vector<std::string>& param_names,
+                              const std::string& objective, bool minimize, bool all) {
+  std::vector<size_t> shown(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) shown[i] = i;
+  const bool top = !all && rows.size() > kStatusAllRows;
+  if (top) {
+    // The best final values first, then the trials without one, each in id order.
+    std::stable_sort(shown.begin(), shown.end(), [&](size_t a, size_t b) {
+      std::optional<double> va = TrialObjective(rows[a]), vb = TrialObjective(rows[b]);
+      if (va.has_value() != vb.has_value()) return va.has_value();
+      return va && Better(*va, *vb, minimize);
+    });
+    shown.resize(kStatusTopRows);
+  }
+  std::string out;
+  // The objective's column is as wide as its name (up to 24), so the header names it whole.
+  size_t ow = std::clamp<size_t>(objective.size(), 11, 24);
+  std::string header = objective.size() <= ow ? objective : objective.substr(0, ow - 1) + "~";
+  if (top) {
+    out += fmt::format("the {} best of {} trials by final {} (status --all lists every trial):\n", shown.size(),
+                       rows.size(), TerminalSafe(objective));
+  }
+  out += fmt::format("{:<16} {:<13} {:>8} {:>7} {:>{}} {:>8}  {}\n", "trial", "state", "job", "steps",
+                     TerminalSafe(header), ow, "iter/s", "parameters / reason");
+  for (size_t i : shown) {
+    const reports::TrialRow& r = rows[i];
+    std::optional<double> value = TrialObjective(r);
+    std::string params;
+    for (size_t k = 0; k < param_names.size() && k < r.param_values.size(); ++k) {
+      params += fmt::format("{}{}={}", k ? " " : "", param_names[k], TerminalSafe(r.param_values[k].text));
+    }
+    out += fmt::format("{:<16} {:<13} {:>8} {:>7} {:>{}} {:>8}  {}{}\n", r.trial_key, r.state,
+                       r.job_id.empty() ? "-" : r.job_id, r.steps, value ? fmt::format("{:.5g}", *value) : "-", ow,
+                       r.iters_per_s ? fmt::format("{:.3g}", *r.iters_per_s) : "-", params,
+                       r.reason.empty() ? "" : "  [" + TerminalSafe(r.reason) + "]");
+  }
+  if (top) {
+    out += fmt::format("... {} more trials not listed (status --all lists them, status --json has every trial)\n",
+                       rows.size() - shown.size());
+  }
+  // Every trial counted by state, listed or not.
+  std::map<std::string, int> by_state;
+  for (const auto& r : rows) ++by_state[r.state];
+  std::string counts;
+  for (const auto& [state, n] : by_state) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, state);
+  out += fmt::format("{} trials: {}\n", rows.size(), counts);
+  return out;
+}
 
 Result<StudyView> ReadStudyView(store::Store& store, const study::Study& study, int64_t study_id, double now) {
   int left_out = 0;
@@ -52,10 +102,11 @@ Result<StudyView> ReadStudyView(store::Store& store, const study::Study& study, 
       if (params.is_discarded()) params = nlohmann::json::object();
     }
     // Only the trials still running need their total for the ETA: one small query each.
+    // From the metric's summary row (its last point), not its series: thousands may run at once.
     if (!IsFinalTrialState(r.state) && r.steps > 0) {
-      auto total = store.MetricSeries(r.trial_id, "train_iters");
+      auto total = store.LastMetric(r.trial_id, "train_iters");
       if (!total.ok()) return total.status();
-      if (!total->empty()) p.total_steps = static_cast<int64_t>(total->back().value);
+      if (*total) p.total_steps = static_cast<int64_t>((*total)->value);
     }
     view.progress.push_back(std::move(p));
     view.log_paths.push_back(std::move(log_path));

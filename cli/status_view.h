@@ -31,6 +31,15 @@ inline constexpr int kStatusJsonVersion = 1;
 // takes it from here, so one definition of a trial's final objective can replace it in one place.
 std::optional<double> TrialObjective(const reports::TrialRow& row);
 
+// `status`'s trial table (issue 42): a study of at most kStatusAllRows trials, or `all`
+// (`status --all`), lists every trial in id order; a larger one the kStatusTopRows best by the
+// objective's final value (then running and other trials, in id order) and a line saying how many
+// more there are and how to list them; then every trial counted by state ("12 trials: 9 completed, ...").
+inline constexpr size_t kStatusAllRows = 50;
+inline constexpr size_t kStatusTopRows = 20;
+std::string RenderStatusTable(const std::vector<reports::TrialRow>& rows, const std::vector<std::string>& param_names,
+                              const std::string& objective, bool minimize, bool all);
+
 // A study as `status` shows it, read once.
 struct StudyView {
   std::vector<reports::TrialRow> rows;  // CollectTrialRows, in trial id order

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -19,7 +20,7 @@ std::vector<LineSeries> HtmlPage::CurveSeries(bool by_time) const {
   std::vector<LineSeries> grey, named;
   for (size_t i = 0; i < r_.trials.size(); ++i) {
     const TrialSummary& t = T(i);
-    if (t.curve.empty()) continue;
+    if (t.curve.empty() || !Detailed(i)) continue;  // the others are CurveBands'
     LineSeries s;
     for (const CurvePoint& p : t.curve) {
       s.x.push_back(by_time ? p.time_s : static_cast<double>(p.step));
@@ -71,23 +72,122 @@ void HtmlPage::Curves() {
   by_time.x.label = "training time";
   by_time.x.duration = true;
   by_time.series = CurveSeries(true);
+  CurveBands(false, by_step);
+  CurveBands(true, by_time);
   fmt::format_to(Out(out_),
                  "<div class=\"grid2\"><figure><figcaption>{0} vs iteration</figcaption>{1}</figure>"
                  "<figure><figcaption>{0} vs training time</figcaption>{2}</figure></div>",
                  Esc(metric_), RenderLineChart(by_step), RenderLineChart(by_time));
   Legend();
+  if (Aggregated()) {
+    fmt::format_to(Out(out_),
+                   "<p class=\"note\">Shaded: the other {} trials' curves, 10th–90th (light) and 25th–75th (dark) "
+                   "percentiles of their smoothed values at each point, among the trials that reached it; the "
+                   "dotted line is their median. Lines: the {} trials shown in full.</p>",
+                   FormatCount(static_cast<int64_t>(r_.trials.size() - DetailedCount())), DetailedCount());
+  }
   out_.append(
       "<p class=\"note\">Smoothed curves (see below). Grey: other trials. Faded with × at the end: stopped "
       "early (cancelled, pruned or failed). Dashed: the baseline. The y axis is cut above the 90th percentile of "
       "the points so the ends of the curves, where trials differ, stay readable.</p></section>\n");
 }
 
+namespace {
+// The q-quantile (0..1) of sorted values, interpolated between neighbours.
+double Quantile(const std::vector<double>& sorted, double q) {
+  double at = q * static_cast<double>(sorted.size() - 1);
+  size_t lo = static_cast<size_t>(at);
+  size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (at - static_cast<double>(lo));
+}
+
+// The same quantiles, `qs` ascending, of unsorted values (reordered), without sorting them all:
+// a partial selection per quantile, as 120 points x 10,000 curves ask.
+std::vector<double> Quantiles(std::vector<double>& v, std::initializer_list<double> qs) {
+  std::vector<double> out;
+  auto from = v.begin();
+  for (double q : qs) {
+    double at = q * static_cast<double>(v.size() - 1);
+    auto lo = v.begin() + static_cast<std::ptrdiff_t>(at);
+    std::nth_element(from, lo, v.end());
+    double a = *lo, b = lo + 1 < v.end() ? *std::min_element(lo + 1, v.end()) : a;
+    out.push_back(a + (b - a) * (at - std::floor(at)));
+    from = lo;
+  }
+  return out;
+}
+}  // namespace
+
+void HtmlPage::CurveBands(bool by_time, LineChart& chart) const {
+  if (!Aggregated()) return;
+  std::vector<const TrialSummary*> rest;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  auto x_of = [&](const CurvePoint& p) { return by_time ? p.time_s : static_cast<double>(p.step); };
+  for (size_t i = 0; i < r_.trials.size(); ++i) {
+    if (Detailed(i) || T(i).curve.empty()) continue;
+    rest.push_back(&T(i));
+    for (const CurvePoint& p : T(i).curve) {
+      if (std::isfinite(x_of(p))) lo = std::min(lo, x_of(p)), hi = std::max(hi, x_of(p));
+    }
+  }
+  if (rest.empty() || !(hi > lo)) return;
+  // Each curve read at kBandPoints evenly spaced x, linearly between its points, where it reaches.
+  std::vector<double> grid(kBandPoints);
+  for (size_t g = 0; g < kBandPoints; ++g)
+    grid[g] = lo + (hi - lo) * static_cast<double>(g) / static_cast<double>(kBandPoints - 1);
+  std::vector<std::vector<double>> at(kBandPoints);
+  for (const TrialSummary* t : rest) {
+    const std::vector<CurvePoint>& c = t->curve;
+    size_t k = 0;
+    for (size_t g = 0; g < kBandPoints; ++g) {
+      double gx = grid[g];
+      while (k + 1 < c.size() && !(x_of(c[k + 1]) >= gx)) ++k;
+      if (k + 1 >= c.size()) {
+        // Past the second-last point: only the last point itself, if the grid lands on it.
+        if (x_of(c[k]) == gx && std::isfinite(c[k].value)) at[g].push_back(c[k].value);
+        continue;
+      }
+      double x0 = x_of(c[k]), x1 = x_of(c[k + 1]);
+      if (!(x0 <= gx) || !std::isfinite(x0) || !std::isfinite(x1)) continue;
+      double f = x1 > x0 ? (gx - x0) / (x1 - x0) : 0;
+      double v = c[k].value + (c[k + 1].value - c[k].value) * f;
+      if (std::isfinite(v)) at[g].push_back(v);
+    }
+  }
+  LineBand outer, inner;
+  LineSeries median;
+  constexpr size_t kMinTrials = 5;  // fewer than this at a point: no band there
+  for (size_t g = 0; g < kBandPoints; ++g) {
+    std::vector<double>& v = at[g];
+    bool ok = v.size() >= kMinTrials;
+    double nan = std::numeric_limits<double>::quiet_NaN();
+    std::vector<double> q = ok ? Quantiles(v, {0.10, 0.25, 0.5, 0.75, 0.90}) : std::vector<double>(5, nan);
+    outer.x.push_back(grid[g]), inner.x.push_back(grid[g]), median.x.push_back(grid[g]);
+    outer.lo.push_back(q[0]), outer.hi.push_back(q[4]);
+    inner.lo.push_back(q[1]), inner.hi.push_back(q[3]);
+    median.y.push_back(q[2]);
+  }
+  std::string who = fmt::format("the other {} trials", rest.size());
+  outer.opacity = 0.18;
+  outer.tooltip = who + ": 10th to 90th percentile";
+  inner.opacity = 0.3;
+  inner.tooltip = who + ": 25th to 75th percentile";
+  median.color = kOtherColor;
+  median.width = 1.2;
+  median.dashed = true;
+  median.tooltip = who + ": median";
+  chart.bands.push_back(std::move(outer));
+  chart.bands.push_back(std::move(inner));
+  chart.series.insert(chart.series.begin(), std::move(median));
+}
+
 void HtmlPage::Telemetry() {
   if (!r_.meta.monitor) return;
   std::vector<size_t> order;
-  for (size_t i : a_.ranking) order.push_back(i);
+  std::vector<bool> placed(r_.trials.size());  // not a search per trial: 10,000 trials (issue 42)
+  for (size_t i : a_.ranking) order.push_back(i), placed[i] = true;
   for (size_t i = 0; i < r_.trials.size(); ++i) {
-    if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
+    if (!placed[i]) order.push_back(i);
   }
   order.erase(std::remove_if(order.begin(), order.end(), [&](size_t i) { return T(i).telemetry.empty(); }),
               order.end());
@@ -363,11 +463,12 @@ void HtmlPage::ParameterEffects() {
       if (throughput) d.y.min = 0;
       d.x.log = axis->log;
       d.categories = axis->categories;
+      d.spreads = Spreads(*axis, p, throughput);
       for (size_t i = 0; i < r_.trials.size(); ++i) {
         const TrialSummary& t = T(i);
         Outcome o = OutcomeOf(t.state);
         std::optional<double> y = throughput ? t.iters_per_s : t.final_value;
-        if (!Finite(y) || (!throughput && !HasFinal(t))) continue;
+        if (!Finite(y) || (!throughput && !HasFinal(t)) || !Detailed(i)) continue;
         Dot dot;
         dot.x = AxisValue(*axis, t, p);
         if (!std::isfinite(dot.x)) continue;
@@ -383,11 +484,20 @@ void HtmlPage::ParameterEffects() {
                       (stopped ? fmt::format(" at step {}", t.steps) : std::string()) + "): " + FormatSig(*y, 4);
         d.dots.push_back(std::move(dot));
       }
-      if (d.dots.empty()) return std::string();
+      if (d.dots.empty() && d.spreads.empty()) return std::string();
       return fmt::format("<figure><figcaption>{}</figcaption>{}</figure>", Esc(d.title), RenderDotChart(d));
     };
     if (!flat) out_.append(chart(true));
     out_.append(chart(false));
+  }
+  if (Aggregated()) {
+    fmt::format_to(Out(out_),
+                   "</div><p class=\"note\">Boxes: every trial by value (by bin on a numeric axis): the 25th to "
+                   "75th percentile, whiskers to the 10th and 90th, the line the median; the count on hover. Dots: "
+                   "the {} trials shown in full (green: recommended, black: baseline; rings stopped early or still "
+                   "running, at the value they had then).</p></section>\n",
+                   DetailedCount());
+    return;
   }
   fmt::format_to(Out(out_),
                  "</div><p class=\"note\">One dot per trial (green: recommended, black: baseline). Final value: "
@@ -396,6 +506,57 @@ void HtmlPage::ParameterEffects() {
                  "of each value. Continuous parameters are on a numeric axis, logarithmic where sampled so."
                  "{}</p></section>\n",
                  kFinalWindow, flat ? "" : " Throughput includes running and stopped trials.");
+}
+
+std::vector<Spread> HtmlPage::Spreads(const ParamAxis& axis, size_t p, bool throughput) const {
+  if (!Aggregated()) return {};
+  // (x, y) of every trial the chart would draw a dot for.
+  std::vector<std::pair<double, double>> points;
+  for (const TrialSummary& t : r_.trials) {
+    std::optional<double> y = throughput ? t.iters_per_s : t.final_value;
+    if (!Finite(y) || (!throughput && !HasFinal(t))) continue;
+    double x = AxisValue(axis, t, p);
+    if (std::isfinite(x) && (!axis.log || x > 0)) points.emplace_back(x, *y);
+  }
+  if (points.empty()) return {};
+  constexpr size_t kBins = 12;
+  std::map<size_t, std::vector<double>> groups;  // by category or bin
+  double lo = 0, hi = 0;
+  if (axis.categories.empty()) {
+    auto domain = [&](double x) { return axis.log ? std::log10(x) : x; };
+    lo = hi = domain(points[0].first);
+    for (const auto& [x, y] : points) lo = std::min(lo, domain(x)), hi = std::max(hi, domain(x));
+    for (const auto& [x, y] : points) {
+      size_t bin = hi > lo ? std::min(kBins - 1, static_cast<size_t>((domain(x) - lo) / (hi - lo) * kBins)) : 0;
+      groups[bin].push_back(y);
+    }
+  } else {
+    for (const auto& [x, y] : points) groups[static_cast<size_t>(x)].push_back(y);
+  }
+  std::vector<Spread> out;
+  for (auto& [g, ys] : groups) {
+    std::sort(ys.begin(), ys.end());
+    Spread sp;
+    if (axis.categories.empty()) {
+      double width = hi > lo ? (hi - lo) / kBins : 1;
+      auto value = [&](double d) { return axis.log ? std::pow(10.0, d) : d; };
+      sp.x_lo = value(lo + width * static_cast<double>(g));
+      sp.x_hi = value(lo + width * static_cast<double>(g + 1));
+    } else {
+      sp.x = static_cast<double>(g);
+    }
+    sp.p10 = Quantile(ys, 0.10), sp.p25 = Quantile(ys, 0.25), sp.p50 = Quantile(ys, 0.5);
+    sp.p75 = Quantile(ys, 0.75), sp.p90 = Quantile(ys, 0.90);
+    sp.n = ys.size();
+    sp.tooltip = fmt::format(
+        "{} trials{}: median {}, 25th–75th percentile {} to {}, 10th–90th {} to {}", ys.size(),
+        axis.categories.empty()
+            ? fmt::format(" with {} {} to {}", r_.meta.param_names[p], FormatSig(sp.x_lo, 3), FormatSig(sp.x_hi, 3))
+            : " with " + r_.meta.param_names[p] + " = " + axis.categories[g],
+        FormatSig(sp.p50, 4), FormatSig(sp.p25, 4), FormatSig(sp.p75, 4), FormatSig(sp.p10, 4), FormatSig(sp.p90, 4));
+    out.push_back(std::move(sp));
+  }
+  return out;
 }
 
 std::string HtmlPage::RankColor(size_t rank, size_t n) {
@@ -427,7 +588,7 @@ void HtmlPage::ParallelCoordinates() {
   chart.axes.push_back(objective);
   std::vector<size_t> completed, stopped;
   for (size_t i : a_.ranking) {
-    if (!HasFinal(T(i))) continue;
+    if (!HasFinal(T(i)) || !Detailed(i)) continue;
     (OutcomeOf(T(i).state) == Outcome::kCompleted ? completed : stopped).push_back(i);
   }
   if (completed.empty() && stopped.empty()) return;
@@ -461,8 +622,12 @@ void HtmlPage::ParallelCoordinates() {
                  "<section id=\"parallel\"><h2>Parallel coordinates</h2><figure>{}</figure><p class=\"note\">One "
                  "line per trial through its parameter values to its final {} ({} at the top). Completed trials "
                  "from dark (best) to pale (worst), the recommendation in green; dashed grey: stopped early or "
-                 "still running, at their value then.</p></section>\n",
-                 RenderParallelChart(chart), Esc(metric_), r_.meta.minimize ? "lowest" : "highest");
+                 "still running, at their value then.{}</p></section>\n",
+                 RenderParallelChart(chart), Esc(metric_), r_.meta.minimize ? "lowest" : "highest",
+                 Aggregated() ? fmt::format(" Only the {} trials shown in full are drawn; the distributions of "
+                                            "all {} are in the charts above, every trial in trials.csv.",
+                                            DetailedCount(), FormatCount(static_cast<int64_t>(r_.trials.size())))
+                              : std::string());
 }
 
 void HtmlPage::BestSoFarChart() {
@@ -473,8 +638,11 @@ void HtmlPage::BestSoFarChart() {
   s.width = 2;
   std::optional<double> prev;
   double found_at = 0;
-  for (const BestSoFarPoint& p : points) {
+  for (size_t k = 0; k < points.size(); ++k) {
+    const BestSoFarPoint& p = points[k];
     if (!p.best) continue;
+    // A step line: a point that neither improves nor ends it draws nothing (10,000 trials, a few dozen points).
+    if (prev && !p.improved && k + 1 < points.size()) continue;
     if (prev && p.improved) {
       s.x.push_back(p.hours);
       s.y.push_back(*prev);

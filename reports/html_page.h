@@ -28,6 +28,9 @@ inline constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76
 
 using Out = std::back_insert_iterator<std::string>;
 
+// Points across the x axis at which an aggregated report's curve bands are computed.
+inline constexpr size_t kBandPoints = 120;
+
 std::string ReplaceAll(std::string s, std::string_view from, std::string_view to);
 // The CSS class of a trial's state in tables: "s-completed", "s-failed", ...
 std::string OutcomeClass(Outcome o);
@@ -40,6 +43,7 @@ class HtmlPage {
   HtmlPage(const StudyReport& report, const HtmlOptions& options)
       : r_(report), o_(options), a_(Analyze(report)), metric_(report.meta.objective_metric) {
     AssignColors();
+    ChooseDetailed();
   }
 
   std::string Render();
@@ -51,6 +55,20 @@ class HtmlPage {
 
   // Colours for the curves worth naming: the recommendation, the baseline, the best ranked.
   void AssignColors();
+
+  // A study above HtmlOptions::detail_limit trials is aggregated beyond its best (issue 42).
+  bool Aggregated() const { return r_.trials.size() > o_.detail_limit; }
+  // Which trials are drawn one by one: all of a small study; of a large one the top_n ranked, the
+  // recommendation and the baseline.
+  void ChooseDetailed();
+  bool Detailed(size_t i) const { return detailed_[i]; }
+  size_t DetailedCount() const;
+  // What an aggregated report leaves to the CSV files, said once under the header.
+  void AggregateNote();
+  // Quantile bands (10-90, 25-75) and the median of the curves of the trials not drawn one by one.
+  void CurveBands(bool by_time, LineChart& chart) const;
+  // Pruned trials counted by rule, for the "Stopped early" table of an aggregated report.
+  void StoppedEarlyByRule();
 
   void Head();
 
@@ -111,6 +129,10 @@ class HtmlPage {
   // The axis position of trial t's value of parameter p: a category index or the number.
   double AxisValue(const ParamAxis& axis, const TrialSummary& t, size_t p) const;
 
+  // A parameter's distribution of y (throughput or final value) over every trial, by category or
+  // by bin of a numeric axis.
+  std::vector<Spread> Spreads(const ParamAxis& axis, size_t p, bool throughput) const;
+
   // Trials shown by the final-value views: completed ones, and those stopped early (pruned,
   // cancelled, failed) or still running, at the value they had when they stopped.
   static bool HasFinal(const TrialSummary& t);
@@ -141,6 +163,7 @@ class HtmlPage {
   Analysis a_;
   std::string metric_;
   std::map<size_t, std::string> colors_;
+  std::vector<bool> detailed_;  // by trial index
   std::string out_;
 };
 

@@ -57,6 +57,7 @@ std::string HtmlPage::Render() {
   Head();
   out_.append("<body><main>");
   Header();
+  AggregateNote();
   Headline();
   if (r_.configs) out_.append(RenderConfigsSection(*r_.configs, metric_));  // repeats over seeds
   Ranking();
@@ -82,6 +83,32 @@ void HtmlPage::AssignColors() {
     if (T(i).curve.empty() || colors_.count(i)) continue;
     colors_[i] = kPalette[next++ % std::size(kPalette)];
   }
+}
+
+void HtmlPage::ChooseDetailed() {
+  detailed_.assign(r_.trials.size(), !Aggregated());
+  if (!Aggregated()) return;
+  for (size_t k = 0; k < std::min(o_.top_n, a_.ranking.size()); ++k) detailed_[a_.ranking[k]] = true;
+  if (a_.recommended) detailed_[*a_.recommended] = true;
+  if (r_.baseline) detailed_[*r_.baseline] = true;
+  for (const auto& [i, color] : colors_) detailed_[i] = true;
+}
+
+size_t HtmlPage::DetailedCount() const {
+  return static_cast<size_t>(std::count(detailed_.begin(), detailed_.end(), true));
+}
+
+void HtmlPage::AggregateNote() {
+  if (!Aggregated()) return;
+  fmt::format_to(Out(out_),
+                 "<p class=\"note\" id=\"aggregated\"><strong>{} trials: the {} best ranked{} are shown in full, "
+                 "the other {} as aggregates</strong> (quantile bands of their curves, distributions by parameter "
+                 "value, counts). trials.csv has every trial's row and metrics.csv every logged point "
+                 "(<code>slurmsweep report STUDY.toml --csv DIR</code>); this report lists the top {} of the "
+                 "ranking.</p>\n",
+                 FormatCount(static_cast<int64_t>(r_.trials.size())), std::min(o_.top_n, a_.ranking.size()),
+                 r_.baseline ? ", the recommendation and the baseline" : " and the recommendation",
+                 FormatCount(static_cast<int64_t>(r_.trials.size() - DetailedCount())), o_.top_n);
 }
 
 void HtmlPage::Head() {
@@ -190,7 +217,18 @@ void HtmlPage::About() {
       "free slot under "
       "max_concurrent).</li>"
       "<li>Curves show the smoothed objective, downsampled (largest-triangle-three-buckets); trials.csv and "
-      "metrics.csv have every logged point.</li></ul></section>\n");
+      "metrics.csv have every logged point.</li>");
+  if (Aggregated()) {
+    fmt::format_to(Out(out_),
+                   "<li>Aggregated (more than {} trials): the ranking table lists the top {} and the baseline, "
+                   "the curves, the parameter charts' dots and the parallel coordinates draw the {} trials shown in "
+                   "full; the others' curves are drawn as the 10th–90th and 25th–75th percentiles and the median "
+                   "of their smoothed values at {} points across the axis (of the trials that reached each point), "
+                   "and the parameter charts as the 10th, 25th, 50th, 75th and 90th percentiles of every trial by "
+                   "value (by bin on a numeric axis). trials.csv and metrics.csv have every trial.</li>",
+                   o_.detail_limit, o_.top_n, DetailedCount(), kBandPoints);
+  }
+  out_.append("</ul></section>\n");
 }
 
 std::string RenderHtmlReport(const StudyReport& report, const HtmlOptions& options) {

@@ -90,6 +90,32 @@ void HtmlPage::Ranking() {
           : "best final " + Esc(metric_) + " first");
   out_.append(head);
   for (size_t k = 0; k < shown; ++k) row(k, a_.ranking[k]);
+  if (Aggregated()) {
+    // Beyond the top rows: the baseline's row at its rank, then what is left counted by state.
+    for (size_t k = shown; k < a_.ranking.size(); ++k) {
+      if (IsBaseline(a_.ranking[k]) || IsRecommended(a_.ranking[k])) row(k, a_.ranking[k]);
+    }
+    out_.append("</tbody></table></div>");
+    std::map<std::string, int> by_label;
+    for (size_t k = shown; k < a_.ranking.size(); ++k) {
+      size_t i = a_.ranking[k];
+      if (!IsBaseline(i) && !IsRecommended(i)) ++by_label[StateLabel(T(i).state)];
+    }
+    int rest = 0;
+    std::string counts;
+    for (const auto& [label, n] : by_label) {
+      rest += n;
+      counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", FormatCount(n), Esc(label));
+    }
+    if (rest > 0) {
+      fmt::format_to(Out(out_),
+                     "<p class=\"note\" id=\"ranking-rest\">{} more trials ranked below these ({}): not listed "
+                     "here; trials.csv has every trial's row.</p>",
+                     FormatCount(rest), counts);
+    }
+    out_.append("</section>\n");
+    return;
+  }
   out_.append("</tbody></table></div>");
   if (shown < a_.ranking.size()) {
     fmt::format_to(Out(out_), "<details><summary>{} more trials</summary>", a_.ranking.size() - shown);
@@ -143,6 +169,11 @@ void HtmlPage::Cost() {
     out_.append("</tbody></table>");
   }
   // Each early stop in full: the ranking shows the rule on hover only, which a printout loses.
+  if (Aggregated()) {
+    StoppedEarlyByRule();
+    out_.append("</section>\n");
+    return;
+  }
   bool any_pruned = false;
   for (const TrialSummary& t : r_.trials) {
     if (t.state != "pruned") continue;
@@ -158,6 +189,48 @@ void HtmlPage::Cost() {
   }
   if (any_pruned) out_.append("</tbody></table>");
   out_.append("</section>\n");
+}
+
+namespace {
+// The rule of a pruned trial's reason: "pruned by the lead rule: ..." -> "lead rule".
+std::string RuleOf(const std::string& reason) {
+  constexpr std::string_view kBy = "pruned by the ";
+  std::string rule = reason.starts_with(kBy) ? reason.substr(kBy.size()) : reason;
+  return rule.substr(0, rule.find(':'));
+}
+}  // namespace
+
+void HtmlPage::StoppedEarlyByRule() {
+  std::map<std::string, std::vector<int64_t>> by_rule;  // steps at the stop
+  for (const TrialSummary& t : r_.trials) {
+    if (t.state == "pruned") by_rule[RuleOf(t.reason)].push_back(t.steps);
+  }
+  if (by_rule.empty()) return;
+  out_.append(
+      "<h3>Stopped early</h3><table style=\"width:auto\"><thead><tr><th>rule</th><th class=\"n\">trials</th>"
+      "<th class=\"n\">median steps at the stop</th></tr></thead><tbody>");
+  for (auto& [rule, steps] : by_rule) {
+    std::sort(steps.begin(), steps.end());
+    fmt::format_to(Out(out_), "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>", Esc(rule),
+                   FormatCount(static_cast<int64_t>(steps.size())), FormatCount(steps[steps.size() / 2]));
+  }
+  out_.append("</tbody></table>");
+  // The numbers that decided each stop, for the trials shown in full.
+  bool any = false;
+  for (size_t i = 0; i < r_.trials.size(); ++i) {
+    const TrialSummary& t = T(i);
+    if (t.state != "pruned" || !Detailed(i)) continue;
+    if (!any) {
+      out_.append(
+          "<table><thead><tr><th>trial</th><th class=\"n\">steps</th><th>rule and the numbers that decided it "
+          "(trials shown in full)</th></tr></thead><tbody>");
+      any = true;
+    }
+    fmt::format_to(Out(out_), "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"why\">{}</td></tr>", Esc(t.key),
+                   FormatCount(t.steps), Esc(t.reason));
+  }
+  if (any) out_.append("</tbody></table>");
+  out_.append("<p class=\"note\">Every pruned trial's rule and numbers: trials.csv (reason).</p>");
 }
 
 }  // namespace sweep::reports

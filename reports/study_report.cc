@@ -178,14 +178,16 @@ Analysis Analyze(const StudyReport& report) {
   for (const TrialSummary& t : trials) {
     if (OutcomeOf(t.state) == Outcome::kCompleted && t.wall_s) completed_wall.push_back(*t.wall_s);
   }
+  // Once, not per pruned trial: a study of 10,000 trials prunes thousands (issue 42).
+  const std::optional<double> median_wall = Median(completed_wall);
   for (const TrialSummary& t : trials) {
     if (t.state != "pruned") continue;
     ++c.pruned;
-    TrialSummary rest = t;
+    TrialSummary rest;  // the wall time it had left: ResourceHours reads nothing else
     if (t.train_iters && Finite(t.iters_per_s) && *t.iters_per_s > 0) {
       rest.wall_s = static_cast<double>(std::max<int64_t>(0, *t.train_iters - t.steps)) / *t.iters_per_s;
-    } else if (!completed_wall.empty() && t.wall_s) {
-      rest.wall_s = std::max(0.0, *Median(completed_wall) - *t.wall_s);
+    } else if (median_wall && t.wall_s) {
+      rest.wall_s = std::max(0.0, *median_wall - *t.wall_s);
     } else {
       continue;
     }

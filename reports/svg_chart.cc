@@ -222,6 +222,11 @@ std::string RenderLineChart(const LineChart& chart) {
     xs.insert(xs.end(), s.x.begin(), s.x.end());
     ys.insert(ys.end(), s.y.begin(), s.y.end());
   }
+  for (const LineBand& b : chart.bands) {
+    xs.insert(xs.end(), b.x.begin(), b.x.end());
+    ys.insert(ys.end(), b.lo.begin(), b.lo.end());
+    ys.insert(ys.end(), b.hi.begin(), b.hi.end());
+  }
   for (double v : xs)
     if (std::isfinite(v)) max_x = std::max(max_x, std::fabs(v));
   double max_y = 0;
@@ -248,6 +253,39 @@ std::string RenderLineChart(const LineChart& chart) {
 
   fmt::format_to(std::back_inserter(out), "<g clip-path=\"url(#{}-plot)\" fill=\"none\" stroke-linejoin=\"round\">",
                  chart.id);
+  for (const LineBand& b : chart.bands) {
+    // Each unbroken run of the band: along its top, then back along its bottom.
+    size_t n = std::min({b.x.size(), b.lo.size(), b.hi.size()});
+    std::string d;
+    for (size_t i = 0; i < n;) {
+      auto ok = [&](size_t k) { return x.Drawable(b.x[k]) && y.Drawable(b.lo[k]) && y.Drawable(b.hi[k]); };
+      if (!ok(i)) {
+        ++i;
+        continue;
+      }
+      size_t end = i;
+      while (end < n && ok(end)) ++end;
+      for (size_t k = i; k < end; ++k) {
+        d.push_back(k == i ? 'M' : k == i + 1 ? 'L' : ' ');
+        AppendCoord(x(b.x[k]), d);
+        d.push_back(' ');
+        AppendCoord(y(b.hi[k]), d);
+      }
+      for (size_t k = end; k-- > i;) {
+        d.push_back(' ');
+        AppendCoord(x(b.x[k]), d);
+        d.push_back(' ');
+        AppendCoord(y(b.lo[k]), d);
+      }
+      d.push_back('Z');
+      i = end;
+    }
+    if (d.empty()) continue;
+    fmt::format_to(std::back_inserter(out), "<path d=\"{}\" fill=\"{}\" fill-opacity=\"{:.2f}\" stroke=\"none\">", d,
+                   b.color, b.opacity);
+    AppendTitle(b.tooltip, out);
+    out.append("</path>");
+  }
   for (const LineSeries& s : chart.series) {
     std::string d;
     d.reserve(s.x.size() * 11);
@@ -368,6 +406,7 @@ std::string RenderDotChart(const DotChart& chart) {
   Scale y{.r0 = bottom, .r1 = top, .factor = 1 / yu.seconds, .log = chart.y.log};
   std::vector<double> ys;
   for (const Dot& d : chart.dots) ys.push_back(d.y);
+  for (const Spread& sp : chart.spreads) ys.push_back(sp.p10), ys.push_back(sp.p90);
   Ticks yt = FitDomain(std::move(ys), chart.y, y, 4, LineChart::Clip::kNone);
 
   std::string out;
@@ -395,8 +434,35 @@ std::string RenderDotChart(const DotChart& chart) {
   } else {
     std::vector<double> xs;
     for (const Dot& d : chart.dots) xs.push_back(d.x);
+    for (const Spread& sp : chart.spreads) xs.push_back(sp.x_lo), xs.push_back(sp.x_hi);
     Ticks xt = FitDomain(std::move(xs), chart.x, x, 5, LineChart::Clip::kNone);
     DrawXAxis(x, xt, bottom, chart.x.label, left, right, out);
+  }
+
+  // Spreads under the dots: whiskers p10..p90, a box p25..p75, the median across it.
+  for (const Spread& sp : chart.spreads) {
+    double x0, x1;
+    if (categorical) {
+      double cx = left + band * (sp.x + 0.5);
+      x0 = cx - band * 0.3, x1 = cx + band * 0.3;
+    } else {
+      if (!x.Drawable(sp.x_lo) || !x.Drawable(sp.x_hi)) continue;
+      double a = x(sp.x_lo), b = x(sp.x_hi), pad = std::min(2.0, std::fabs(b - a) / 6);
+      x0 = std::min(a, b) + pad, x1 = std::max(a, b) - pad;
+    }
+    if (!y.Drawable(sp.p10) || !y.Drawable(sp.p90) || !y.Drawable(sp.p25) || !y.Drawable(sp.p75) ||
+        !y.Drawable(sp.p50)) {
+      continue;
+    }
+    double cx = (x0 + x1) / 2, top_box = std::min(y(sp.p25), y(sp.p75)), box_h = std::fabs(y(sp.p75) - y(sp.p25));
+    fmt::format_to(std::back_inserter(out),
+                   "<g class=\"spread\"><path d=\"M{0} {1}V{2}\" stroke=\"#8c959f\"/>"
+                   "<rect x=\"{3}\" y=\"{4}\" width=\"{5}\" height=\"{6}\" fill=\"#8c959f\" fill-opacity=\"0.25\" "
+                   "stroke=\"#8c959f\"/><path d=\"M{3} {7}H{8}\" stroke=\"#24292f\" stroke-width=\"1.5\"/>",
+                   Coord(cx), Coord(y(sp.p10)), Coord(y(sp.p90)), Coord(x0), Coord(top_box), Coord(x1 - x0),
+                   Coord(std::max(box_h, 0.5)), Coord(y(sp.p50)), Coord(x1));
+    AppendTitle(sp.tooltip, out);
+    out.append("</g>");
   }
 
   // Categorical: spread the dots of a category over 60% of its band (golden-ratio sequence, so
@@ -430,6 +496,7 @@ std::string RenderDotChart(const DotChart& chart) {
     out.append("</circle>");
   }
   for (auto& [c, values] : by_category) {
+    if (!chart.spreads.empty()) break;  // the spreads mark the medians of every trial
     std::sort(values.begin(), values.end());
     size_t n = values.size();
     double median = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;

@@ -29,11 +29,21 @@ struct LineSeries {
   std::string tooltip;
 };
 
+// A shaded band between two lines over the same x (quantiles of many curves: issue 42), drawn
+// under the series.
+struct LineBand {
+  std::vector<double> x, lo, hi;  // a NaN in lo or hi breaks the band
+  std::string color = "#8c959f";
+  double opacity = 0.2;
+  std::string tooltip;
+};
+
 struct LineChart {
   std::string id;  // unique in the page, [a-z0-9-] (names the clip path)
   std::string title;
   Axis x, y;
   std::vector<LineSeries> series;  // later series are drawn on top
+  std::vector<LineBand> bands;     // under every series, in order
   // Which end of the y axis to cut (just beyond the 10% most extreme points), so the first
   // points of the curves do not squash the tail where trials differ: the high end for a loss.
   enum class Clip { kNone, kHigh, kLow } clip_y = Clip::kHigh;
@@ -68,13 +78,25 @@ struct Dot {
   std::string tooltip;
 };
 
+// The distribution of many trials' values at one x (a category, or a bin of a numeric axis): a
+// box from the 25th to the 75th percentile, whiskers to the 10th and 90th, the median marked.
+struct Spread {
+  double x = 0;               // category index (categorical axis)
+  double x_lo = 0, x_hi = 0;  // numeric axis: the bin's range
+  double p10 = 0, p25 = 0, p50 = 0, p75 = 0, p90 = 0;
+  size_t n = 0;
+  std::string tooltip;
+};
+
 // A dot per trial. With categories, x is the category index, dots are spread a little sideways
-// and each category's median is marked; without, x is a number on the x axis.
+// and each category's median is marked (unless spreads are given: theirs is); without, x is a
+// number on the x axis. Spreads are drawn under the dots.
 struct DotChart {
   std::string title;
   Axis x, y;
   std::vector<std::string> categories;
   std::vector<Dot> dots;
+  std::vector<Spread> spreads;
   int width = 360, height = 240;
 };
 

@@ -247,7 +247,8 @@ void ClassifyStudy(const study::Study& study, reports::StudyMeta& meta) {
 
 // Chooses the target: given, else the baseline's smoothed final value, else the worst smoothed
 // final value among completed trials (each of which then reaches it).
-Status ChooseTarget(store::Store& store, const std::vector<store::TrialRecord>& trials, const SummaryContext& ctx,
+Status ChooseTarget(store::Store& store, const std::vector<store::TrialRecord>& trials,
+                    const std::function<const store::TrialSummary&(int64_t)>& summary_of, const SummaryContext& ctx,
                     const ReportOptions& options, reports::StudyReport& report) {
   if (options.target) {
     report.target = options.target;
@@ -255,11 +256,10 @@ Status ChooseTarget(store::Store& store, const std::vector<store::TrialRecord>& 
     return Status::OK();
   }
   auto smoothed_final = [&](const store::TrialRecord& t) -> Result<std::optional<double>> {
-    // The final value is the mean of the last kFinalWindow points: only those are read.
-    auto tail = store.MetricTail(t.id, ctx.objective, kFinalWindow);
-    if (!tail.ok()) return tail.status();
-    auto f = FinalObjectiveOf(*tail);
-    return f && std::isfinite(f->value) ? std::optional<double>(f->value) : std::nullopt;
+    // The final value is the mean of the last kFinalWindow points: the summary keeps them.
+    auto f = FinalFromTail(store, t.id, summary_of(t.id), ctx.objective);
+    if (!f.ok()) return f.status();
+    return *f && std::isfinite((*f)->value) ? std::optional<double>((*f)->value) : std::nullopt;
   };
   if (report.baseline && trials[*report.baseline].state == "completed") {
     auto v = smoothed_final(trials[*report.baseline]);
@@ -351,15 +351,20 @@ Result<ReportData> CollectReportData(store::Store& store, const study::Study& st
     }
   }
 
-  report.baseline = FindBaseline(*trials, options.baseline, report.baseline_note);
-  report.baseline_named = report.baseline && !options.baseline.empty();
-  SWEEP_RETURN_IF_ERROR(ChooseTarget(store, *trials, ctx, options, report));
-  ctx.target = report.target;
-
   // Rows as `status` has them (CollectTrialRows): from the store's summaries.
   // The iteration time's series (rows) and the objective's (SummaryFacts: curve, target crossing).
   auto summaries = store.Summaries(study_id, {"iter_time_ms", ctx.objective});
   if (!summaries.ok()) return summaries.status();
+  const store::TrialSummary no_summary;
+  auto summary_of = [&](int64_t trial_id) -> const store::TrialSummary& {
+    auto it = std::lower_bound(summaries->begin(), summaries->end(), trial_id,
+                               [](const store::TrialSummary& s, int64_t id) { return s.trial_id < id; });
+    return it != summaries->end() && it->trial_id == trial_id ? *it : no_summary;
+  };
+  report.baseline = FindBaseline(*trials, options.baseline, report.baseline_note);
+  report.baseline_named = report.baseline && !options.baseline.empty();
+  SWEEP_RETURN_IF_ERROR(ChooseTarget(store, *trials, summary_of, ctx, options, report));
+  ctx.target = report.target;
   // Trials of at most this many points (all metrics) are reported from every point: a report
   // reads at most about kRawRowBudget rows, whatever the study's size.
   int64_t raw_rows = options.raw_row_budget.value_or(

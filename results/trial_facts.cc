@@ -184,7 +184,13 @@ Result<std::optional<int64_t>> SustainedReachInBuckets(store::Store& store, int6
 // kFinalWindow points alone (read through the store's index by metric).
 Result<std::optional<FinalObjective>> FinalFromTail(store::Store& store, int64_t trial_id,
                                                     const store::TrialSummary& summary, const std::string& objective) {
-  if (!summary.Find(objective)) return std::optional<FinalObjective>();
+  const store::MetricSummary* m = summary.Find(objective);
+  if (!m) return std::optional<FinalObjective>();
+  // The summary keeps the window (issue 42: no query per trial); one from an older slurmsweep does not.
+  if (m->HasFinalWindow()) {
+    size_t n = std::min<size_t>(m->recent.size(), kFinalWindow);
+    return FinalObjectiveOf(std::vector<double>(m->recent.end() - static_cast<std::ptrdiff_t>(n), m->recent.end()));
+  }
   auto tail = store.MetricTail(trial_id, objective, kFinalWindow);
   if (!tail.ok()) return tail.status();
   return FinalObjectiveOf(*tail);

@@ -69,6 +69,54 @@ Status SqliteStore::FillSeries(TrialSummary& t, const std::vector<std::string>& 
   return Status::OK();
 }
 
+Result<std::optional<int64_t>> SqliteStore::ExistingNameId(const std::string& name) {
+  if (auto it = name_ids_.find(name); it != name_ids_.end()) return std::optional<int64_t>(it->second);
+  Query q = Use(stmts_.metric_name_id, "look up metric " + name);
+  q.BindText(1, name);
+  auto row = q.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<int64_t>();
+  return std::optional<int64_t>(name_ids_[name] = q.Int(0));  // an existing number: safe to keep
+}
+
+Status SqliteStore::FillStudySeries(int64_t study_id, std::vector<TrialSummary>& all, const std::string& name) {
+  auto id = ExistingNameId(name);
+  if (!id.ok()) return id.status();
+  if (!*id) return Status::OK();
+  Query q = Use(stmts_.study_buckets, "read the series of " + name + " of study " + std::to_string(study_id));
+  q.BindInt(1, study_id);
+  q.BindInt(2, **id);
+  auto next = all.begin();
+  MetricSummary* m = nullptr;
+  int64_t at = -1;  // the trial `m` belongs to
+  SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] {
+    int64_t trial_id = q.Int(0);
+    if (trial_id != at) {
+      at = trial_id;
+      m = nullptr;
+      while (next != all.end() && next->trial_id < trial_id) ++next;
+      if (next != all.end() && next->trial_id == trial_id) {
+        auto found = std::find_if(next->metrics.begin(), next->metrics.end(),
+                                  [&](const MetricSummary& s) { return s.name == name; });
+        // Named twice in series_of: read once.
+        if (found != next->metrics.end() && found->buckets.empty()) m = &*found, m->buckets.reserve(m->complete);
+      }
+    }
+    if (!m) return;
+    SeriesBucket b;
+    b.first_step = q.Int(1);
+    b.last_step = q.Int(2);
+    b.last_time_s = q.Real(3);
+    b.points = q.Int(4);
+    b.finite = q.Int(5);
+    b.sum = q.Real(6);
+    b.smooth_min = q.Real(7);
+    b.smooth_max = q.Real(8);
+    m->buckets.push_back(b);
+  }));
+  return Status::OK();
+}
+
 Result<TrialSummary> SqliteStore::Summary(int64_t trial_id, const std::vector<std::string>& series_of) {
   std::vector<TrialSummary> one;
   {
@@ -89,9 +137,8 @@ Result<std::vector<TrialSummary>> SqliteStore::Summaries(int64_t study_id, const
     q.BindInt(1, study_id);
     SWEEP_RETURN_IF_ERROR(ReadSummaries(q, 0, all));
   }
-  if (!series_of.empty()) {
-    for (TrialSummary& t : all) SWEEP_RETURN_IF_ERROR(FillSeries(t, series_of));
-  }
+  // One statement per series for the whole study, not one per trial (issue 42: 10,000 trials).
+  for (const std::string& name : series_of) SWEEP_RETURN_IF_ERROR(FillStudySeries(study_id, all, name));
   return all;
 }
 

@@ -46,7 +46,7 @@ void MetricSummary::Add(int64_t step, double time_s, double value, std::vector<S
   window[n] = value;
   double smoothed = WindowMean(window, n + 1);
   recent.push_back(value);
-  if (recent.size() >= kFinalWindow) recent.erase(recent.begin(), recent.end() - (kFinalWindow - 1));
+  if (recent.size() > kFinalWindow) recent.erase(recent.begin(), recent.end() - kFinalWindow);
   if (open.points == 0) open.first_step = step;
   if (!std::isnan(smoothed)) {
     open.smooth_min = std::min(open.smooth_min, smoothed);

@@ -18,6 +18,7 @@
 // Module store/: uses base/ only.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -69,8 +70,10 @@ struct MetricSummary {
   int64_t stride = kMinBucketPoints;  // points per complete bucket
   int64_t complete = 0;               // complete buckets (stored in metric_buckets)
   SeriesBucket open;                  // the points after them: fewer than `stride`
-  // The last kFinalWindow - 1 values (raw, NaN kept, oldest first): with the next point, the
-  // window of its smoothed value.
+  // The last kFinalWindow values (raw, NaN kept, oldest first): the final value's window (so
+  // `status` and the reports read no point for it: FinalFromTail), and with the next point, its
+  // last kFinalWindow - 1 are the window of that point's smoothed value. A summary written before
+  // issue 42 kept kFinalWindow - 1: HasFinalWindow() tells.
   std::vector<double> recent;
   // The complete buckets, in order; filled only by the readers that ask for a metric's series.
   std::vector<SeriesBucket> buckets;
@@ -84,6 +87,9 @@ struct MetricSummary {
   // `all`: the kMaxBuckets complete buckets, in order. Replaces them by kMaxBuckets / 2 buckets of
   // twice the stride.
   std::vector<SeriesBucket> MergeAll(const std::vector<SeriesBucket>& all);
+
+  // Whether `recent` holds the final value's whole window: min(points, kFinalWindow) values.
+  bool HasFinalWindow() const { return recent.size() >= static_cast<size_t>(std::min<int64_t>(points, kFinalWindow)); }
 
   std::optional<double> Mean() const;
   // The series as points: each complete bucket's mean at its last step and time, then the open

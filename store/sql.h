@@ -127,6 +127,12 @@ inline constexpr const char* kSqlWriteBucket =
 inline constexpr const char* kSqlBuckets =
     "SELECT first_step, last_step, last_time_s, points, finite, sum, smooth_min, smooth_max FROM metric_buckets "
     "WHERE trial_id = ?1 AND name_id = ?2 ORDER BY bucket";
+// One metric's complete buckets of every trial of a study, by trial then bucket (the primary key's
+// order: no sort): Summaries reads a series for thousands of trials in one statement.
+inline constexpr const char* kSqlStudyBuckets =
+    "SELECT trial_id, first_step, last_step, last_time_s, points, finite, sum, smooth_min, smooth_max FROM "
+    "metric_buckets WHERE name_id = ?2 AND trial_id IN (SELECT id FROM trials WHERE study_id = ?1) "
+    "ORDER BY trial_id, bucket";
 inline constexpr const char* kSqlDeleteBucketsOf = "DELETE FROM metric_buckets WHERE trial_id = ?1 AND name_id = ?2";
 inline constexpr const char* kSqlDeleteSummaries = "DELETE FROM metric_summaries WHERE trial_id = ?1";
 inline constexpr const char* kSqlDeleteBuckets = "DELETE FROM metric_buckets WHERE trial_id = ?1";

@@ -177,6 +177,7 @@ Status SqliteStore::PrepareStatements() {
       {&stmts_.write_summary, kSqlWriteSummary},
       {&stmts_.write_bucket, kSqlWriteBucket},
       {&stmts_.buckets, kSqlBuckets},
+      {&stmts_.study_buckets, kSqlStudyBuckets},
       {&stmts_.delete_buckets_of, kSqlDeleteBucketsOf},
       {&stmts_.delete_summaries, kSqlDeleteSummaries},
       {&stmts_.delete_buckets, kSqlDeleteBuckets},

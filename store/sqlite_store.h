@@ -69,7 +69,7 @@ class SqliteStore final : public Store {
     StmtPtr add_event, events, events_after;
     StmtPtr read_lease, write_lease, renew_lease, release_lease;
     StmtPtr metric_tail, metric_range, metric_before, series_by_id, trial_summary, study_summaries, write_summary,
-        write_bucket, buckets, delete_buckets_of, delete_summaries, delete_buckets;
+        write_bucket, buckets, study_buckets, delete_buckets_of, delete_summaries, delete_buckets;
   };
   // A trial's summaries as the database has them, by metric number (see summaries_).
   using SummaryCache = std::unordered_map<int64_t, MetricSummary>;
@@ -92,6 +92,10 @@ class SqliteStore final : public Store {
   // Reads the summary rows of `q` (trial's or study's) into `out`; `trial_col`: the trial id's column or -1.
   Status ReadSummaries(Query& q, int trial_col, std::vector<TrialSummary>& out);
   Status FillSeries(TrialSummary& t, const std::vector<std::string>& series_of);
+  // The number of metric `name`, if any trial logged it (cached, as MetricNameId does).
+  Result<std::optional<int64_t>> ExistingNameId(const std::string& name);
+  // The series of `name` of every trial in `all` (a study's, in trial id order), in one statement.
+  Status FillStudySeries(int64_t study_id, std::vector<TrialSummary>& all, const std::string& name);
 
   std::string path_;
   std::string journal_note_;  // JournalNote()

@@ -374,9 +374,10 @@ TEST_CASE("Summary: each bucket keeps the range of the smoothed curve at its poi
     CHECK(b.smooth_max == hi);
   }
   CHECK(i == values.size());
-  // The last kFinalWindow - 1 values, for the next point's window.
-  REQUIRE(s.recent.size() == kFinalWindow - 1);
-  CHECK(Same(s.recent.back(), values.back()));
+  // The last kFinalWindow values: the final value's window, and the next point's.
+  REQUIRE(s.recent.size() == kFinalWindow);
+  CHECK(s.HasFinalWindow());
+  for (size_t k = 0; k < kFinalWindow; ++k) CHECK(Same(s.recent[k], values[values.size() - kFinalWindow + k]));
 }
 
 TEST_CASE("Summary: a schema 6 database gets the smoothed ranges on open, and goes on", "[store][summary]") {
