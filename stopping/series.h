@@ -109,6 +109,7 @@ struct Series {
   // doubling of the points), at the first mark at or past the points up to `at`: within 1/16 of
   // them, and a few more points rather than fewer. The marks depend on the points alone.
   std::pair<double, size_t> NoiseAt(double at) const;
+  const std::vector<float>& marks() const { return marks_; }
   // Heap bytes held (capacities).
   size_t MemoryBytes() const {
     return (t.capacity() + s.capacity() + area_to.capacity() + d2_.capacity() + window_.capacity() +
@@ -121,6 +122,9 @@ struct Series {
  private:
   void Push(double at, int64_t n, double smoothed, double area);
   void LeaveExact();
+  // Takes the marks due while every point is kept (exact), from d2_.
+  void SettleMarks();
+  double ExactNoiseOf(size_t m, double whole_median) const;
   // The noise of every point so far, as Refresh sets `noise`.
   double NoiseNow() const;
 
