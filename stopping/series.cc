@@ -66,8 +66,8 @@ void Series::AppendLoss(const CurvePoint& p) {
   last_at_ = at, last_s_ = smoothed, last_step_ = p.step;
   ++points;
   if (exact_ && points > kExactPoints) LeaveExact();
-  // While every point is kept, a mark can be taken later from d2_ alone (SettleMarks, all at once after
-  // a restart's thousands of points); past that, it is the histogram's of now.
+  // While every point is kept, a mark can be taken later from d2_ alone (SettleMarks, when first read:
+  // all at once after a restart's thousands of points); past that, it is the histogram's of now.
   if (!exact_ && MarkPoints(marks_.size()) == points) marks_.push_back(static_cast<float>(NoiseNow()));
 }
 
@@ -82,7 +82,7 @@ double Series::ExactNoiseOf(size_t m, double whole_median) const {
                                                         d2_.begin() + static_cast<std::ptrdiff_t>(d))));
 }
 
-void Series::SettleMarks() {
+void Series::SettleMarks() const {
   if (!exact_ || MarkPoints(marks_.size()) > points) return;
   size_t due = 0;
   while (MarkPoints(marks_.size() + due) <= points) ++due;
@@ -126,6 +126,7 @@ size_t Series::MarkPoints(size_t k) {
 
 std::pair<double, size_t> Series::NoiseAt(double at) const {
   if (empty() || at >= last_t()) return {noise, points};
+  SettleMarks();
   // Knot j is point j * stride_ (0-based), so at least (hi - 1) * stride_ + 1 points lie at or before `at`.
   size_t hi = std::max<size_t>(1, UpperBound(t, at));
   size_t n = (hi - 1) * static_cast<size_t>(stride_) + 1;
@@ -193,7 +194,6 @@ void Series::LeaveExact() {
 void Series::Refresh() {
   if (!dirty_) return;
   dirty_ = false;
-  SettleMarks();
   noise = NoiseNow();
   if (exact_) {
     std::vector<double> per = PerInterval(t, step);
