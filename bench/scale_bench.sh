@@ -13,7 +13,8 @@
 #         written by build/bin/stopping_tick_bench --write-study, and a stand-in squeue first on PATH
 #         reports every job running and logs one more iteration in each trial's log per call (a
 #         tick's new points); scancel is a no-op. SLURMSWEEP_BIN_BEFORE=/path/to/an/older/slurmsweep
-#         measures that binary on a copy of the same database too.
+#         measures that binary on a copy of the same database too. SLURMSWEEP_STOP_TRIALS and
+#         SLURMSWEEP_STOP_STORED change the study's size (issue 42: 10000 and 1000; limit then 512 MB).
 #
 # Every job is submitted held or cancelled at the end: the cluster is left as it was found.
 set -euo pipefail
@@ -27,10 +28,12 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/slurmsweep-bench.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
 if [[ $what == stopping ]]; then
-  echo "== peak RSS of run: 1000 running trials x 10k points, every stopping rule on, 3 ticks (no cluster) =="
+  TRIALS=${SLURMSWEEP_STOP_TRIALS:-1000} STORED=${SLURMSWEEP_STOP_STORED:-10000}
+  LIMIT_MB=$(( TRIALS > 1000 ? 512 : 256 ))
+  echo "== peak RSS of run: $TRIALS running trials x $STORED points, every stopping rule on, 3 ticks (no cluster) =="
   TICK_BENCH=${SLURMSWEEP_TICK_BENCH:-$ROOT/build/bin/stopping_tick_bench}
   [[ -x $TICK_BENCH ]] || { echo "scale_bench: build stopping_tick_bench first: $TICK_BENCH" >&2; exit 1; }
-  "$TICK_BENCH" --write-study "$WORK/study" --trials 1000 --stored 10000
+  "$TICK_BENCH" --write-study "$WORK/study" --trials "$TRIALS" --stored "$STORED"
   cp -a "$WORK/study" "$WORK/pristine"
   mkdir -p "$WORK/stub"
   cat >"$WORK/stub/squeue" <<'STUB'
@@ -55,10 +58,10 @@ STUB
     PATH="$WORK/stub:$PATH" /usr/bin/time -f '%M %e' -o "$WORK/$1.time" "$2" run --max-ticks 3 "$WORK/study/study.toml" \
       >"$WORK/$1.log" 2>&1 || true
     read -r kb secs <"$WORK/$1.time"
-    ticks=$(grep -c ' tick [0-9]*: 1000 running' "$WORK/$1.log" || true)
+    ticks=$(grep -c " tick [0-9]*: $TRIALS running" "$WORK/$1.log" || true)
     pruned=$(grep -o 'trial [0-9]*: pruned by the' "$WORK/$1.log" | sort -u | wc -l)
-    printf '%-8s peak RSS %7.1f MB (limit 256 MB: ratio %.2f), %.1f s, %s ticks with 1000 running, %s trials pruned\n' \
-      "$1" "$(echo "$kb / 1024" | bc -l)" "$(echo "$kb / 1024 / 256" | bc -l)" "$secs" "$ticks" "$pruned"
+    printf '%-8s peak RSS %7.1f MB (limit %s MB: ratio %.2f), %.1f s, %s ticks with %s running, %s trials pruned\n' \
+      "$1" "$(echo "$kb / 1024" | bc -l)" "$LIMIT_MB" "$(echo "$kb / 1024 / $LIMIT_MB" | bc -l)" "$secs" "$ticks" "$TRIALS" "$pruned"
   }
   measure this "$BIN"
   [[ -n ${SLURMSWEEP_BIN_BEFORE:-} ]] && measure before "$SLURMSWEEP_BIN_BEFORE"

@@ -45,6 +45,11 @@ namespace sweep {
 namespace {
 
 using stopping::EvaluateStopping;
+
+// --reference: every decision by the rules' reference path (stopping::RulePath::kReference, pair by
+// pair) instead of the indexed one: the output must be the same, line for line (issue 42). Set once by
+// Main before any replay.
+stopping::RulePath rule_path = stopping::RulePath::kIndexed;
 using stopping::Smooth;
 using stopping::StopDecision;
 using stopping::TimeToTarget;
@@ -291,7 +296,7 @@ std::vector<double> AllAtOnce(const BenchStudy& s, const StoppingConfig& config,
                                              : TrialPhase::kRunning;
       trials.push_back(Progress(s, i, phase, stopped[i] ? stop[i] : now));
     }
-    for (const StopDecision& d : EvaluateStopping(AtTick(config, budget_now, now), trials)) {
+    for (const StopDecision& d : EvaluateStopping(AtTick(config, budget_now, now), trials, rule_path)) {
       stopped[d.trial_id] = true;
       stop[d.trial_id] = now;
       if (reasons) (*reasons)[d.trial_id] = d.rule + ": " + d.reason;
@@ -315,7 +320,7 @@ std::vector<double> OneAfterAnother(const BenchStudy& s, const StoppingConfig& c
       seen = visible;
       std::vector<TrialProgress> trials = done;
       trials.push_back(Progress(s, i, TrialPhase::kRunning, now));
-      if (!EvaluateStopping(AtTick(config, budget_now, now), trials).empty()) {
+      if (!EvaluateStopping(AtTick(config, budget_now, now), trials, rule_path).empty()) {
         stop[i] = now;
         break;
       }
@@ -942,12 +947,14 @@ int Main(int argc, char** argv) {
     else if (a == "--headline") o.headline = next();
     else if (a == "--only") o.only.push_back(next());
     else if (a == "--no-optuna") o.optuna = false;
+    else if (a == "--reference") rule_path = stopping::RulePath::kReference;
     else if (a == "--verbose") o.verbose = true;
     else if (a == "--time-to-target") o.ttt = true;
     else {
-      std::cerr << "usage: stopping_bench [--data DIR]... [--python PATH] [--no-optuna] [--ticks N] [--orders N]\n"
-                   "                      [--headline RULE] [--only RULE]... [--verbose] [--time-to-target]\n"
-                   "Without --data: bench/data and each folder of bench/data/megatron-more.\n";
+      std::cerr
+          << "usage: stopping_bench [--data DIR]... [--python PATH] [--no-optuna] [--ticks N] [--orders N]\n"
+             "                      [--headline RULE] [--only RULE]... [--verbose] [--time-to-target] [--reference]\n"
+             "Without --data: bench/data and each folder of bench/data/megatron-more.\n";
       return a == "--help" ? 0 : 2;
     }
   }

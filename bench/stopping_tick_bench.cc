@@ -218,7 +218,7 @@ lr = [{5}]
 
 int Main(int argc, char** argv) {
   int trials = 1000, stored = 10000, fresh = 10, rounds = 5, repeats = 1;
-  bool rebuild = true, per_view = false;
+  bool rebuild = true, per_view = false, check = false;
   std::string write_study;
   for (int k = 1; k < argc; ++k) {
     std::string a = argv[k];
@@ -236,11 +236,12 @@ int Main(int argc, char** argv) {
     else if (a == "--no-rebuild") rebuild = false;
     else if (a == "--repeats") repeats = std::max(1, next());
     else if (a == "--per-view") per_view = true;
+    else if (a == "--check") check = true;
     else if (a == "--write-study" && k + 1 < argc) write_study = argv[++k];
     else {
       fmt::print(stderr,
                  "usage: stopping_tick_bench [--trials N] [--stored N] [--new N] [--rounds N] [--no-rebuild]\n"
-                 "                           [--repeats N [--per-view]]\n"
+                 "                           [--repeats N [--per-view]] [--check]\n"
                  "       stopping_tick_bench --write-study DIR [--trials N] [--stored N]\n");
       return a == "--help" ? 0 : 2;
     }
@@ -286,13 +287,17 @@ int Main(int argc, char** argv) {
     for (int k = 0; k < stored; ++k) curves[i].push_back(gens[i].Next());
   }
   auto t0 = std::chrono::steady_clock::now();
+  double c0 = CpuNow();
   StoppingState state(config);
   for (int i = 0; i < trials; ++i) state.Append(i, 8, curves[i], {});
-  double build_s = Seconds(t0);
+  double build_s = Seconds(t0), build_cpu = CpuNow() - c0;
+  // The first tick after a restart also settles what the series left for it (Series::Refresh).
+  c0 = CpuNow();
   (void)state.Evaluate(meta);
+  double first_tick_cpu = CpuNow() - c0;
 
-  std::vector<double> inc_s, old_s, inc_wall, view_s;  // CPU seconds; wall seconds
-  size_t decisions_inc = 0, decisions_old = 0, decisions_view = 0;
+  std::vector<double> inc_s, old_s, inc_wall, view_s, ref_s;  // CPU seconds; wall seconds
+  size_t decisions_inc = 0, decisions_old = 0, decisions_view = 0, decisions_ref = 0, differing = 0;
   for (int r = 0; r < rounds; ++r) {
     std::vector<std::vector<CurvePoint>> news(trials);
     for (int i = 0; i < trials; ++i) {
@@ -300,11 +305,24 @@ int Main(int argc, char** argv) {
       curves[i].insert(curves[i].end(), news[i].begin(), news[i].end());
     }
     t0 = std::chrono::steady_clock::now();
-    double c0 = CpuNow();
+    c0 = CpuNow();
     for (int i = 0; i < trials; ++i) state.Append(i, 8, news[i], {});
-    decisions_inc += state.Evaluate(meta).size();
+    std::vector<stopping::StopDecision> got = state.Evaluate(meta);
+    decisions_inc += got.size();
     inc_s.push_back(CpuNow() - c0);
     inc_wall.push_back(Seconds(t0));
+    if (check) {
+      // The same state, the rules pair by pair (RulePath::kReference): the same decisions, word for word.
+      c0 = CpuNow();
+      std::vector<stopping::StopDecision> ref = state.Evaluate(meta, stopping::RulePath::kReference);
+      ref_s.push_back(CpuNow() - c0);
+      decisions_ref += ref.size();
+      for (size_t k = 0; k < std::max(got.size(), ref.size()); ++k) {
+        bool same = k < got.size() && k < ref.size() && got[k].trial_id == ref[k].trial_id &&
+                    got[k].rule == ref[k].rule && got[k].reason == ref[k].reason;
+        differing += !same;
+      }
+    }
     if (per_view) {
       c0 = CpuNow();
       decisions_view += PerView(state, meta).size();
@@ -333,16 +351,25 @@ int Main(int argc, char** argv) {
                old, decisions_old / static_cast<size_t>(rounds));
     fmt::print("  incremental / rebuilding: {:.3f}\n", inc / old);
   }
+  if (check) {
+    double ref = Median(ref_s);
+    fmt::print("  reference tick (the same rules pair by pair, RulePath::kReference) {:8.4f} s  ({} stops decided)\n",
+               ref, decisions_ref / static_cast<size_t>(rounds));
+    fmt::print("  incremental / reference: {:.3f}; decisions that differ: {}\n", inc / ref, differing);
+  }
   if (per_view) {
     fmt::print("  one evaluation per running trial, each without its siblings   {:8.4f} s  ({} stops decided)\n",
                Median(view_s), decisions_view / static_cast<size_t>(rounds));
   }
   fmt::print("  incremental tick / limit {} s: {:.2f}\n", kLimitS, inc / kLimitS);
-  fmt::print("  building the state from the stored points (a restart): {:.3f} s\n", build_s);
+  fmt::print(
+      "  building the state from the stored points (a restart): {:.3f} s CPU (wall {:.3f} s); its first tick {:.3f} s "
+      "CPU\n",
+      build_cpu, build_s, first_tick_cpu);
   double curve_bytes = static_cast<double>(stored) * sizeof(CurvePoint);
   fmt::print("  memory per trial: incremental series {:.1f} KB; the stored curve as the run loop kept it {:.1f} KB\n",
              static_cast<double>(state.MemoryBytes()) / trials / 1024, curve_bytes / 1024);
-  return 0;
+  return differing == 0 ? 0 : 1;
 }
 
 }  // namespace

@@ -526,6 +526,7 @@ class SshTransport final : public Transport {
       data.resize(have + static_cast<size_t>(n));
       if (n == 0) break;
     }
+    data.shrink_to_fit();  // the chunks' capacity, not the read's, otherwise (transport_local.cc)
     return data;
   }
 

@@ -76,8 +76,10 @@ namespace {
 
 // The rules, on each trial's series (series[i] for trials[i], already refreshed).
 std::vector<StopDecision> Decide(const StoppingConfig& config, const std::vector<TrialProgress>& trials,
-                                 std::vector<const Series*> series) {
-  Context c{config, trials, {std::move(series)}, {}, std::vector<bool>(trials.size(), false), {}};
+                                 std::vector<const Series*> series, RulePath path) {
+  Context c{config, trials, {std::move(series)}, nullptr, {}, std::vector<bool>(trials.size(), false), {}};
+  std::optional<CurveFloors> floors;
+  if (path == RulePath::kIndexed && config.throughput.enabled) c.floors = &floors.emplace(c.series.of);
   for (size_t i = 0; i < trials.size(); ++i) {
     c.live.push_back(trials[i].phase != TrialPhase::kStopped);
     c.stall_period = std::max(c.stall_period, c.series[i].stall_period);
@@ -105,7 +107,7 @@ std::vector<StopDecision> Decide(const StoppingConfig& config, const std::vector
   if (config.divergence.enabled) Divergence(c);
   if (config.race.enabled) Race(c);
   if (config.halving.enabled) Halving(c);
-  if (config.median.enabled) Median(c);
+  if (config.median.enabled) (path == RulePath::kReference ? Median : MedianBySweep)(c);
   if (config.patience.enabled) Patience(c);
   // Last, so that the rivals it stops trials for are known to live on.
   if (config.throughput.enabled) Throughput(c);
@@ -119,7 +121,8 @@ std::vector<StopDecision> Decide(const StoppingConfig& config, const std::vector
 
 }  // namespace
 
-std::vector<StopDecision> EvaluateStopping(const StoppingConfig& config, const std::vector<TrialProgress>& trials) {
+std::vector<StopDecision> EvaluateStopping(const StoppingConfig& config, const std::vector<TrialProgress>& trials,
+                                           RulePath path) {
   std::vector<Series> built;
   built.reserve(trials.size());
   std::vector<const Series*> series;
@@ -130,7 +133,7 @@ std::vector<StopDecision> EvaluateStopping(const StoppingConfig& config, const s
     s.Refresh();
     series.push_back(&s);
   }
-  return Decide(config, trials, std::move(series));
+  return Decide(config, trials, std::move(series), path);
 }
 
 StoppingState::StoppingState(StoppingConfig config) : config_(std::move(config)) {}
@@ -148,7 +151,7 @@ void StoppingState::Append(int64_t trial_id, int gpus, const std::vector<CurvePo
 
 void StoppingState::Forget(int64_t trial_id) { series_.erase(trial_id); }
 
-std::vector<StopDecision> StoppingState::Evaluate(const std::vector<TrialProgress>& trials) {
+std::vector<StopDecision> StoppingState::Evaluate(const std::vector<TrialProgress>& trials, RulePath path) {
   static const Series* const kNone = new Series(StoppingConfig{}, 1);  // a trial without points
   std::vector<const Series*> series;
   series.reserve(trials.size());
@@ -161,7 +164,7 @@ std::vector<StopDecision> StoppingState::Evaluate(const std::vector<TrialProgres
     it->second->Refresh();  // a no-op for a trial without new points (ended, stopped)
     series.push_back(it->second.get());
   }
-  return Decide(config_, trials, std::move(series));
+  return Decide(config_, trials, std::move(series), path);
 }
 
 std::optional<StoppingState::View> StoppingState::Inspect(int64_t trial_id) {
@@ -181,7 +184,8 @@ std::optional<StoppingState::View> StoppingState::Inspect(int64_t trial_id) {
               s.stall_period,
               s.min_s,
               s.nan_total,
-              s.first_nonfinite.has_value()};
+              s.first_nonfinite.has_value(),
+              s.marks()};
 }
 
 size_t StoppingState::MemoryBytes() const {

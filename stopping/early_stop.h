@@ -123,10 +123,18 @@
 
 namespace sweep::stopping {
 
+// How the rules that weigh each trial against every other find them (issue 42): kIndexed, the default,
+// with what one evaluation shares across the trials judged (the median rule sweeps the curves once in
+// the order of the times it judges at); kReference, the same rules pair by pair, as they were written
+// first. Both decide the same, bit for bit: kReference is kept to check that (stopping_state_test.cc on
+// random studies, `stopping_tick_bench --check`, `stopping_bench --reference`).
+enum class RulePath { kIndexed, kReference };
+
 // The trials to stop now, at most one decision per trial, in the order of `trials`. Only
 // kRunning trials are stopped; a trial stopped by one rule no longer counts as live for the
 // rules after it, so two rivals are never both stopped for each other's sake.
-std::vector<StopDecision> EvaluateStopping(const StoppingConfig& config, const std::vector<TrialProgress>& trials);
+std::vector<StopDecision> EvaluateStopping(const StoppingConfig& config, const std::vector<TrialProgress>& trials,
+                                           RulePath path = RulePath::kIndexed);
 
 struct Series;  // series.h
 
@@ -156,7 +164,7 @@ class StoppingState {
   void Forget(int64_t trial_id);
   // EvaluateStopping(config, trials) with each trial's curves being those appended for its id;
   // the `loss` and `nan_iters` of `trials` are not read (a trial never appended has no points).
-  std::vector<StopDecision> Evaluate(const std::vector<TrialProgress>& trials);
+  std::vector<StopDecision> Evaluate(const std::vector<TrialProgress>& trials, RulePath path = RulePath::kIndexed);
 
   // What the rules see of a trial (tests, benches); nullopt without a series.
   struct View {
@@ -168,11 +176,12 @@ class StoppingState {
     int64_t stall_period = 0;
     double min_smoothed = 0, nan_total = 0;
     bool nonfinite = false;
+    std::vector<float> noise_marks;  // the noise at earlier point counts (Series::NoiseAt)
     bool operator==(const View& o) const {
       return t == o.t && step == o.step && smoothed == o.smoothed && area_to == o.area_to && points == o.points &&
              now == o.now && noise == o.noise && se == o.se && rate_rse == o.rate_rse &&
              stall_period == o.stall_period && min_smoothed == o.min_smoothed && nan_total == o.nan_total &&
-             nonfinite == o.nonfinite;
+             nonfinite == o.nonfinite && noise_marks == o.noise_marks;
     }
   };
   std::optional<View> Inspect(int64_t trial_id);

@@ -186,9 +186,7 @@ void Halving(Context& c) {
   }
 }
 
-void Median(Context& c) {
-  const MedianRuleConfig& cfg = c.config.median;
-  if (cfg.min_trials < 1) return;
+std::vector<std::pair<double, size_t>> MedianLatest(const Context& c) {
   // The evident trials' latest times, latest first (ties by index): the same for every trial judged.
   std::vector<std::pair<double, size_t>> latest;
   for (size_t j = 0; j < c.series.size(); ++j) {
@@ -197,47 +195,76 @@ void Median(Context& c) {
   std::sort(latest.begin(), latest.end(), [](const auto& a, const auto& b) {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
   });
-  for (size_t i = 0; i < c.trials.size(); ++i) {
-    if (!c.Candidate(i) || !c.Evident(i)) continue;
-    const Series& me = c.series[i];
-    // Compare at the latest time that enough other trials have reached: in a sweep where all
-    // trials run at once, the trial that started first is always ahead, and comparing only at
-    // its own latest time would never find rivals that got there, so it could never be stopped.
-    // That is the min_trials-th latest time of the other evident trials (its siblings are not others:
-    // here and below, a trial is compared only with other configurations).
-    std::optional<double> reach;
-    int seen = 0;
-    for (const auto& [when, j] : latest) {
-      if (c.Rival(i, j) && ++seen == cfg.min_trials) {
-        reach = when;
-        break;
-      }
+  return latest;
+}
+
+std::optional<double> MedianTime(const Context& c, size_t i, const std::vector<std::pair<double, size_t>>& latest) {
+  const MedianRuleConfig& cfg = c.config.median;
+  if (cfg.min_trials < 1 || !c.Candidate(i) || !c.Evident(i)) return std::nullopt;
+  const Series& me = c.series[i];
+  // Compare at the latest time that enough other trials have reached: in a sweep where all
+  // trials run at once, the trial that started first is always ahead, and comparing only at
+  // its own latest time would never find rivals that got there, so it could never be stopped.
+  // That is the min_trials-th latest time of the other evident trials (its siblings are not others:
+  // here and below, a trial is compared only with other configurations).
+  std::optional<double> reach;
+  int seen = 0;
+  for (const auto& [when, j] : latest) {
+    if (c.Rival(i, j) && ++seen == cfg.min_trials) {
+      reach = when;
+      break;
     }
-    if (!reach) continue;
-    double at = std::min(me.last_t(), *reach);
-    if (at < cfg.grace_s || at <= me.first_t()) continue;
+  }
+  if (!reach) return std::nullopt;
+  double at = std::min(me.last_t(), *reach);
+  if (at < cfg.grace_s || at <= me.first_t()) return std::nullopt;
+  return at;
+}
+
+void MedianJudge(Context& c, size_t i, double at, std::vector<double>& others, double se, bool may_skip) {
+  const MedianRuleConfig& cfg = c.config.median;
+  if (static_cast<int>(others.size()) < cfg.min_trials) return;
+  se /= static_cast<double>(others.size());
+  double mine = c.series[i].RunningAverage(at);
+  double margin = std::hypot(c.Se(i), se);
+  if (may_skip) {
+    // The quantile is at least the lo-th smallest of the others (Quantile adds a non-negative part
+    // to it): when that is at least `floor`, and floor + margin is not below mine, the trial stays,
+    // and counting the others below floor is enough to know it, without selecting them.
+    size_t lo = static_cast<size_t>(std::floor(cfg.quantile * static_cast<double>(others.size() - 1)));
+    double floor = mine - margin;
+    if (!(mine > floor + margin)) {
+      size_t below = 0;
+      for (double v : others) below += v < floor;
+      if (below <= lo) return;
+    }
+  }
+  double median = Quantile(others, cfg.quantile);
+  if (mine > median + margin) {
+    c.Stop(i, "median",
+           fmt::format("at t={}: running average of smoothed value {} worse than the {} {} of {} trials by more "
+                       "than the noise margin {}",
+                       Secs(at), Num(c.User(mine)),
+                       cfg.quantile == 0.5 ? "median" : fmt::format("{}-quantile", cfg.quantile), Num(c.User(median)),
+                       others.size(), Num(margin)),
+           c.User(mine), c.User(median), static_cast<int>(others.size()));
+  }
+}
+
+void Median(Context& c) {
+  std::vector<std::pair<double, size_t>> latest = MedianLatest(c);
+  for (size_t i = 0; i < c.trials.size(); ++i) {
+    std::optional<double> at = MedianTime(c, i, latest);
+    if (!at) continue;
     std::vector<double> others;
     double se = 0;  // the others' typical standard error (times its quantile)
     for (size_t j = 0; j < c.series.size(); ++j) {
-      if (c.Rival(i, j) && c.Evident(j) && c.series[j].Reached(at)) {
-        others.push_back(c.series[j].RunningAverage(at));
+      if (c.Rival(i, j) && c.Evident(j) && c.series[j].Reached(*at)) {
+        others.push_back(c.series[j].RunningAverage(*at));
         se += c.Se(j);
       }
     }
-    if (static_cast<int>(others.size()) < cfg.min_trials) continue;
-    se /= static_cast<double>(others.size());
-    double mine = me.RunningAverage(at);
-    double median = Quantile(others, cfg.quantile);
-    double margin = std::hypot(c.Se(i), se);
-    if (mine > median + margin) {
-      c.Stop(i, "median",
-             fmt::format("at t={}: running average of smoothed value {} worse than the {} {} of {} trials by more "
-                         "than the noise margin {}",
-                         Secs(at), Num(c.User(mine)),
-                         cfg.quantile == 0.5 ? "median" : fmt::format("{}-quantile", cfg.quantile), Num(c.User(median)),
-                         others.size(), Num(margin)),
-             c.User(mine), c.User(median), static_cast<int>(others.size()));
-    }
+    MedianJudge(c, i, *at, others, se, false);
   }
 }
 

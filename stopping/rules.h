@@ -6,10 +6,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/stopping_settings.h"
+#include "stopping/curve_floor.h"
 #include "stopping/trial_progress.h"
 #include "stopping/series.h"
 
@@ -36,6 +39,9 @@ struct Context {
     const Series& operator[](size_t i) const { return *of[i]; }
     size_t size() const { return of.size(); }
   } series;
+  // Floors under the curves (curve_floor.h) on the indexed path (RulePath::kIndexed), for passing over
+  // rivals that cannot be lower; null on the reference path, which compares every pair in full.
+  const CurveFloors* floors;
   std::vector<bool> live;     // running or completed, and not stopped during this evaluation
   std::vector<bool> decided;  // stopped during this evaluation
   std::vector<StopDecision> decisions;
@@ -96,7 +102,34 @@ struct Context {
   double Margin(size_t i, size_t j, double floor = 0) const { return std::max(floor, std::hypot(Se(i), Se(j))); }
   // A value the rules judged, in the metric's own units (the rules see its negation when maximised).
   double User(double v) const { return config.maximize ? -v : v; }
+  mutable std::vector<size_t> all_ = {}, live_list_ = {};
+  mutable bool live_stale_ = true;
+  mutable size_t stopped_since_ = 0;
+  // The trials a rule that takes only live rivals looks at, in order: every trial on the reference path;
+  // on the indexed path those live when last asked (a few may have been stopped since: the rule still
+  // checks live), so that at 10,000 trials of which most were stopped earlier in the evaluation, a
+  // trial judged is not walked past all of them.
+  const std::vector<size_t>& MaybeLive() const {
+    if (floors == nullptr) {
+      if (all_.size() != trials.size()) {
+        all_.resize(trials.size());
+        for (size_t j = 0; j < all_.size(); ++j) all_[j] = j;
+      }
+      return all_;
+    }
+    if (live_stale_) {
+      live_list_.clear();
+      for (size_t j = 0; j < live.size(); ++j) {
+        if (live[j]) live_list_.push_back(j);
+      }
+      live_stale_ = false;
+      stopped_since_ = 0;
+    }
+    return live_list_;
+  }
   void Stop(size_t i, std::string rule, std::string reason, double value, double threshold, int refs) {
+    // The list of MaybeLive is rebuilt once enough of it has gone (each rebuild walks every trial).
+    if (++stopped_since_ * 4 > live_list_.size() + 64) live_stale_ = true;
     decided[i] = true;
     live[i] = false;
     decisions.push_back({trials[i].id, std::move(rule), std::move(reason), series[i].now, value, threshold, refs});
@@ -114,6 +147,16 @@ void Divergence(Context& c);
 void Race(Context& c);
 void Halving(Context& c);
 void Median(Context& c);
+// The median rule as Median decides it, with the others' running averages read by one sweep over the
+// trials' times instead of a search in each curve per pair (median_sweep.cc): the evaluation's
+// default; Median is the reference it is checked against (RulePath).
+void MedianBySweep(Context& c);
+// What both share: the evident trials' latest times, latest first; the time trial i is judged at, if
+// it is judged; and the verdict, given the others' running averages at that time and the sum of their
+// standard errors (`may_skip`: decide "stays" by counting the others below the bar when that settles it).
+std::vector<std::pair<double, size_t>> MedianLatest(const Context& c);
+std::optional<double> MedianTime(const Context& c, size_t i, const std::vector<std::pair<double, size_t>>& latest);
+void MedianJudge(Context& c, size_t i, double at, std::vector<double>& others, double se, bool may_skip);
 void Patience(Context& c);
 // Last, so that the rivals it stops trials for are known to live on.
 void Throughput(Context& c);

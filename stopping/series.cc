@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <queue>
 
 namespace sweep::stopping {
 
@@ -64,7 +66,55 @@ void Series::AppendLoss(const CurvePoint& p) {
   last_at_ = at, last_s_ = smoothed, last_step_ = p.step;
   ++points;
   if (exact_ && points > kExactPoints) LeaveExact();
-  if (MarkPoints(marks_.size()) == points) marks_.push_back(static_cast<float>(NoiseNow()));
+  // While every point is kept, a mark can be taken later from d2_ alone (SettleMarks, when first read:
+  // all at once after a restart's thousands of points); past that, it is the histogram's of now.
+  if (!exact_ && MarkPoints(marks_.size()) == points) marks_.push_back(static_cast<float>(NoiseNow()));
+}
+
+// NoiseNow as it was when the curve had its first `m` points, from d2_ (exact only): the noise of the
+// first m - 2 second differences, the larger of all of them and of the last third of them.
+double Series::ExactNoiseOf(size_t m, double whole_median) const {
+  size_t d = m > 2 ? m - 2 : 0;
+  double whole = NoiseFromMedian(whole_median);
+  size_t k = std::min(std::min(d, kRecent), std::max<size_t>(3, std::min(kRecent, d / 3)));
+  if (k < 3) return whole;
+  return std::max(whole, NoiseSigma(std::vector<double>(d2_.begin() + static_cast<std::ptrdiff_t>(d - k),
+                                                        d2_.begin() + static_cast<std::ptrdiff_t>(d))));
+}
+
+void Series::SettleMarks() const {
+  if (!exact_ || MarkPoints(marks_.size()) > points) return;
+  size_t due = 0;
+  while (MarkPoints(marks_.size() + due) <= points) ++due;
+  if (due <= 2) {
+    // A tick's few new points: each mark's median directly.
+    for (; due > 0; --due) {
+      size_t m = MarkPoints(marks_.size());
+      size_t d = m > 2 ? m - 2 : 0;
+      double median = MedianOf(std::vector<double>(d2_.begin(), d2_.begin() + static_cast<std::ptrdiff_t>(d)));
+      marks_.push_back(static_cast<float>(ExactNoiseOf(m, median)));
+    }
+    return;
+  }
+  // Many (a curve read whole after a restart): the median of every prefix of the second differences in
+  // one pass, the smaller half in a max-heap and the rest in a min-heap whose top is MedianOf's element
+  // (rank size / 2), instead of a selection over each prefix (most of a restart's time at 10,000 trials).
+  std::priority_queue<double> lower;
+  std::priority_queue<double, std::vector<double>, std::greater<double>> upper;
+  size_t used = 0;
+  for (; due > 0; --due) {
+    size_t m = MarkPoints(marks_.size());
+    size_t d = m > 2 ? m - 2 : 0;
+    for (; used < d; ++used) {
+      double x = d2_[used];
+      if (!lower.empty() && x < lower.top()) lower.push(x);
+      else upper.push(x);
+      size_t target = (used + 1) / 2;
+      while (lower.size() > target) upper.push(lower.top()), lower.pop();
+      while (lower.size() < target) lower.push(upper.top()), upper.pop();
+    }
+    marks_.push_back(static_cast<float>(ExactNoiseOf(m, d == 0 ? 0 : upper.top())));
+  }
 }
 
 // A mark at every point up to 32, then 16 between n and 2n for n a power of two (every n / 16 points).
@@ -76,6 +126,7 @@ size_t Series::MarkPoints(size_t k) {
 
 std::pair<double, size_t> Series::NoiseAt(double at) const {
   if (empty() || at >= last_t()) return {noise, points};
+  SettleMarks();
   // Knot j is point j * stride_ (0-based), so at least (hi - 1) * stride_ + 1 points lie at or before `at`.
   size_t hi = std::max<size_t>(1, UpperBound(t, at));
   size_t n = (hi - 1) * static_cast<size_t>(stride_) + 1;
@@ -118,6 +169,10 @@ void Series::Push(double at, int64_t n, double smoothed, double area) {
 // From here on the statistics are kept in bounded memory (see the struct's comment); they start
 // from every exact point, so the result does not depend on when the switch happened.
 void Series::LeaveExact() {
+  // The marks of the exact points first: they are read from d2_, dropped here.
+  --points;  // the point that left exact is not one of them
+  SettleMarks();
+  ++points;
   exact_ = false;
   for (double d : d2_) d2_hist_.Add(d);
   std::vector<double>().swap(d2_);

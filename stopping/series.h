@@ -109,6 +109,10 @@ struct Series {
   // doubling of the points), at the first mark at or past the points up to `at`: within 1/16 of
   // them, and a few more points rather than fewer. The marks depend on the points alone.
   std::pair<double, size_t> NoiseAt(double at) const;
+  const std::vector<float>& marks() const {
+    SettleMarks();
+    return marks_;
+  }
   // Heap bytes held (capacities).
   size_t MemoryBytes() const {
     return (t.capacity() + s.capacity() + area_to.capacity() + d2_.capacity() + window_.capacity() +
@@ -121,6 +125,10 @@ struct Series {
  private:
   void Push(double at, int64_t n, double smoothed, double area);
   void LeaveExact();
+  // Takes the marks due while every point is kept (exact), from d2_: when first read (NoiseAt), so that
+  // a restart, and a tick, settle only the marks of the curves rule (6) reads at an earlier time.
+  void SettleMarks() const;
+  double ExactNoiseOf(size_t m, double whole_median) const;
   // The noise of every point so far, as Refresh sets `noise`.
   double NoiseNow() const;
 
@@ -145,7 +153,7 @@ struct Series {
   double per_ref_ = 0;                            // median seconds per iteration of the exact points
   std::vector<std::pair<int64_t, double>> slow_;  // intervals (end step, s/it) slower than 1.5 x per_ref_
   // NoiseAt's marks: the noise of the first MarkPoints(k) points, for k = 0, 1, ...
-  std::vector<float> marks_;
+  mutable std::vector<float> marks_;
   static size_t MarkPoints(size_t k);
 };
 

@@ -22,7 +22,7 @@ double Quantile(std::vector<double> v, double q) {
   return at_lo + (at_hi - at_lo) * (pos - static_cast<double>(lo));
 }
 
-double NoiseSigma(std::vector<double> abs_d2) { return kNoiseFromMad * MedianOf(std::move(abs_d2)) / std::sqrt(6.0); }
+double NoiseSigma(std::vector<double> abs_d2) { return NoiseFromMedian(MedianOf(std::move(abs_d2))); }
 
 double SmoothedFraction(const Smoothing& smoothing, size_t n) {
   switch (smoothing.kind) {

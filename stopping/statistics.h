@@ -107,6 +107,8 @@ constexpr double kNoiseFromMad = 1.4826;
 // difference (a smooth trend's second differences are small; white noise's have variance 6
 // sigma^2), so a few steep early points or spikes do not inflate it.
 double NoiseSigma(std::vector<double> abs_d2);
+// The same from that median.
+inline double NoiseFromMedian(double median_abs_d2) { return kNoiseFromMad * median_abs_d2 / std::sqrt(6.0); }
 
 // What smoothing leaves of white noise of unit deviation, after n points.
 double SmoothedFraction(const Smoothing& smoothing, size_t n);

@@ -201,5 +201,147 @@ TEST_CASE("stopping state: a long curve holds a bounded series; Forget starts a 
   CHECK(*state.Inspect(2) == *fresh.Inspect(2));
 }
 
+// Issue 42: the indexed rules (RulePath::kIndexed: the median rule's sweep, the throughput rule's floors
+// and live list) decide as the reference, pair by pair, on random studies: random trial counts, speeds,
+// levels, noise, phases, repeats and budgets, every rule on, tick by tick with the decisions applied.
+TEST_CASE("stopping state: the indexed rules decide as the reference rules on random studies", "[stopping]") {
+  std::mt19937_64 rng(42);
+  int decided = 0, median_stops = 0, lead_stops = 0;
+  for (int study = 0; study < 40; ++study) {
+    const int trials = 4 + static_cast<int>(rng() % 40), points = 60 + static_cast<int>(rng() % 1400);
+    const int ticks = 3 + static_cast<int>(rng() % 6), repeats = 1 + static_cast<int>(rng() % 3);
+    StoppingConfig config = AllRules(points * 4.0 * (0.3 + 0.01 * static_cast<double>(rng() % 100)));
+    config.race.enabled = rng() % 2 == 0;
+    config.target_loss = 2.1;
+    config.median.quantile = rng() % 3 == 0 ? 0.25 : 0.5;
+    config.median.min_trials = 1 + static_cast<int>(rng() % 4);
+    config.throughput.lead = rng() % 4 != 0;
+    config.throughput.extrapolate = rng() % 2 == 0;
+    config.maximize = rng() % 5 == 0;
+    config.evidence.min_points = 3 + static_cast<int>(rng() % 10);
+    if (rng() % 3 == 0) config.smoothing.kind = SmoothingKind::kRunningMean;
+    std::vector<std::vector<CurvePoint>> curves;
+    for (int i = 0; i < trials; ++i) {
+      int config_no = i / repeats;
+      double speed = 0.5 + 0.5 * static_cast<double>(rng() % 100) / 100.0;
+      curves.push_back(NoisyCurve(points, rng(), 1.8 + 0.01 * static_cast<double>(config_no % 7)));
+      for (CurvePoint& p : curves.back()) {
+        p.time_s *= speed;
+        if (config.maximize) p.value = -p.value;
+      }
+    }
+    StoppingState state(config);
+    std::vector<TrialPhase> phase(trials, TrialPhase::kRunning);
+    std::vector<size_t> shown(trials, 0);
+    for (int tick = 1; tick <= ticks; ++tick) {
+      std::vector<TrialProgress> meta;
+      for (int i = 0; i < trials; ++i) {
+        size_t upto = phase[i] == TrialPhase::kRunning ? points * tick / ticks : shown[i];
+        if (phase[i] == TrialPhase::kRunning && tick == ticks - 1 && rng() % 5 == 0) phase[i] = TrialPhase::kCompleted;
+        state.Append(i, 1, Slice(curves[i], shown[i], upto), {});
+        shown[i] = upto;
+        TrialProgress p;
+        p.id = i;
+        p.name = "t" + std::to_string(i);
+        p.phase = phase[i];
+        p.params = {{"model", std::to_string((i / repeats) % 4)}, {"mbs", std::to_string((i / repeats) % 2)}};
+        if (repeats > 1) p.configuration = "c" + std::to_string(i / repeats);
+        meta.push_back(p);
+      }
+      auto reference = state.Evaluate(meta, RulePath::kReference);
+      auto indexed = state.Evaluate(meta, RulePath::kIndexed);
+      INFO("study " << study << ", tick " << tick << ", " << trials << " trials of " << points << " points");
+      REQUIRE(indexed.size() == reference.size());
+      for (size_t k = 0; k < indexed.size(); ++k) {
+        CHECK(indexed[k].trial_id == reference[k].trial_id);
+        CHECK(indexed[k].rule == reference[k].rule);
+        CHECK(indexed[k].reason == reference[k].reason);
+        CHECK((indexed[k].value == reference[k].value ||
+               (std::isnan(indexed[k].value) && std::isnan(reference[k].value))));
+        phase[indexed[k].trial_id] = TrialPhase::kStopped;
+        ++decided;
+        median_stops += indexed[k].rule == "median";
+        lead_stops += indexed[k].reason.find("at equal time (margin") != std::string::npos;
+      }
+    }
+  }
+  // The comparison meant something: many stops, the median rule's and rule (6)'s among them.
+  CHECK(decided >= 100);
+  CHECK(median_stops >= 1);
+  CHECK(lead_stops >= 1);
+}
+
+// The noise marks a restart settles from the kept second differences in one pass (Series::SettleMarks)
+// are those a curve logged tick by tick took one at a time: decisions of a state built at once and of one
+// built point by point agree where rule (6) reads a rival's noise at an earlier time.
+TEST_CASE("stopping state: a state rebuilt at once decides as one extended tick by tick", "[stopping]") {
+  std::mt19937_64 rng(7);
+  for (int study = 0; study < 6; ++study) {
+    const int trials = 12, points = 200 + static_cast<int>(rng() % 1500);
+    StoppingConfig config = AllRules(points * 3.0);
+    std::vector<std::vector<CurvePoint>> curves;
+    for (int i = 0; i < trials; ++i) {
+      curves.push_back(NoisyCurve(points, rng(), 1.8 + 0.02 * (i % 5)));
+      for (CurvePoint& p : curves.back()) p.time_s *= 0.6 + 0.05 * i;
+    }
+    StoppingState whole(config), ticked(config);
+    std::vector<TrialProgress> meta;
+    for (int i = 0; i < trials; ++i) {
+      whole.Append(i, 1, curves[i], {});
+      for (size_t at = 0; at < curves[i].size(); at += 7) {
+        ticked.Append(i, 1, Slice(curves[i], at, at + 7), {});
+        if (rng() % 9 == 0) (void)ticked.Inspect(i);  // refreshed between chunks, as ticks do
+      }
+      TrialProgress p;
+      p.id = i;
+      p.phase = i == 0 ? TrialPhase::kCompleted : TrialPhase::kRunning;
+      p.params = {{"model", std::to_string(i % 3)}, {"mbs", std::to_string(i % 2)}};
+      meta.push_back(p);
+    }
+    auto a = whole.Evaluate(meta), b = ticked.Evaluate(meta);
+    INFO("study " << study << ", " << points << " points");
+    REQUIRE(a.size() == b.size());
+    for (size_t k = 0; k < a.size(); ++k) {
+      CHECK(a[k].trial_id == b[k].trial_id);
+      CHECK(a[k].reason == b[k].reason);
+    }
+  }
+}
+
+// The noise marks (what rule (6) reads of a rival's noise at an earlier time) are those of the curve
+// when it had that many points: each is the noise a series of just those points computes, whether the
+// marks were settled at once after a restart (Series::SettleMarks) or a few at a time, tick by tick.
+TEST_CASE("stopping state: each noise mark is the noise of the curve's first points", "[stopping]") {
+  auto mark_points = [](size_t k) -> size_t {
+    if (k < 31) return k + 1;
+    size_t octave = 5 + (k - 31) / 16;
+    return (size_t{1} << octave) + ((k - 31) % 16) * (size_t{1} << (octave - 4));
+  };
+  StoppingConfig config;
+  std::vector<CurvePoint> finite;
+  for (const CurvePoint& p : NoisyCurve(1600, 11)) {
+    if (std::isfinite(p.value)) finite.push_back(p);
+  }
+  StoppingState whole(config), ticked(config);
+  whole.Append(1, 1, finite, {});
+  for (size_t at = 0; at < finite.size(); at += 10) {
+    ticked.Append(1, 1, Slice(finite, at, at + 10), {});
+    (void)ticked.Inspect(1);
+  }
+  auto a = whole.Inspect(1), b = ticked.Inspect(1);
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->noise_marks == b->noise_marks);
+  REQUIRE(a->noise_marks.size() > 100);
+  for (size_t k = 0; k < a->noise_marks.size(); ++k) {
+    StoppingState first(config);
+    first.Append(1, 1, Slice(finite, 0, mark_points(k)), {});
+    auto v = first.Inspect(1);
+    REQUIRE(v);
+    INFO("mark " << k << " at " << mark_points(k) << " points");
+    CHECK(a->noise_marks[k] == static_cast<float>(v->noise));
+  }
+}
+
 }  // namespace
 }  // namespace sweep::stopping

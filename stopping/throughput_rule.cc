@@ -227,17 +227,27 @@ bool SteeperBeyondNoise(const Series& s, double se, double a, double b, double a
   return steepening > noise;
 }
 
+// Indexed path (Context::floors): rival j cannot be lower than trial i at `at` by rule (6)'s margin, which
+// is at least throughput.margin and the trial's own Se(i), as the floor under its curve there shows.
+bool CannotLead(const Context& c, size_t i, size_t j, double at) {
+  if (!c.floors) return false;
+  double least_margin = std::max(c.config.throughput.margin, c.Se(i));
+  double widest_gap = c.series[i].At(at) - c.floors->Floor(j, at);
+  return widest_gap * (1 + 1e-9) + 1e-300 < least_margin * (1 - 1e-9);
+}
+
 std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i) {
   const Series& me = c.series[i];
   const double budget = c.config.budget_s;
   if (budget <= 0 || !c.LossEvident(i)) return std::nullopt;
   std::optional<Lead> best;
-  for (size_t j = 0; j < c.trials.size(); ++j) {
+  for (size_t j : c.MaybeLive()) {
     if (!c.Rival(i, j) || !c.live[j] || !c.LossEvident(j)) continue;
     const Series& them = c.series[j];
     double at = std::min({me.last_t(), them.last_t(), budget});
     double from = std::max(me.first_t(), them.first_t());
     if (!(at > from)) continue;
+    if (CannotLead(c, i, j, at)) continue;
     double a = from + (at - from) / 3, b = from + 2 * (at - from) / 3;
     // Both at the budget: the objective itself is measured, and the gap there decides; nothing is
     // left to project, so neither the bend nor the closing pace matters.
@@ -332,7 +342,7 @@ void Throughput(Context& c) {
     // not trusted at all: see Evident).
     std::optional<size_t> rival;
     double needed = 0;
-    for (size_t j = 0; j < c.trials.size(); ++j) {
+    for (size_t j : c.MaybeLive()) {
       if (!c.Rival(i, j) || !c.live[j] || model.group(j) != model.group(i) || !model.rate(j)) continue;
       if (!RatesSeenAsFarAsTheBudget(c, i, j)) continue;
       double need = 1 + cfg.rate_margin + std::hypot(c.RateSe(i), c.RateSe(j));
@@ -353,12 +363,16 @@ void Throughput(Context& c) {
     // another model can descend less per iteration and end higher).
     // Equal time: the later of the two curves' ends is cut to the earlier one's.
     auto lower_now = [&](size_t j, double floor) -> std::optional<double> {
-      const Series& them = c.series[j];
       if (!c.Evident(j)) return std::nullopt;
-      double at = std::min(me.last_t(), them.last_t());
-      if (!me.Reached(at) || !them.Reached(at)) return std::nullopt;
+      const Series& them = c.series[j];
+      // The floors keep each curve's ends beside each other: read there, not in the curve (indexed path).
+      double at = std::min(me.last_t(), c.floors ? c.floors->last_t(j) : them.last_t());
+      if (!me.Reached(at) || !(c.floors ? c.floors->Reached(j, at) : them.Reached(at))) return std::nullopt;
       double m = c.Margin(i, j, floor);
-      if (them.At(at) < me.At(at) - m) return m;
+      double bar = me.At(at) - m;
+      // Indexed path: a rival whose curve's floor there is not below the bar is not lower (curve_floor.h).
+      if (c.floors && !(c.floors->Floor(j, at) < bar)) return std::nullopt;
+      if (them.At(at) < bar) return m;
       return std::nullopt;
     };
     // Another group's trial, compared on progress per iteration (how much the loss fell since
@@ -369,7 +383,7 @@ void Throughput(Context& c) {
     std::optional<size_t> rival_group;
     std::pair<double, double> gap;
     double gap_margin = 0;
-    for (size_t j = 0; j < c.trials.size(); ++j) {
+    for (size_t j : c.MaybeLive()) {
       if (!c.Rival(i, j) || !c.live[j] || model.group(j) == model.group(i) || !model.rate(j)) continue;
       double speedup = *model.rate(j) / mine;
       if (speedup < 1) continue;
@@ -403,7 +417,7 @@ void Throughput(Context& c) {
     if (c.config.budget_s <= 0) continue;
     std::optional<size_t> best;
     double best_bound = kInf, best_margin = 0;
-    for (size_t j = 0; j < c.trials.size(); ++j) {
+    for (size_t j : c.MaybeLive()) {
       if (!c.Rival(i, j) || !c.live[j] || c.series[j].empty()) continue;
       auto m = lower_now(j, cfg.margin);
       if (!m) continue;
