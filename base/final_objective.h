@@ -4,8 +4,9 @@
 // point, is the smoothed curve on which "reached the target" is decided and that the charts draw,
 // so a trial whose final value is the target reaches it, at its last point at the latest: the
 // baseline reaches its own target by definition. A crossing counts once the curve stays past the
-// target, with a full window behind it (SustainedReach). The window is a fixed number of points for every
-// trial, whatever its length, so a trial that ran longer is not judged on a smoother curve.
+// target (SustainedReach), read between the two points it crosses between (InterpolatedCrossing).
+// The window is a fixed number of points for every trial, whatever its length, so a trial that ran
+// longer is not judged on a smoother curve.
 // Module base/: the vocabulary every module shares; uses the standard library only.
 #pragma once
 
