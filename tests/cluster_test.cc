@@ -964,4 +964,11 @@ exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --lr {{lr}} --optimizer {{
   CHECK(c["baseline"]["is_recommendation"] == (best == "0.003"));
   CHECK(c["separability"]["test"] == "welch");
   CHECK(c["separability"]["p"].is_number());
+  // `status`'s text: configurations with their standard errors, the baseline marked, Welch's test.
+  auto [text_rc, text] = testing::RunShell(bin + " status " + path + " 2>&1");
+  INFO(text);
+  CHECK(text_rc == 0);
+  CHECK_THAT(text, Catch::Contains("± the standard error of the mean"));
+  CHECK_THAT(text, Catch::Contains("[baseline]"));
+  CHECK_THAT(text, Catch::Contains("Welch's t test") || Catch::Contains("cannot be told apart yet"));
 }
