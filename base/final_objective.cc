@@ -49,12 +49,18 @@ bool AtOrPast(double value, double target, bool minimize) {
 
 std::optional<size_t> SustainedReach(const std::vector<double>& smoothed, double target, bool minimize) {
   if (smoothed.empty()) return std::nullopt;
-  const size_t earliest = std::min(kFinalWindow, smoothed.size()) - 1;
   // Back from the end, while the curve is past the target.
   size_t i = smoothed.size();
-  while (i > earliest && AtOrPast(smoothed[i - 1], target, minimize)) --i;
+  while (i > 0 && AtOrPast(smoothed[i - 1], target, minimize)) --i;
   if (i == smoothed.size()) return std::nullopt;  // the last point is not past it
   return i;
+}
+
+int64_t InterpolatedCrossing(int64_t step0, double value0, int64_t step1, double value1, double target) {
+  // A NaN before (a spoiled window) gives no line to read the crossing from: the point past it.
+  if (!std::isfinite(value0) || !std::isfinite(value1) || value1 == value0 || step1 <= step0) return step1;
+  double f = std::clamp((target - value0) / (value1 - value0), 0.0, 1.0);
+  return step0 + std::llround(f * static_cast<double>(step1 - step0));
 }
 
 bool Better(double a, double b, bool minimize) {

@@ -4,12 +4,14 @@
 // point, is the smoothed curve on which "reached the target" is decided and that the charts draw,
 // so a trial whose final value is the target reaches it, at its last point at the latest: the
 // baseline reaches its own target by definition. A crossing counts once the curve stays past the
-// target, with a full window behind it (SustainedReach). The window is a fixed number of points for every
-// trial, whatever its length, so a trial that ran longer is not judged on a smoother curve.
+// target (SustainedReach), read between the two points it crosses between (InterpolatedCrossing).
+// The window is a fixed number of points for every trial, whatever its length, so a trial that ran
+// longer is not judged on a smoother curve.
 // Module base/: the vocabulary every module shares; uses the standard library only.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -37,12 +39,17 @@ std::optional<FinalObjective> FinalObjectiveOf(const std::vector<double>& values
 std::vector<double> TrailingMean(const std::vector<double>& values);
 
 // Where the smoothed curve reaches `target` for good: the first index i such that every point
-// from i to the end is at or better than the target (<= when minimising; NaN is not), and i has
-// a full window behind it (i + 1 >= min(kFinalWindow, size)). A lucky first point, whose window
-// is that point alone, or a dip past the target that the curve climbs back out of, is no
-// crossing (issue 31). A curve whose last point (its final value) is at the target reaches it,
-// at its last point at the latest.
+// from i to the end is at or better than the target (<= when minimising; NaN is not). A lucky
+// first point, or a dip past the target that the curve climbs back out of, is no crossing (issue
+// 31): the curve must stay past it to the end. There is no floor at the window's length (issue 41:
+// a fast trial crossing within its first window read as the window's floor); a curve past the
+// target from its first point reaches it there. A curve whose last point (its final value) is at
+// the target reaches it, at its last point at the latest.
 std::optional<size_t> SustainedReach(const std::vector<double>& smoothed, double target, bool minimize);
+
+// The step where the smoothed curve crosses `target` between two consecutive points (step0,
+// value0), not past it, and (step1, value1), past it: linear between them, rounded to a step.
+int64_t InterpolatedCrossing(int64_t step0, double value0, int64_t step1, double value1, double target);
 
 // True when `value` is at or better than `target` (<= when minimising); NaN never is.
 bool AtOrPast(double value, double target, bool minimize);

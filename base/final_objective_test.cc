@@ -29,7 +29,22 @@ TEST_CASE("The final objective is the mean of the last 10 points, with their spr
   REQUIRE(FinalObjectiveOf(swing)->value > 0.5);
 }
 
-TEST_CASE("A crossing counts only with a full window behind it and the curve staying past", "[report]") {
+TEST_CASE("The crossing is read between the two points it lies between", "[report]") {
+  // Issue 41: time to target is where the smoothed curve crosses, not the window's floor.
+  CHECK(InterpolatedCrossing(100, 2.0, 200, 1.0, 1.5) == 150);
+  CHECK(InterpolatedCrossing(100, 2.0, 200, 1.0, 1.9) == 110);
+  CHECK(InterpolatedCrossing(10, 0.2, 20, 0.8, 0.5) == 15);  // rising (maximised): halfway
+  CHECK(InterpolatedCrossing(100, std::nan(""), 200, 1.0, 1.5) == 200);
+  // A fast trial: the curve falls through 1.5 within its first window (points 0..3 of 10).
+  std::vector<double> loss = {3.0, 1.2, 1.0, 0.9, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8, 0.8};
+  auto smoothed = TrailingMean(loss);  // 3.0, 2.1, 1.733, 1.525, 1.38, ...
+  auto reached = SustainedReach(smoothed, 1.5, true);
+  REQUIRE(reached == size_t{4});
+  CHECK(*reached < kFinalWindow - 1);
+  CHECK(InterpolatedCrossing(3, smoothed[3], 4, smoothed[4], 1.5) == 3);  // (1.525 - 1.5) / 0.145 of the way
+}
+
+TEST_CASE("A crossing counts only with the curve staying past", "[report]") {
   // Issue 31: a maximised objective got "time to target 0.31 s" from one lucky first point: the
   // trailing mean at the first point is that point alone.
   std::vector<double> acc = {0.9};
@@ -66,13 +81,14 @@ TEST_CASE("A curve reaches a target equal to its own final value, at the same wi
   auto reached = SustainedReach(smoothed, target, true);
   REQUIRE(reached);
   REQUIRE(!SustainedReach(smoothed, target - 1, true));
-  // Every point past it: the first with a full window behind it.
-  REQUIRE(SustainedReach(smoothed, 100, true) == kFinalWindow - 1);
-  // Maximising: reaching means getting above, and the final value is reached too; a trial shorter
-  // than the window reaches it at its last point only, the first with every point behind it.
+  // Every point past it: reached at the first point, not at the window's floor (issue 41).
+  REQUIRE(SustainedReach(smoothed, 100, true) == size_t{0});
+  // Maximising: reaching means getting above, and the final value is reached too. A trial shorter
+  // than the window reaches a lower target where its smoothed curve gets there (0.1, 0.15, 0.267,
+  // 0.35, ...), not at its last point.
   std::vector<double> acc = {0.1, 0.2, 0.5, 0.6, 0.7, 0.65, 0.72};
   REQUIRE(SustainedReach(TrailingMean(acc), FinalObjectiveOf(acc)->value, false) == size_t{6});
-  REQUIRE(SustainedReach(TrailingMean(acc), 0.35, false) == size_t{6});
+  REQUIRE(SustainedReach(TrailingMean(acc), 0.35, false) == size_t{3});
   // A NaN (diverged) reaches nothing, and spoils only the windows that hold it.
   const double nan = std::numeric_limits<double>::quiet_NaN();
   REQUIRE(!SustainedReach(TrailingMean({nan}), 1e9, true));

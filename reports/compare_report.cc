@@ -46,12 +46,21 @@ StudyBest BestOf(const ComparedStudy& study, const ComparedStudy& first) {
   b.trial = study.analysis.recommended;
   if (!b.trial) return b;
   const TrialSummary& t = study.report.trials[*b.trial];
-  b.time_to_target_s = TimeToTarget(t);
+  b.config = study.analysis.recommended_config;
+  if (b.config) {
+    b.value = study.report.configs->groups[*b.config].mean;
+    b.speed = study.analysis.config_speed[*b.config];
+  } else {
+    b.value = t.final_value;
+    if (Finite(t.iters_per_s)) b.speed.iters_per_s = t.iters_per_s;
+    if (t.steps_to_target) b.speed.steps_to_target = static_cast<double>(*t.steps_to_target);
+    b.speed.time_to_target = TimeToTarget(t);
+  }
+  b.time_to_target_s = b.speed.time_to_target;
   if (b.time_to_target_s) b.hours_to_target = *b.time_to_target_s * b.gpus / 3600;
   if (&study != &first && first.analysis.recommended) {
-    const TrialSummary& f = first.report.trials[*first.analysis.recommended];
-    b.vs_first = Decompose(t, f);
     StudyBest fb = BestOf(first, first);
+    b.vs_first = Decompose(b.speed, fb.speed);
     if (b.hours_to_target && fb.hours_to_target && *b.hours_to_target > 0)
       b.cost_factor = *fb.hours_to_target / *b.hours_to_target;
   }
@@ -98,8 +107,8 @@ std::string RenderCompareHtml(const Comparison& c) {
                      Esc(!b.trial ? r.meta.study_name : m0.study_name), Esc(metric));
       continue;
     }
-    const TrialSummary& t = r.trials[*b.trial];
-    const TrialSummary& f = c.studies[0].report.trials[*best[0].trial];
+    const ConfigSpeed& t = b.speed;
+    const ConfigSpeed& f = best[0].speed;
     if (!b.vs_first) {
       out.append("<p class=\"basis\">");
       if (Finite(t.iters_per_s) && Finite(f.iters_per_s)) {
@@ -124,7 +133,8 @@ std::string RenderCompareHtml(const Comparison& c) {
            fmt::format("{} vs {} iter/s", FormatSig(*t.iters_per_s, 3), FormatSig(*f.iters_per_s, 3)), "");
     out.append("<span class=\"op\">×</span>");
     factor(FormatFactor(d.convergence), "convergence",
-           fmt::format("target at step {} vs {}", *t.steps_to_target, *f.steps_to_target), "");
+           fmt::format("target at step {} vs {}", std::llround(*t.steps_to_target), std::llround(*f.steps_to_target)),
+           "");
     out.append("<span class=\"op\">=</span>");
     factor(FormatFactor(d.time_to_target), "time to target",
            fmt::format("{} vs {}", FormatDuration(*b.time_to_target_s), FormatDuration(*best[0].time_to_target_s)),
@@ -173,14 +183,23 @@ std::string RenderCompareHtml(const Comparison& c) {
     } else {
       const TrialSummary& t = r.trials[*b.trial];
       std::string spread = Finite(t.final_spread) ? " ± " + FormatSig(*t.final_spread, 2) : "";
+      std::string params = ParamsText(r, t);
+      std::string key = t.key;
+      if (b.config) {
+        // A configuration over its seeds: its mean ± standard error (n), its mean speed.
+        const ConfigGroup& g = r.configs->groups[*b.config];
+        params = ConfigText(*r.configs, g);
+        key = fmt::format("{} seeds", g.values.size());
+        spread = MeanText(g).substr(MeanText(g).find(' '));
+      }
       fmt::format_to(Out(out),
                      "<td><span class=\"key\">{}</span></td><td style=\"white-space:normal\">{}</td><td "
                      "class=\"n\">{}{}</td><td class=\"n\">{}</td>"
                      "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
                      "<td class=\"n\">{}</td>",
-                     Esc(t.key), Esc(ParamsText(r, t)), FormatObjective(t.final_value), Esc(spread),
-                     FormatSigOr(t.iters_per_s, 3), t.tokens_per_s ? FormatCompact(*t.tokens_per_s) : "–",
-                     t.steps_to_target ? std::to_string(*t.steps_to_target) : "not reached",
+                     Esc(key), Esc(params), FormatObjective(b.value), Esc(spread), FormatSigOr(b.speed.iters_per_s, 3),
+                     t.tokens_per_s ? FormatCompact(*t.tokens_per_s) : "–",
+                     b.speed.steps_to_target ? std::to_string(std::llround(*b.speed.steps_to_target)) : "not reached",
                      b.time_to_target_s ? FormatDuration(*b.time_to_target_s) : "–", b.gpus,
                      b.hours_to_target ? FormatHours(*b.hours_to_target) + " " + HoursUnit(r.meta) : "–");
     }
@@ -275,15 +294,19 @@ std::string RenderCompareCsv(const Comparison& c) {
     AppendCsvText(r.meta.study_path, out);
     out.push_back(',');
     const TrialSummary* t = b.trial ? &r.trials[*b.trial] : nullptr;
+    const ConfigGroup* g = b.config ? &r.configs->groups[*b.config] : nullptr;
     if (t) AppendCsvText(t->key, out);
     out.push_back(',');
-    if (t) AppendCsvText(ParamsText(r, *t), out);
+    if (g) AppendCsvText(ConfigText(*r.configs, *g), out);
+    else if (t) AppendCsvText(ParamsText(r, *t), out);
+    // A configuration: its mean, the standard error of that mean, its mean speed and steps.
     for (std::optional<double> v :
-         {t ? t->final_value : std::nullopt, t ? t->final_spread : std::nullopt, t ? t->iters_per_s : std::nullopt,
-          t ? t->tokens_per_s : std::nullopt,
-          t && t->steps_to_target ? std::optional<double>(static_cast<double>(*t->steps_to_target)) : std::nullopt,
-          b.time_to_target_s, std::optional<double>(b.gpus), b.hours_to_target,
-          std::optional<double>(s.analysis.cost.resource_hours),
+         {b.value,
+          g   ? g->sem
+          : t ? t->final_spread
+              : std::nullopt,
+          b.speed.iters_per_s, t ? t->tokens_per_s : std::nullopt, b.speed.steps_to_target, b.time_to_target_s,
+          std::optional<double>(b.gpus), b.hours_to_target, std::optional<double>(s.analysis.cost.resource_hours),
           b.vs_first ? std::optional<double>(b.vs_first->throughput) : std::nullopt,
           b.vs_first ? std::optional<double>(b.vs_first->convergence) : std::nullopt,
           b.vs_first ? std::optional<double>(b.vs_first->time_to_target) : std::nullopt, b.cost_factor}) {

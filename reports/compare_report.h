@@ -21,9 +21,14 @@ struct ComparedStudy {
   Analysis analysis;
 };
 
+// A study's best: its recommendation, a configuration over its seeds for a study with repeats
+// (Analysis::recommended_config: its mean, its configurations' speed) or a trial.
 struct StudyBest {
-  std::optional<size_t> trial;  // index into report.trials: the recommendation
-  double gpus = 0;              // GPUs per trial (CPUs when the study has none)
+  std::optional<size_t> trial;   // index into report.trials: the recommendation (a configuration's typical seed)
+  std::optional<size_t> config;  // index into report.configs->groups, for a study with repeats
+  std::optional<double> value;   // its final value: the configuration's mean, or the trial's
+  ConfigSpeed speed;             // throughput, steps and time to target (a trial's own, or its configuration's)
+  double gpus = 0;               // GPUs per trial (CPUs when the study has none)
   std::optional<double> time_to_target_s;
   std::optional<double> hours_to_target;  // time to target x GPUs per trial
   std::optional<Decomposition> vs_first;  // this study's best over the first study's best

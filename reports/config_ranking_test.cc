@@ -4,6 +4,9 @@
 
 #include "reports/config_ranking.h"
 
+#include <cmath>
+#include <random>
+
 using namespace sweep::reports;
 
 namespace {
@@ -41,18 +44,20 @@ TEST_CASE("configurations are ranked by the mean of their completed repeats, wit
   CHECK_FALSE(r.groups[2].mean);  // no completed repeat: after the ranked
   CHECK(r.groups[2].ended == 1);
   CHECK(r.groups[2].rows == std::vector<size_t>{4, 5});
-  // [0.60, 0.62] lies inside [0.50, 0.90]: not separable, and the text says how to get more seeds.
+  CHECK(*r.groups[0].sem == Approx(0.01));  // 0.0141 / sqrt(2)
+  // 0.61 against 0.70 with sds 0.014 and 0.28 over two seeds each: Welch's test cannot tell them
+  // apart, and the text says whether more seeds could.
   REQUIRE(r.best_two_separable);
   CHECK_FALSE(*r.best_two_separable);
   CHECK_THAT(SeparabilityText(r), Catch::Contains("not separable"));
-  CHECK_THAT(SeparabilityText(r), Catch::Contains("--repeat-top 2"));
+  CHECK_THAT(SeparabilityText(r), Catch::Contains("Welch's t test"));
 
   // Maximised: the other way round.
   ConfigRanking max = RankConfigurations({"lr", "seed"}, rows, "seed", /*minimize=*/false);
   CHECK(max.groups[0].param_values == std::vector<std::string>{"0.1"});
 }
 
-TEST_CASE("the best two are separable only when their ranges over seeds do not overlap", "[repeats]") {
+TEST_CASE("the best two are told apart by a test on their means, once each has two repeats", "[repeats]") {
   std::vector<TrialRow> rows = {
       Row("t-a0", "0.1", "0", "completed", 0.50),
       Row("t-a1", "0.1", "1", "completed", 0.52),
@@ -62,10 +67,17 @@ TEST_CASE("the best two are separable only when their ranges over seeds do not o
   CHECK_FALSE(one.best_two_separable);  // one completed repeat of the runner-up: not known
   CHECK_THAT(SeparabilityText(one), Catch::Contains("cannot be told apart yet"));
   rows.push_back(Row("t-b1", "0.01", "1", "completed", 0.64));
+  // {0.50, 0.52} against {0.60, 0.64}: t = 4.9 on about 1.6 degrees of freedom, p = 0.07: not yet.
   ConfigRanking two = RankConfigurations({"lr", "seed"}, rows, "seed", true);
   REQUIRE(two.best_two_separable);
-  CHECK(*two.best_two_separable);
-  CHECK_THAT(SeparabilityText(two), Catch::StartsWith("the best two are separable"));
+  CHECK_FALSE(*two.best_two_separable);
+  CHECK_THAT(SeparabilityText(two), Catch::StartsWith("the best two are not separable yet"));
+  rows.push_back(Row("t-a2", "0.1", "2", "completed", 0.51));
+  rows.push_back(Row("t-b2", "0.01", "2", "completed", 0.62));
+  ConfigRanking three = RankConfigurations({"lr", "seed"}, rows, "seed", true);
+  REQUIRE(three.best_two_separable);
+  CHECK(*three.best_two_separable);
+  CHECK_THAT(SeparabilityText(three), Catch::StartsWith("the best two are separable"));
 }
 
 TEST_CASE("a trial stored without a seed is its configuration's seed 0", "[repeats]") {
@@ -84,10 +96,10 @@ TEST_CASE("configs.csv has one row per configuration, best mean first", "[repeat
   };
   ConfigRanking r = RankConfigurations({"lr", "seed"}, rows, "seed", true);
   CHECK(RenderConfigsCsv(r, rows) ==
-        "rank,lr,repeats,completed,mean,std,min,max,seeds,trial_keys\n"
-        "1,0.01,2,1,0.25,,0.25,0.25,0 1,t-b0 t-b1\n"
-        "2,0.1,2,2,0.6,0.14142135623730948,0.5,0.7,0 1,t-a0 t-a1\n"
-        ",0.001,1,0,,,,,0,t-c0\n");
+        "rank,lr,repeats,completed,mean,std,min,max,seeds,trial_keys,sem\n"
+        "1,0.01,2,1,0.25,,0.25,0.25,0 1,t-b0 t-b1,\n"
+        "2,0.1,2,2,0.6,0.14142135623730948,0.5,0.7,0 1,t-a0 t-a1,0.09999999999999998\n"
+        ",0.001,1,0,,,,,0,t-c0,\n");
 }
 
 TEST_CASE("the report's section names the ranking's spread and separability", "[repeats][html]") {
@@ -99,6 +111,122 @@ TEST_CASE("the report's section names the ranking's spread and separability", "[
   };
   std::string html = RenderConfigsSection(RankConfigurations({"lr", "seed"}, rows, "seed", true), "loss");
   CHECK_THAT(html, Catch::Contains("<section id=\"configurations\">"));
-  CHECK_THAT(html, Catch::Contains("<td>1</td><td>lr=0.1</td><td>0.6</td><td>0.14</td><td>[0.5, 0.7]</td>"));
+  CHECK_THAT(
+      html, Catch::Contains(
+                "<td>1</td><td class=\"config\">lr=0.1</td><td>0.6</td><td>0.10</td><td>0.14</td><td>[0.5, 0.7]</td>"));
   CHECK_THAT(html, Catch::Contains("The best two are not separable"));
+}
+
+namespace {
+
+std::vector<TrialRow> Sample(const std::string& lr, const std::vector<double>& values) {
+  std::vector<TrialRow> rows;
+  for (size_t i = 0; i < values.size(); ++i)
+    rows.push_back(Row("t-" + lr + "-" + std::to_string(i), lr, std::to_string(i), "completed", values[i]));
+  return rows;
+}
+
+ConfigRanking RankTwo(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<TrialRow> rows = Sample("0.1", a), more = Sample("0.2", b);
+  rows.insert(rows.end(), more.begin(), more.end());
+  return RankConfigurations({"lr", "seed"}, rows, "seed", /*minimize=*/true);
+}
+
+}  // namespace
+
+TEST_CASE("Student's t distribution: two-sided p-values against closed forms", "[repeats]") {
+  // df = 1 is Cauchy: P(|T| > 1) = 1/2. df = 2: P(|T| > t) = 1 - t / sqrt(2 + t^2).
+  CHECK(StudentTwoSidedP(1.0, 1) == Approx(0.5).epsilon(1e-9));
+  CHECK(StudentTwoSidedP(2.0, 2) == Approx(1 - 2 / std::sqrt(6.0)).epsilon(1e-9));
+  CHECK(StudentTwoSidedP(-2.0, 2) == Approx(1 - 2 / std::sqrt(6.0)).epsilon(1e-9));
+  CHECK(StudentTwoSidedP(0.0, 7) == Approx(1.0));
+  // Tables: t(0.975; 10) = 2.228, t(0.975; 30) = 2.042.
+  CHECK(StudentTwoSidedP(2.228, 10) == Approx(0.05).epsilon(1e-3));
+  CHECK(StudentTwoSidedP(2.042, 30) == Approx(0.05).epsilon(2e-3));
+  // Property: p falls as |t| grows, for any df.
+  for (double df : {1.5, 3.0, 7.7, 40.0}) {
+    double last = 1.0;
+    for (double t = 0.25; t < 8; t += 0.25) {
+      double p = StudentTwoSidedP(t, df);
+      CHECK(p < last);
+      CHECK(p > 0);
+      last = p;
+    }
+  }
+}
+
+TEST_CASE("Welch's test of the means: its t, degrees of freedom, and how many more seeds would tell", "[repeats]") {
+  // {1, 2, 3} against {3, 4, 5}: means 2 and 4, sd 1 each: se = sqrt(2/3), t = 2.449, df = 4,
+  // p = 0.070: not separable yet; with one more seed each (same means and sds: t = 2.83, df = 6,
+  // p = 0.030) it would be.
+  ConfigRanking r = RankTwo({1, 2, 3}, {3, 4, 5});
+  const Separability& s = r.separability;
+  CHECK(s.difference == Approx(2));
+  CHECK(s.se == Approx(std::sqrt(2.0 / 3)));
+  CHECK(s.t == Approx(2.4495).epsilon(1e-4));
+  CHECK(s.df == Approx(4));
+  CHECK(s.p == Approx(0.0705).epsilon(5e-3));
+  CHECK(s.verdict == Separability::Verdict::kMoreSeeds);
+  CHECK(s.more_seeds == 1);
+  CHECK_FALSE(*r.best_two_separable);
+  CHECK_THAT(SeparabilityText(r), Catch::Contains("about 1 more seed each would tell them apart"));
+  CHECK_THAT(SeparabilityText(r), Catch::Contains("--repeat-top 2 --repeats 4"));
+
+  // Unequal spreads and sizes: the Welch-Satterthwaite df, not n1 + n2 - 2.
+  Separability w = WelchTest(0, 1, 4, 1, 3, 9);
+  double va = 1.0 / 4, vb = 9.0 / 9;
+  CHECK(w.df == Approx((va + vb) * (va + vb) / (va * va / 3 + vb * vb / 8)));
+
+  // A gap far below the noise: more seeds will not tell them apart.
+  ConfigRanking same = RankTwo({1, 2, 3}, {1.01, 2.01, 3.01});
+  CHECK(same.separability.verdict == Separability::Verdict::kNotWithSeeds);
+  CHECK_THAT(SeparabilityText(same), Catch::Contains("more seeds will not tell them apart"));
+
+  // Clearly apart.
+  ConfigRanking apart = RankTwo({1, 1.1, 0.9}, {2, 2.1, 1.9});
+  CHECK(apart.separability.verdict == Separability::Verdict::kSeparable);
+  CHECK(apart.separability.p < 0.001);
+  CHECK(*apart.best_two_separable);
+}
+
+TEST_CASE("Overlapping ranges no longer mean not separable: ten seeds tell a small gap apart", "[repeats]") {
+  // Issue 41: ranges only widen with more seeds, so a range test could never separate these two.
+  std::vector<double> a = {0.50, 0.60, 0.55, 0.52, 0.58, 0.54, 0.56, 0.53, 0.57, 0.55};
+  std::vector<double> b;
+  for (double v : a) b.push_back(v + 0.04);
+  ConfigRanking r = RankTwo(a, b);
+  REQUIRE(*r.groups[0].max > *r.groups[1].min);  // the ranges overlap
+  CHECK(r.separability.verdict == Separability::Verdict::kSeparable);
+  CHECK(*r.best_two_separable);
+  // With three of those seeds each the same gap is not significant yet, and more seeds are the way.
+  ConfigRanking few = RankTwo({0.50, 0.60, 0.55}, {0.54, 0.64, 0.59});
+  CHECK(few.separability.verdict == Separability::Verdict::kMoreSeeds);
+  CHECK(few.separability.more_seeds > 1);
+}
+
+TEST_CASE("The verdict follows the test by property: random samples, p against the verdict", "[repeats]") {
+  std::mt19937 rng(41);
+  std::normal_distribution<double> noise(0, 1);
+  for (int round = 0; round < 300; ++round) {
+    size_t na = 2 + rng() % 6, nb = 2 + rng() % 6;
+    double gap = (rng() % 100) / 25.0, sa = 0.1 + (rng() % 30) / 10.0, sb = 0.1 + (rng() % 30) / 10.0;
+    std::vector<double> a, b;
+    for (size_t i = 0; i < na; ++i) a.push_back(sa * noise(rng));
+    for (size_t i = 0; i < nb; ++i) b.push_back(gap + sb * noise(rng));
+    ConfigRanking r = RankTwo(a, b);
+    const Separability& s = r.separability;
+    INFO("round " << round);
+    REQUIRE(s.verdict != Separability::Verdict::kUnknown);
+    CHECK((s.verdict == Separability::Verdict::kSeparable) == (s.p < 0.05));
+    CHECK(s.p >= 0);
+    CHECK(s.p <= 1);
+    CHECK(*r.groups[0].mean <= *r.groups[1].mean);
+    // The standard error of a mean is its sd over sqrt(n).
+    for (const ConfigGroup& g : r.groups)
+      CHECK(*g.sem == Approx(*g.std / std::sqrt(static_cast<double>(g.values.size()))));
+    if (s.verdict == Separability::Verdict::kMoreSeeds) {
+      CHECK(s.more_seeds >= 1);
+      CHECK(s.more_seeds <= kMaxMoreSeeds);
+    }
+  }
 }

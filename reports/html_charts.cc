@@ -343,6 +343,10 @@ void HtmlPage::Throughput() {
                    FormatSig(*T(with.back()).iters_per_s, 3), FormatSig(*T(with.front()).iters_per_s, 3), with.size());
     return;
   }
+  if (r_.configs) {
+    ConfigThroughput();
+    return;
+  }
   size_t shown = std::min(o_.throughput_bars, with.size());
   // The baseline always has a bar, as the reference the others are read against.
   if (r_.baseline) {
@@ -374,12 +378,64 @@ void HtmlPage::Throughput() {
   chart.width = 1100;
   chart.label_width = 420;
   fmt::format_to(Out(out_), "<figure>{}</figure>", RenderBarChart(chart));
+  // The count says how many bars are drawn of how many trials logged a time: a chart cut at
+  // throughput_bars must not read as trials that logged none.
   fmt::format_to(Out(out_),
-                 "<p class=\"note\">{} of {} trials with logged iteration times, fastest first{}. Green: the "
+                 "<p class=\"note\">{} trials logged iteration times; {}, fastest first{}. Green: the "
                  "recommendation; {}pale: stopped or failed trials.{}</p></section>\n",
-                 shown, with.size(), shown < with.size() ? " (the rest are in the table and trials.csv)" : "",
+                 with.size(), shown < with.size() ? fmt::format("the fastest {} are drawn", shown) : "all are drawn",
+                 shown < with.size() ? " (the rest are in the table and trials.csv)" : "",
                  r_.baseline ? "black: the baseline; " : "",
                  base_ips ? " The factor is relative to the baseline." : "");
+}
+
+void HtmlPage::ConfigThroughput() {
+  // One bar per configuration: the mean throughput of its repeats (a seed does not change the
+  // speed; one bar per seed would only repeat the configuration).
+  const ConfigRanking& r = *r_.configs;
+  std::vector<size_t> with;
+  size_t trials = 0;
+  for (size_t g = 0; g < r.groups.size(); ++g) {
+    if (Finite(r.groups[g].iters_per_s)) with.push_back(g), trials += r.groups[g].with_throughput;
+  }
+  std::stable_sort(with.begin(), with.end(),
+                   [&](size_t x, size_t y) { return *r.groups[x].iters_per_s > *r.groups[y].iters_per_s; });
+  size_t shown = std::min(o_.throughput_bars, with.size());
+  if (a_.baseline_config) {
+    auto it = std::find(with.begin(), with.end(), *a_.baseline_config);
+    if (it != with.end() && static_cast<size_t>(it - with.begin()) >= shown) {
+      std::rotate(with.begin() + static_cast<long>(shown) - 1, it, it + 1);
+    }
+  }
+  std::optional<double> base_ips;
+  if (a_.baseline_config) base_ips = r.groups[*a_.baseline_config].iters_per_s;
+  BarChart chart;
+  chart.title = "iterations per second by configuration";
+  chart.x.label = "iterations per second (mean over the configuration's repeats)";
+  for (size_t k = 0; k < shown; ++k) {
+    const ConfigGroup& g = r.groups[with[k]];
+    bool rec = a_.recommended_config && *a_.recommended_config == with[k];
+    bool base = a_.baseline_config && *a_.baseline_config == with[k];
+    Bar b;
+    b.label = ConfigText(r, g);
+    b.tooltip = fmt::format("{}: mean of {} repeat{}", b.label, g.with_throughput, g.with_throughput == 1 ? "" : "s");
+    b.value = *g.iters_per_s;
+    b.value_text = FormatSig(b.value, 3);
+    if (base_ips && !base) b.value_text += " " + FormatFactor(b.value / *base_ips);
+    b.color = rec ? kRecommendedColor : base ? kBaselineColor : g.values.empty() ? "#c3ccd6" : "#4e79a7";
+    chart.bars.push_back(std::move(b));
+  }
+  chart.width = 1100;
+  chart.label_width = 420;
+  fmt::format_to(Out(out_), "<figure>{}</figure>", RenderBarChart(chart));
+  fmt::format_to(Out(out_),
+                 "<p class=\"note\">One bar per configuration: the mean iterations per second of its repeats. {} "
+                 "configuration{} ({} trials) logged iteration times; {}, fastest first. Green: the recommendation; "
+                 "{}pale: no completed repeat.{}</p></section>\n",
+                 with.size(), with.size() == 1 ? "" : "s", trials,
+                 shown < with.size() ? fmt::format("the fastest {} are drawn", shown) : "all are drawn",
+                 a_.baseline_config ? "black: the baseline; " : "",
+                 base_ips ? " The factor is relative to the baseline configuration." : "");
 }
 
 bool HtmlPage::FlatThroughput() const {

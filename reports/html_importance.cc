@@ -65,7 +65,8 @@ void HtmlPage::Importance() {
       b.value_text = "not estimable: one value";
     } else {
       // Each group a trial or two explains the spread by construction, not by effect.
-      b.value_text = fmt::format("not estimable: {} groups of {} trials", p.groups, imp.trials);
+      b.value_text = fmt::format("not estimable: {} groups of {} {}", p.groups, imp.trials,
+                                 imp.configurations ? "configurations" : "trials");
     }
     b.tooltip = b.label + ": " + b.value_text;
     b.color = "#4e79a7";
@@ -81,6 +82,27 @@ void HtmlPage::Importance() {
                         "hide what stopped it.",
                         imp.trials, Esc(metric_), *imp.at_step, imp.trials - imp.stopped, imp.stopped)
                   : fmt::format("From the {} completed trials' final {}.", imp.trials, Esc(metric_));
+  if (imp.configurations > 0) {
+    // Seeds of one configuration are not independent draws of its parameters.
+    basis = fmt::format(
+        "Over the {} configurations, each by the mean of its repeats' {} (the seeds of a configuration are repeats "
+        "of one draw of the parameters, not more draws; the seed is no parameter here){}.",
+        imp.configurations, Esc(metric_),
+        imp.at_step ? fmt::format(", at step {}, the last step all compared trials reached", *imp.at_step) : "");
+  }
+  std::string caveat;
+  if (!imp.correlated.empty()) {
+    std::vector<std::string> pairs;
+    for (const ParamCorrelation& c : imp.correlated) {
+      pairs.push_back(fmt::format("{} and {} (Spearman ρ = {:.2f})", Esc(r_.meta.param_names[c.a]),
+                                  Esc(r_.meta.param_names[c.b]), c.rho));
+    }
+    caveat = fmt::format(
+        "<p class=\"basis caveat\">Caution: the sampler drew some parameters together over the {} compared "
+        "{}: {}. A share given to one of a correlated pair may be the other's effect; these shares cannot tell "
+        "them apart (a grid or random sampler, or a study that varies one of them alone, can).</p>",
+        imp.trials, imp.configurations ? "configurations" : "trials", fmt::join(pairs, "; "));
+  }
   fmt::format_to(Out(out_),
                  "<figure>{}</figure><p class=\"note\">{}{} Method: for "
                  "each parameter alone, a one-way analysis of variance of the value grouped by the "
@@ -91,8 +113,8 @@ void HtmlPage::Importance() {
                  "squares, the share of the variance the parameter explains beyond what as many random groups "
                  "would, clipped at 0; the bars are each ε² over their sum. Main effects only: an effect that "
                  "exists only in combination with another parameter is not shown. "
-                 "<code>bench/importance_vs_optuna.py</code> checks it against Optuna's fANOVA.</p></section>\n",
-                 RenderBarChart(chart), basis, ImportanceLeftOut(imp));
+                 "<code>bench/importance_vs_optuna.py</code> checks it against Optuna's fANOVA.</p>{}</section>\n",
+                 RenderBarChart(chart), basis, ImportanceLeftOut(imp), caveat);
 }
 
 }  // namespace sweep::reports

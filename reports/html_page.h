@@ -84,6 +84,26 @@ class HtmlPage {
   // "0.1234 ± 0.0012"
   std::string ValueSpread(const TrialSummary& t) const;
 
+  // What the headline names and compares: a configuration over its seeds (a study with repeats) or
+  // a trial.
+  struct Pick {
+    std::string name;   // HTML: the values in bold, then the trial key or the seeds
+    std::string plain;  // the values as text
+    std::optional<double> value;
+    std::string value_text;       // configuration: mean ± standard error (n); trial: final ± spread of its end
+    std::optional<double> noise;  // standard error of the mean, or the spread of the end
+    std::optional<double> ips, steps, ttt;
+    bool config = false;
+  };
+  Pick PickTrial(size_t i) const;
+  Pick PickConfig(size_t g) const;
+  std::optional<Pick> Recommended() const;
+  std::optional<Pick> RunnerUp() const;
+  std::optional<Pick> Baseline() const;
+  bool RecommendedIsBaseline() const;
+  // "12 configurations (36 completed trials)" or "36 completed trials".
+  std::string AmongText() const;
+
   // A hyperparameter study: the best final value, how noisy its end is, and how far ahead of the
   // runner-up it is. No speedup boxes: the trials run at the same speed.
   void HpoHeadline();
@@ -112,6 +132,8 @@ class HtmlPage {
   void Legend();
 
   void Throughput();
+  // A study with repeats: one bar per configuration.
+  void ConfigThroughput();
 
   // A hyperparameter study whose trials all run within 10% of each other's speed: no
   // throughput charts, one sentence instead.

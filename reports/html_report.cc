@@ -196,9 +196,22 @@ void HtmlPage::About() {
       "throughput_tflops metric.</li>"
       "<li>Final value (ranking, recommendation, target, status, trials.csv): mean of the objective's last 10 "
       "logged points (fewer for a shorter trial); ± is their standard deviation. The same trailing mean at every "
-      "point is the smoothed curve the charts draw; steps to target is the first logged step from which it stays "
-      "at or past the target to the end, with a full window of points behind it (a lucky first point is not a "
-      "crossing), so a trial whose final value is the target reaches it.</li>");
+      "point is the smoothed curve the charts draw; steps to target is where it crosses the target for the last "
+      "time, read between the two logged points it crosses between (a lucky first point, or a dip it climbs back "
+      "out of, is not a crossing: it stays at or past the target from there to the end), so a trial whose final "
+      "value is the target reaches it.</li>");
+  if (r_.configs) {
+    out_.append(
+        "<li>Configurations (a study with repeats): a configuration is its trials that differ only in the seed. "
+        "It is ranked, recommended and compared with the runner-up and the baseline by the mean final value of "
+        "its completed repeats, ± the standard error of that mean (sd / √n). Two configurations are told apart by "
+        "Welch's t test of their means (two-sided, 5%); when they are not, the same gap and spreads are projected "
+        "to more seeds each, up to 50, to say how many would tell them apart. A configuration's throughput is the "
+        "mean of its repeats'; its steps to target the mean of its completed repeats that reached it.</li>");
+  }
+  out_.append(
+      "<li>Study type: a performance study when the configurations' measured speeds differ by 10% or more "
+      "(fastest against slowest), whatever the parameters are called; its headline is the time to target.</li>");
   if (m.curves_from_buckets > 0) {
     fmt::format_to(Out(out_),
                    "<li>The curves of the {} longest trials are drawn from the means of consecutive points (32 or "

@@ -39,7 +39,8 @@ td.why{white-space:normal;overflow-wrap:anywhere}
 tbody tr:nth-child(even){background:#fafbfc}
 tr.recommended td{background:#eef8f0}
 tr.baseline td{background:#f3f4f6}
-.table-wrap{overflow-x:auto}
+.table-wrap{overflow-x:auto;max-width:100%}
+td.config{white-space:normal;overflow-wrap:anywhere;min-width:12em}
 .badge{display:inline-block;padding:0 6px;border-radius:9px;font-size:11.5px;border:1px solid transparent}
 .s-completed{background:#dafbe1;color:#116329}
 .s-running{background:#ddf4ff;color:#0550ae}
@@ -76,6 +77,20 @@ dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:4px 16px;margin:0
 dl.meta dt{color:var(--muted)}
 dl.meta dd{margin:0;overflow-wrap:anywhere}
 ul.defs{margin:6px 0 0;padding-left:18px;color:var(--muted);font-size:13px}
+/* Narrow windows (900 px and up): less padding, the tables' cells fold onto more lines, and the
+   columns the printed page also leaves off (steps, queue time: in trials.csv) are left off, rather
+   than cutting off the last columns. */
+@media (max-width:1100px){
+  main{padding:16px 12px 32px}
+  section{padding:12px 12px}
+  th,td{padding:3px 4px;white-space:normal}
+  table{font-size:12px}
+  th{min-width:0;overflow-wrap:anywhere}
+  .np{display:none}
+  td .key,td.config{overflow-wrap:anywhere}
+  .key{white-space:normal}
+  .factor{min-width:140px}
+}
 @page{size:A4;margin:12mm}
 @media print{
   *{-webkit-print-color-adjust:exact;print-color-adjust:exact}

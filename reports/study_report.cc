@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <iterator>
 #include <map>
 #include <tuple>
 
@@ -80,6 +82,46 @@ bool IsThroughputKnob(const std::string& param) {
   return false;
 }
 
+std::optional<SpeedSpread> MeasureSpeedSpread(const StudyReport& report) {
+  std::vector<double> speeds;
+  if (report.configs) {
+    for (const ConfigGroup& g : report.configs->groups) {
+      if (Finite(g.iters_per_s) && *g.iters_per_s > 0) speeds.push_back(*g.iters_per_s);
+    }
+  } else {
+    for (const TrialSummary& t : report.trials) {
+      if (Finite(t.iters_per_s) && *t.iters_per_s > 0) speeds.push_back(*t.iters_per_s);
+    }
+  }
+  if (speeds.size() < 2) return std::nullopt;
+  SpeedSpread s;
+  s.fastest = *std::max_element(speeds.begin(), speeds.end());
+  s.slowest = *std::min_element(speeds.begin(), speeds.end());
+  s.measured = static_cast<int>(speeds.size());
+  return s;
+}
+
+void ClassifyBySpeed(StudyReport& report, StudyKind guess, const std::string& guess_basis) {
+  StudyMeta& m = report.meta;
+  auto spread = MeasureSpeedSpread(report);
+  const char* unit = report.configs ? "configurations" : "trials";
+  if (!spread) {
+    m.kind = guess;
+    m.kind_basis = fmt::format("no two {} have a measured speed yet; {}", unit, guess_basis);
+  } else if (spread->Factor() >= kSpeedDiffers) {
+    m.kind = StudyKind::kPerformance;
+    m.kind_basis = fmt::format("the speed differs {:.2f}x between the {} {} measured ({:.3g} to {:.3g} iter/s)",
+                               spread->Factor(), spread->measured, unit, spread->slowest, spread->fastest);
+  } else if (m.rank_by_time_to_target) {
+    m.kind = StudyKind::kPerformance;
+    m.kind_basis = "ranked by time to target";
+  } else {
+    m.kind = StudyKind::kHyperparameter;
+    m.kind_basis = fmt::format("the {} {} measured run within {:.0f}% of the same speed", spread->measured, unit,
+                               100 * (spread->Factor() - 1));
+  }
+}
+
 std::optional<double> ResourceHours(const TrialSummary& trial, const StudyMeta& meta) {
   if (!trial.wall_s) return std::nullopt;
   double per_node = meta.gpus_per_node > 0 ? meta.gpus_per_node : std::max(1, meta.cpus_per_task);
@@ -101,6 +143,92 @@ std::optional<Decomposition> Decompose(const TrialSummary& candidate, const Tria
   d.time_to_target = d.throughput * d.convergence;
   return d;
 }
+
+std::optional<Decomposition> Decompose(const ConfigSpeed& candidate, const ConfigSpeed& baseline) {
+  if (!candidate.time_to_target || !baseline.time_to_target) return std::nullopt;
+  if (*candidate.steps_to_target <= 0 || *baseline.steps_to_target <= 0) return std::nullopt;
+  Decomposition d;
+  d.throughput = *candidate.iters_per_s / *baseline.iters_per_s;
+  d.convergence = *baseline.steps_to_target / *candidate.steps_to_target;
+  d.time_to_target = d.throughput * d.convergence;
+  return d;
+}
+
+std::vector<ConfigSpeed> ConfigSpeeds(const StudyReport& report) {
+  std::vector<ConfigSpeed> out;
+  if (!report.configs) return out;
+  for (const ConfigGroup& g : report.configs->groups) {
+    ConfigSpeed c;
+    c.iters_per_s = g.iters_per_s;
+    double steps = 0;
+    for (size_t i : g.rows) {
+      if (i >= report.trials.size()) continue;
+      const TrialSummary& t = report.trials[i];
+      if (OutcomeOf(t.state) != Outcome::kCompleted || !Finite(t.final_value)) continue;
+      ++c.completed;
+      if (t.steps_to_target) ++c.reached, steps += static_cast<double>(*t.steps_to_target);
+    }
+    if (c.reached > 0) c.steps_to_target = steps / c.reached;
+    if (c.steps_to_target && Finite(c.iters_per_s) && *c.iters_per_s > 0)
+      c.time_to_target = *c.steps_to_target / *c.iters_per_s;
+    out.push_back(c);
+  }
+  return out;
+}
+
+namespace {
+
+// The completed repeat of `g` whose final value is nearest the configuration's mean: the trial the
+// charts draw for it.
+std::optional<size_t> TypicalTrial(const StudyReport& report, const ConfigGroup& g) {
+  std::optional<size_t> best;
+  for (size_t i : g.rows) {
+    if (i >= report.trials.size() || !g.mean) continue;
+    const TrialSummary& t = report.trials[i];
+    if (OutcomeOf(t.state) != Outcome::kCompleted || !Finite(t.final_value)) continue;
+    if (!best || std::fabs(*t.final_value - *g.mean) < std::fabs(*report.trials[*best].final_value - *g.mean)) best = i;
+  }
+  return best;
+}
+
+// Configuration-level decisions (a study with repeats): see Analysis.
+void AnalyzeConfigurations(const StudyReport& report, Analysis& a) {
+  const ConfigRanking& r = *report.configs;
+  a.config_speed = ConfigSpeeds(report);
+  std::vector<size_t> order;  // ranked configurations, best first
+  for (size_t g = 0; g < r.groups.size(); ++g) {
+    if (r.groups[g].mean && TypicalTrial(report, r.groups[g])) order.push_back(g);
+  }
+  if (report.meta.rank_by_time_to_target) {
+    // Those that reached the target, quickest first, then the others by mean (their order).
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      const auto& tx = a.config_speed[x].time_to_target;
+      const auto& ty = a.config_speed[y].time_to_target;
+      if (!tx || !ty) return tx.has_value() && !ty.has_value();
+      return *tx < *ty;
+    });
+  }
+  a.recommended = std::nullopt, a.runner_up = std::nullopt;
+  if (!order.empty()) a.recommended_config = order[0], a.recommended = TypicalTrial(report, r.groups[order[0]]);
+  if (order.size() > 1) a.runner_up_config = order[1], a.runner_up = TypicalTrial(report, r.groups[order[1]]);
+  if (report.baseline) a.baseline_config = GroupOfRow(r, *report.baseline);
+  for (size_t g = 0; g < a.config_speed.size(); ++g) {
+    const auto& t = a.config_speed[g].time_to_target;
+    if (t && (!a.fastest_config || *t < *a.config_speed[*a.fastest_config].time_to_target)) a.fastest_config = g;
+  }
+  if (a.fastest_config) a.fastest = TypicalTrial(report, r.groups[*a.fastest_config]);
+  if (a.recommended_config && a.baseline_config && *a.recommended_config != *a.baseline_config) {
+    const ConfigGroup& x = r.groups[*a.recommended_config];
+    const ConfigGroup& b = r.groups[*a.baseline_config];
+    if (x.std && b.std)
+      a.versus_baseline = WelchTest(*x.mean, *x.std, x.values.size(), *b.mean, *b.std, b.values.size());
+    a.decomposition = Decompose(a.config_speed[*a.recommended_config], a.config_speed[*a.baseline_config]);
+  } else {
+    a.decomposition = std::nullopt;
+  }
+}
+
+}  // namespace
 
 Analysis Analyze(const StudyReport& report) {
   Analysis a;
@@ -139,6 +267,7 @@ Analysis Analyze(const StudyReport& report) {
     if (t && (!a.fastest || *t < *TimeToTarget(trials[*a.fastest]))) a.fastest = i;
   }
   if (a.recommended && report.baseline) a.decomposition = Decompose(trials[*a.recommended], trials[*report.baseline]);
+  if (report.configs) AnalyzeConfigurations(report, a);
 
   CostSummary& c = a.cost;
   std::map<std::string, CostSummary::FailureClass> failures;
@@ -219,7 +348,32 @@ std::optional<double> SmoothedAt(const TrialSummary& t, int64_t step) {
   return a.value + f * (it->value - a.value);
 }
 
+// Ranks of `v`, ties sharing their mean rank.
+std::vector<double> Ranks(const std::vector<double>& v) {
+  std::vector<size_t> order(v.size());
+  for (size_t i = 0; i < v.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return v[x] < v[y]; });
+  std::vector<double> rank(v.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    for (size_t k = i; k <= j; ++k) rank[order[k]] = (static_cast<double>(i + j) / 2) + 1;
+    i = j + 1;
+  }
+  return rank;
+}
+
 }  // namespace
+
+double SpearmanRho(const std::vector<double>& x, const std::vector<double>& y) {
+  if (x.size() != y.size() || x.size() < 3) return 0;
+  std::vector<double> rx = Ranks(x), ry = Ranks(y);
+  double n = static_cast<double>(x.size()), mx = (n + 1) / 2, sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sxy += (rx[i] - mx) * (ry[i] - mx), sxx += (rx[i] - mx) * (rx[i] - mx), syy += (ry[i] - mx) * (ry[i] - mx);
+  }
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
+}
 
 Importances ParamImportances(const StudyReport& report) {
   Importances out;
@@ -272,11 +426,44 @@ Importances ParamImportances(const StudyReport& report) {
       }
     }
   }
-  out.trials = static_cast<int>(rows.size());
-  const size_t n = rows.size();
+  // The units compared: each trial's parameter values, or each configuration's (its first trial's,
+  // the seed left out) with the mean of its repeats' values.
+  std::vector<const std::vector<ParamCell>*> cells;
+  std::optional<size_t> seed_param;
+  if (report.configs) {
+    for (size_t p = 0; p < report.meta.param_names.size(); ++p) {
+      if (report.meta.param_names[p] == report.configs->seed_name) seed_param = p;
+    }
+    std::vector<size_t> group_of(report.trials.size(), SIZE_MAX);
+    for (size_t g = 0; g < report.configs->groups.size(); ++g) {
+      for (size_t i : report.configs->groups[g].rows) {
+        if (i < group_of.size()) group_of[i] = g;
+      }
+    }
+    std::map<size_t, std::pair<double, int>> sums;  // group -> sum of values, count
+    std::map<size_t, size_t> first_row;
+    for (size_t r = 0; r < rows.size(); ++r) {
+      size_t g = group_of[rows[r]] != SIZE_MAX ? group_of[rows[r]] : SIZE_MAX - rows[r];  // ungrouped: its own
+      auto& [sum, count] = sums[g];
+      sum += values[r], ++count;
+      first_row.emplace(g, rows[r]);
+    }
+    values.clear();
+    for (const auto& [g, sum_count] : sums) {
+      cells.push_back(&report.trials[first_row[g]].param_values);
+      values.push_back(sum_count.first / sum_count.second);
+    }
+    out.configurations = static_cast<int>(values.size());
+  } else {
+    for (size_t i : rows) cells.push_back(&report.trials[i].param_values);
+  }
+  out.trials = static_cast<int>(values.size());
+  const size_t n = values.size();
   if (n < 4) {
-    out.why_none = fmt::format("{} {}trial{} with a value: at least 4 are needed", n, out.at_step ? "" : "completed ",
-                               n == 1 ? "" : "s");
+    out.why_none = report.configs
+                       ? fmt::format("{} configuration{} with a value: at least 4 are needed", n, n == 1 ? "" : "s")
+                       : fmt::format("{} {}trial{} with a value: at least 4 are needed", n,
+                                     out.at_step ? "" : "completed ", n == 1 ? "" : "s");
     return out;
   }
   double mean = 0;
@@ -284,14 +471,15 @@ Importances ParamImportances(const StudyReport& report) {
   mean /= static_cast<double>(n);
   double ss_total = 0;
   for (double v : values) ss_total += std::pow(v - mean, 2);
+  std::map<size_t, std::vector<double>> numeric_columns;  // for the correlations between parameters
   for (size_t p = 0; p < report.meta.param_names.size(); ++p) {
+    if (seed_param && p == *seed_param) continue;
     // Group of each row: its value, or its rank bin for a numeric parameter with many values.
     std::vector<std::string> value(n);
     std::vector<double> number(n);
     bool numeric = true;
     for (size_t r = 0; r < n; ++r) {
-      const TrialSummary& t = report.trials[rows[r]];
-      const ParamCell cell = p < t.param_values.size() ? t.param_values[p] : ParamCell();
+      const ParamCell cell = p < cells[r]->size() ? (*cells[r])[p] : ParamCell();
       value[r] = cell.text;
       std::optional<double> n = cell.Number();
       numeric = numeric && n.has_value();
@@ -299,6 +487,7 @@ Importances ParamImportances(const StudyReport& report) {
     }
     std::map<std::string, int> distinct;
     for (const auto& v : value) distinct.emplace(v, 0);
+    if (numeric && distinct.size() > 1) numeric_columns[p] = number;
     std::vector<int> group(n);
     int k = 0;
     bool by_rank = false;
@@ -338,6 +527,15 @@ Importances ParamImportances(const StudyReport& report) {
   std::stable_sort(out.params.begin(), out.params.end(), [](const ParamImportance& x, const ParamImportance& y) {
     return std::make_tuple(x.estimable, x.epsilon2) > std::make_tuple(y.estimable, y.epsilon2);
   });
+  for (auto x = numeric_columns.begin(); x != numeric_columns.end(); ++x) {
+    for (auto y = std::next(x); y != numeric_columns.end(); ++y) {
+      double rho = SpearmanRho(x->second, y->second);
+      if (std::fabs(rho) >= kCorrelatedDraws) out.correlated.push_back({x->first, y->first, rho});
+    }
+  }
+  std::stable_sort(
+      out.correlated.begin(), out.correlated.end(),
+      [](const ParamCorrelation& x, const ParamCorrelation& y) { return std::fabs(x.rho) > std::fabs(y.rho); });
   if (ss_total <= 0) {
     out.why_none = out.at_step ? fmt::format("every compared trial has the same value at step {}", *out.at_step)
                                : "every completed trial has the same final value";

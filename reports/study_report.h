@@ -7,10 +7,11 @@
 //   throughput       = iterations per second, 1000 / median iter_time_ms of the trial
 //   final value      = base/final_objective.h: mean of the objective's last kFinalWindow logged
 //                      points; the same trailing mean at every point is the smoothed curve
-//   steps to target  = first logged step from which that smoothed curve stays at or past the
-//                      target, with a full window behind it (base/final_objective.h's
-//                      SustainedReach, filled in by report_data.cc); a trial whose final value is
-//                      the target reaches it
+//   steps to target  = the step where that smoothed curve crosses the target for the last time,
+//                      interpolated between the logged points it crosses between (it stays at or
+//                      past the target from there on: base/final_objective.h's SustainedReach and
+//                      InterpolatedCrossing, filled in by report_data.cc); a trial whose final
+//                      value is the target reaches it
 //   time to target   = steps to target / throughput (steady-state; start-up time is not counted)
 //   throughput factor  = recommended iter/s / baseline iter/s
 //   convergence factor = baseline steps to target / recommended steps to target
@@ -74,11 +75,14 @@ struct TrialSummary {
   std::optional<double> predicted_gpu_mem_gib;
 };
 
-// What the study is for, which decides the headline. A performance study varies knobs that change
-// the speed (micro-batch size, parallelism, precision, recompute, ... or what [stopping.throughput]
-// names): the headline splits the gain into throughput x convergence = time to target. A
-// hyperparameter study varies what the model learns (learning rate, optimizer, width): the
-// headline is the best final value, its uncertainty and the gap to the runner-up.
+// What the study is for, which decides the headline, from the measured speed (ClassifyBySpeed): a
+// performance study is one whose configurations' throughputs differ by kSpeedDiffers or more (the
+// fastest against the slowest), whatever its parameters are called: the headline leads with time
+// to target and splits it into throughput x convergence. A hyperparameter study's configurations
+// all run within that of each other: the headline is the best final value, its uncertainty and the
+// gap to the runner-up. Before two configurations have a measured speed, the study's own words
+// decide (rank_by_time_to_target, [stopping.throughput] params, parameter names that usually
+// change the speed: IsThroughputKnob), and the basis says the speed is not measured yet.
 enum class StudyKind { kPerformance, kHyperparameter };
 
 struct StudyMeta {
@@ -121,8 +125,21 @@ Outcome OutcomeOf(const std::string& state);
 std::string StateLabel(const std::string& state);
 
 // Parameter names that change a training job's speed rather than what it learns (Megatron's
-// parallelism and batching knobs): a study varying one is a performance study.
+// parallelism and batching knobs): the guess before any speed is measured.
 bool IsThroughputKnob(const std::string& param);
+
+inline constexpr double kSpeedDiffers = 1.10;
+// The spread of speed between configurations (trials, without repeats): fastest / slowest mean
+// iterations per second. nullopt with fewer than two measured.
+struct SpeedSpread {
+  double fastest = 0, slowest = 0;  // iter/s
+  int measured = 0;                 // configurations (or trials) with a throughput
+  double Factor() const { return fastest / slowest; }
+};
+std::optional<SpeedSpread> MeasureSpeedSpread(const StudyReport& report);
+// Sets report.meta.kind and kind_basis from the measured spread (see StudyKind). `guess`: the kind
+// and basis the study's words give, used while fewer than two speeds are measured.
+void ClassifyBySpeed(StudyReport& report, StudyKind guess, const std::string& guess_basis);
 
 struct Decomposition {
   double throughput = 0;      // recommended iter/s ÷ baseline iter/s
@@ -172,18 +189,33 @@ struct ParamImportance {
   bool by_rank = false;    // a numeric parameter grouped by rank (else one group per value)
   bool estimable = false;  // k >= 2 and n >= 2k
 };
+// A study with repeats is compared over configurations, not trials: each configuration's value is
+// the mean of its repeats' values (as above), so n is the number of configurations (its seeds are
+// not independent draws of the parameters) and the seed is no parameter. Over the units compared,
+// the Spearman rank correlation of each pair of numeric parameters is measured: a sampler such as
+// tpe draws parameters together, and a parameter correlated with another (|rho| >= 0.5) may show
+// the other's effect; those pairs are listed so that the report says so.
+struct ParamCorrelation {
+  size_t a = 0, b = 0;  // indices into StudyMeta::param_names
+  double rho = 0;       // Spearman's rank correlation over the compared units
+};
+inline constexpr double kCorrelatedDraws = 0.5;
 struct Importances {
   std::vector<ParamImportance> params;  // estimable ones largest share first, then the others
-  int trials = 0;                       // n: trials compared, completed and stopped early
-  int stopped = 0;                      // of them, stopped early (pruned, cancelled)
-  std::optional<int64_t> at_step;       // set when `stopped` > 0: the values are from this step
-  int stopped_left_out = 0;             // stopped early with a value, before `min_step`: left out
-  int64_t min_step = 0;                 // a quarter of the completed trials' median last step
-  int running_left_out = 0;             // still running, with a value: left out
-  int failed_left_out = 0;              // failed (timeout, OOM, node failure, ...) with a value: left out
-  std::string why_none;                 // set when there are too few trials to say
+  int trials = 0;                       // n: units compared (trials, or configurations), completed and stopped early
+  int configurations = 0;               // > 0: the units are this many configurations (a study with repeats)
+  std::vector<ParamCorrelation> correlated;  // pairs with |rho| >= kCorrelatedDraws, strongest first
+  int stopped = 0;                           // of them, stopped early (pruned, cancelled)
+  std::optional<int64_t> at_step;            // set when `stopped` > 0: the values are from this step
+  int stopped_left_out = 0;                  // stopped early with a value, before `min_step`: left out
+  int64_t min_step = 0;                      // a quarter of the completed trials' median last step
+  int running_left_out = 0;                  // still running, with a value: left out
+  int failed_left_out = 0;                   // failed (timeout, OOM, node failure, ...) with a value: left out
+  std::string why_none;                      // set when there are too few trials to say
 };
 Importances ParamImportances(const StudyReport& report);
+// Spearman's rank correlation of two equally long columns (0 below 3 values or for a constant one).
+double SpearmanRho(const std::vector<double>& x, const std::vector<double>& y);
 
 // Best final value so far against the resources spent so far: trials in the order they ended,
 // each adding its GPU-hours (every ended trial, pruned and failed ones too); the best value
@@ -196,12 +228,34 @@ struct BestSoFarPoint {
 };
 std::vector<BestSoFarPoint> BestSoFar(const StudyReport& report);
 
+// A configuration's speed over its repeats (a study with repeats): the mean throughput of its
+// repeats that logged one, and the mean steps to target of its completed repeats that reached the
+// target; time to target = that mean steps / that mean throughput, so that the decomposition's
+// product holds for configurations as it does for trials.
+struct ConfigSpeed {
+  std::optional<double> iters_per_s;
+  std::optional<double> steps_to_target;
+  int reached = 0, completed = 0;  // completed repeats that reached the target, of those completed
+  std::optional<double> time_to_target;
+};
+
 struct Analysis {
-  std::vector<size_t> ranking;                 // every trial, best first (see Rank in study_report.cc)
-  std::optional<size_t> recommended;           // first completed trial of the ranking with a value
-  std::optional<size_t> runner_up;             // the next one
-  std::optional<size_t> fastest;               // shortest time to target among completed trials
-  std::optional<Decomposition> decomposition;  // recommended vs baseline, when both reach the target
+  std::vector<size_t> ranking;  // every trial, best first (see Rank in study_report.cc)
+  // The recommendation and the runner-up. A study with repeats decides between configurations
+  // (StudyReport::configs): recommended_config and runner_up_config are the best two of its
+  // ranking (by time to target when the study ranks so), and recommended / runner_up are their
+  // typical trial (the completed repeat whose final value is nearest the mean), which the charts
+  // draw. Without repeats, each trial is its own configuration.
+  std::optional<size_t> recommended;  // first completed trial of the ranking with a value
+  std::optional<size_t> runner_up;    // the next one (another configuration)
+  std::optional<size_t> recommended_config, runner_up_config, baseline_config;  // into configs->groups
+  std::vector<ConfigSpeed> config_speed;                                        // same order as configs->groups
+  // The recommendation against the baseline configuration: Welch's test of their means.
+  std::optional<Separability> versus_baseline;
+  std::optional<size_t> fastest;         // shortest time to target among completed trials
+  std::optional<size_t> fastest_config;  // the same among configurations (repeats)
+  // Recommended vs baseline, when both reach the target: trials, or configurations (ConfigSpeed).
+  std::optional<Decomposition> decomposition;
   CostSummary cost;
   bool gpu = true;  // resource hours are GPU-hours (else CPU-hours)
 };
@@ -211,6 +265,9 @@ std::optional<double> ResourceHours(const TrialSummary& trial, const StudyMeta& 
 std::optional<double> TimeToTarget(const TrialSummary& trial);
 // Factors of `candidate` over `baseline`; nullopt unless both have throughput and reach the target.
 std::optional<Decomposition> Decompose(const TrialSummary& candidate, const TrialSummary& baseline);
+std::optional<Decomposition> Decompose(const ConfigSpeed& candidate, const ConfigSpeed& baseline);
+// Each configuration's speed (configs->groups' order); empty without configurations.
+std::vector<ConfigSpeed> ConfigSpeeds(const StudyReport& report);
 
 Analysis Analyze(const StudyReport& report);
 

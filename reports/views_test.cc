@@ -7,6 +7,7 @@
 #include <regex>
 #include <string>
 
+#include "reports/compare_report.h"
 #include "reports/csv.h"
 #include "reports/importance_csv.h"
 #include "reports/html_report.h"
@@ -389,6 +390,176 @@ TEST_CASE("The study kind follows the parameters: throughput knobs make a perfor
   CHECK(IsThroughputKnob("tp"));
   CHECK(!IsThroughputKnob("lr"));
   CHECK(!IsThroughputKnob("hidden"));
+}
+
+// Issue 41: a study with repeats, as tpe would draw it: 8 configurations x 3 seeds. lr decides the
+// loss; momentum cannot change it but was drawn together with lr (its value follows lr's rank);
+// `sleep` (two values) halves the speed and nothing else. Configuration c's seed s: loss =
+// f(lr) + noise(s); the single best trial is a lucky seed of configuration 1, while configuration
+// 0 has the best mean.
+StudyReport RepeatsReport(bool correlated = true) {
+  StudyReport r;
+  r.meta.study_name = "repeats";
+  r.meta.objective_metric = "loss";
+  r.meta.param_names = {"lr", "momentum", "seed", "sleep"};
+  r.meta.param_log = {true, false, false, false};
+  r.meta.cpus_per_task = 1;
+  const int configs = 8, seeds = 3;
+  const double momentum_of[] = {0.11, 0.35, 0.21, 0.5, 0.62, 0.74, 0.83, 0.95};  // drawn: rises with lr
+  const double shuffled[] = {0.62, 0.95, 0.11, 0.83, 0.35, 0.21, 0.74, 0.5};     // drawn apart from lr
+  for (int c = 0; c < configs; ++c) {
+    for (int s = 0; s < seeds; ++s) {
+      TrialSummary t;
+      t.id = c * seeds + s + 1;
+      t.key = "t-" + std::to_string(t.id);
+      double lr = 0.001 * (c + 1);
+      int sleep = c % 2 == 0 ? 0 : 10;
+      t.param_values = {Sig3(lr), Sig3(correlated ? momentum_of[c] : shuffled[c]), ParamCell(s), ParamCell(sleep)};
+      t.state = "completed";
+      double noise = (s - 1) * 0.004;
+      if (c == 1 && s == 2) noise = -0.02;  // the single best trial (0.29): a lucky seed; mean 0.302
+      t.final_value = 0.30 + 0.01 * c + noise;
+      t.final_spread = 0.001;
+      t.iters_per_s = sleep ? 50.0 : 100.0;
+      t.steps_to_target = 200 + 10 * c;
+      t.curve = {{0, 0, 1.0}, {100, 1, 0.5}, {300, 3, *t.final_value}};
+      r.trials.push_back(t);
+    }
+  }
+  std::vector<TrialRow> rows;
+  for (const TrialSummary& t : r.trials) {
+    TrialRow row;
+    row.trial_key = t.key;
+    row.param_values = t.param_values;
+    row.state = t.state;
+    row.objective_value = t.final_value;
+    row.iters_per_s = t.iters_per_s;
+    rows.push_back(row);
+  }
+  r.configs = RankConfigurations(r.meta.param_names, rows, "seed", /*minimize=*/true);
+  return r;
+}
+
+TEST_CASE("Importance over configurations: n is configurations, and correlated draws get a caveat",
+          "[report][repeats]") {
+  StudyReport r = RepeatsReport();
+  Importances imp = ParamImportances(r);
+  REQUIRE(imp.why_none.empty());
+  CHECK(imp.configurations == 8);
+  CHECK(imp.trials == 8);  // not the 24 trials: a configuration's seeds are one draw of its values
+  for (const auto& p : imp.params) CHECK(r.meta.param_names[p.param] != "seed");
+  REQUIRE(!imp.correlated.empty());
+  CHECK(r.meta.param_names[imp.correlated[0].a] == "lr");
+  CHECK(r.meta.param_names[imp.correlated[0].b] == "momentum");
+  CHECK(imp.correlated[0].rho > 0.9);
+  CHECK(SpearmanRho({1, 2, 3, 4}, {10, 20, 30, 40}) == Approx(1));
+  CHECK(SpearmanRho({1, 2, 3, 4}, {4, 3, 2, 1}) == Approx(-1));
+  std::string section = Section(RenderHtmlReport(r), "importance");
+  CHECK(section.find("Over the 8 configurations") != std::string::npos);
+  CHECK(section.find("Caution: the sampler drew some parameters together") != std::string::npos);
+  CHECK(section.find("lr and momentum (Spearman ρ = ") != std::string::npos);
+
+  // Drawn apart, no caveat; the importance of lr is still there.
+  StudyReport apart = RepeatsReport(/*correlated=*/false);
+  imp = ParamImportances(apart);
+  CHECK(imp.correlated.empty());
+  CHECK(apart.meta.param_names[imp.params[0].param] == "lr");
+  CHECK(Section(RenderHtmlReport(apart), "importance").find("Caution") == std::string::npos);
+}
+
+TEST_CASE("With repeats the recommendation, runner-up and baseline are configurations", "[report][repeats]") {
+  StudyReport r = RepeatsReport();
+  ClassifyBySpeed(r, StudyKind::kHyperparameter, "guess");
+  // sleep halves the speed: a performance study by measurement, whatever the names.
+  CHECK(r.meta.kind == StudyKind::kPerformance);
+  CHECK(r.meta.kind_basis.find("2.00x") != std::string::npos);
+  // The baseline names a trial: its configuration is compared (configuration 3, mean 0.33).
+  r.baseline = 9;  // t-10: configuration 3, seed 0
+  r.baseline_named = true;
+  r.baseline_note = "named by the study: t-10";
+  r.configs->baseline = GroupOfRow(*r.configs, 9);
+  Analysis a = Analyze(r);
+  REQUIRE(a.recommended_config);
+  REQUIRE(a.runner_up_config);
+  CHECK(r.configs->groups[*a.recommended_config].param_values[0] == "0.00100");  // best mean, not the lucky seed
+  CHECK(*a.runner_up_config != *a.recommended_config);
+  CHECK(r.configs->groups[*a.runner_up_config].param_values[0] == "0.00200");
+  REQUIRE(a.recommended);
+  CHECK(r.trials[*a.recommended].param_values[0].text == "0.00100");
+  REQUIRE(a.baseline_config);
+  CHECK(r.configs->groups[*a.baseline_config].param_values[0] == "0.00400");
+  REQUIRE(a.versus_baseline);
+  CHECK(a.versus_baseline->verdict == Separability::Verdict::kSeparable);
+  // Configurations' speed: time to target of configuration 0 = 200 steps / 100 iter/s; the
+  // baseline's 230 / 50.
+  REQUIRE(a.decomposition);
+  CHECK(a.decomposition->throughput == Approx(2.0));
+  CHECK(a.decomposition->convergence == Approx(230.0 / 200.0));
+  CHECK(a.decomposition->time_to_target == Approx((230.0 / 50) / (200.0 / 100)));
+
+  std::string head = Section(RenderHtmlReport(r), "recommendation");
+  INFO(head);
+  // Leads with time to target, names configurations with n and the standard error.
+  CHECK(head.find("<p class=\"rec\">Use <strong>lr=0.00100 momentum=0.110 sleep=0</strong>") != std::string::npos);
+  CHECK(head.find("faster to the target than the baseline (2.0 s vs 4.6 s): the best mean final loss") !=
+        std::string::npos);
+  CHECK(head.find("faster to the target than the baseline") < head.find("throughput"));
+  CHECK(head.find("(n = 3)") != std::string::npos);
+  CHECK(head.find("seed=") == std::string::npos);
+  CHECK(head.find("Baseline: <strong>lr=0.00400 momentum=0.500 sleep=10</strong>") != std::string::npos);
+  CHECK(head.find("Welch's t test") != std::string::npos);
+  CHECK(head.find("A performance study (the speed differs 2.00x") != std::string::npos);
+
+  // As a hyperparameter study (every configuration at one speed): the cards compare configurations.
+  for (auto& t : r.trials) t.iters_per_s = 100.0;
+  for (auto& g : r.configs->groups) g.iters_per_s = 100.0;
+  ClassifyBySpeed(r, StudyKind::kPerformance, "guess");
+  CHECK(r.meta.kind == StudyKind::kHyperparameter);
+  head = Section(RenderHtmlReport(r), "recommendation");
+  CHECK(head.find("the best mean final loss among 8 configurations (24 completed trials)") != std::string::npos);
+  CHECK(head.find("ahead of the runner-up configuration lr=0.00200 momentum=0.350 sleep=10") != std::string::npos);
+  CHECK(head.find("better than the baseline configuration lr=0.00400") != std::string::npos);
+  CHECK(head.find("The best two are") != std::string::npos);
+}
+
+TEST_CASE("With repeats the throughput chart has one bar per configuration and a true count", "[report][repeats]") {
+  StudyReport r = RepeatsReport();
+  ClassifyBySpeed(r, StudyKind::kHyperparameter, "guess");
+  std::string section = Section(RenderHtmlReport(r), "throughput");
+  CHECK(Count(section, "class=\"bar-label\"") == 8);
+  CHECK(section.find("8 configurations (24 trials) logged iteration times; all are drawn") != std::string::npos);
+  HtmlOptions few;
+  few.throughput_bars = 5;
+  section = Section(RenderHtmlReport(r, few), "throughput");
+  CHECK(Count(section, "class=\"bar-label\"") == 5);
+  CHECK(section.find("8 configurations (24 trials) logged iteration times; the fastest 5 are drawn") !=
+        std::string::npos);
+}
+
+TEST_CASE("compare reads each study's best configuration over its seeds", "[report][repeats]") {
+  Comparison c;
+  for (double speed : {1.0, 2.0}) {
+    ComparedStudy s;
+    s.report = RepeatsReport();
+    s.report.meta.study_name = speed == 1.0 ? "slow" : "fast";
+    for (auto& t : s.report.trials) *t.iters_per_s *= speed;
+    for (auto& g : s.report.configs->groups) *g.iters_per_s *= speed;
+    s.analysis = Analyze(s.report);
+    c.studies.push_back(std::move(s));
+  }
+  std::string csv = RenderCompareCsv(c);
+  INFO(csv);
+  // The best configuration's mean (0.30 over 3 seeds), not its single best seed, and no seed in
+  // its configuration; twice the throughput at the same steps: x2 to the target.
+  CHECK(csv.find(",lr=0.00100 momentum=0.110 sleep=0,0.3,") != std::string::npos);
+  CHECK(csv.find("seed=") == std::string::npos);
+  StudyBest fast = BestOf(c.studies[1], c.studies[0]);
+  REQUIRE(fast.config);
+  REQUIRE(fast.vs_first);
+  CHECK(fast.vs_first->throughput == Approx(2.0));
+  CHECK(fast.vs_first->time_to_target == Approx(2.0));
+  std::string html = RenderCompareHtml(c);
+  CHECK(html.find("<td><span class=\"key\">3 seeds</span></td>") != std::string::npos);
 }
 
 }  // namespace

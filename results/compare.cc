@@ -70,7 +70,9 @@ Result<reports::Comparison> CollectComparison(const std::vector<std::string>& st
             fmt::format("none: {} has no completed trial with a value of {}", l.study.path, l.study.objective.metric);
         break;
       }
-      double v = *r->trials[*a.recommended].final_value;
+      // The best configuration's mean for a study with repeats, else the best trial's value.
+      double v = a.recommended_config ? *r->configs->groups[*a.recommended_config].mean
+                                      : *r->trials[*a.recommended].final_value;
       if (bests.empty() || Better(*reports::CommonTarget(bests, minimize), v, minimize)) worst_study = l.study.name;
       bests.push_back(v);
     }

@@ -3,10 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <set>
 
+#include "base/params_text.h"
 #include "base/terminal.h"
 #include "results/study_trials.h"
 #include "study/repeats.h"
@@ -16,11 +18,32 @@ namespace sweep::results {
 std::optional<reports::ConfigRanking> RankStudyConfigurations(const study::Study& study,
                                                               const std::vector<reports::TrialRow>& rows) {
   if (!study::Seeded(study)) return std::nullopt;
-  return reports::RankConfigurations(ParamNames(study), rows, study.seed_var, study.objective.minimize);
+  std::vector<std::string> names = ParamNames(study);
+  reports::ConfigRanking ranking = reports::RankConfigurations(names, rows, study.seed_var, study.objective.minimize);
+  const std::string& spec = study.report.baseline;
+  if (spec.empty()) return ranking;
+  for (size_t i = 0; i < rows.size() && !ranking.baseline; ++i) {
+    bool match = rows[i].trial_key == spec;
+    if (!match && IsParamsText(spec)) {
+      // The row's values as a parameter text, numbers as numbers, for the codec's comparison.
+      nlohmann::json values = nlohmann::json::object();
+      for (size_t p = 0; p < names.size() && p < rows[i].param_values.size(); ++p) {
+        const ParamCell& cell = rows[i].param_values[p];
+        if (cell.text.empty()) continue;
+        if (auto n = cell.Number()) values[names[p]] = *n;
+        else values[names[p]] = cell.text;
+      }
+      match = ParamsTextHolds(values.dump(), spec);
+    }
+    if (match) ranking.baseline = reports::GroupOfRow(ranking, i);
+  }
+  return ranking;
 }
 
 std::string RenderConfigurationsText(const reports::ConfigRanking& r) {
-  std::string out = fmt::format("configurations by their mean over seeds ({}):\n", r.seed_name);
+  std::string out = fmt::format(
+      "configurations by their mean over seeds ({}), ± the standard error of the mean, range, completed/repeats:\n",
+      r.seed_name);
   int rank = 0;
   for (const reports::ConfigGroup& g : r.groups) {
     std::string params;
@@ -29,10 +52,11 @@ std::string RenderConfigurationsText(const reports::ConfigRanking& r) {
     }
     std::string values;
     for (double v : g.values) values += fmt::format("{}{:.5g}", values.empty() ? "" : " ", v);
-    out += fmt::format("  {:>3} {:>11} {:>10} {:>23} {:>3}/{:<3} {}{}\n", g.mean ? std::to_string(++rank) : "-",
-                       g.mean ? fmt::format("{:.5g}", *g.mean) : "-", g.std ? fmt::format("± {:.2g}", *g.std) : "",
+    bool base = r.baseline && &r.groups[*r.baseline] == &g;
+    out += fmt::format("  {:>3} {:>11} {:>12} {:>23} {:>3}/{:<3} {}{}{}\n", g.mean ? std::to_string(++rank) : "-",
+                       g.mean ? fmt::format("{:.5g}", *g.mean) : "-", g.sem ? fmt::format("± {:.2g} se", *g.sem) : "",
                        g.min ? fmt::format("[{:.5g}, {:.5g}]", *g.min, *g.max) : "", g.values.size(), g.rows.size(),
-                       params, values.empty() ? "" : "  (" + values + ")");
+                       params, values.empty() ? "" : "  (" + values + ")", base ? "  [baseline]" : "");
   }
   if (std::string s = reports::SeparabilityText(r); !s.empty()) out += s + "\n";
   return out;
@@ -57,14 +81,41 @@ nlohmann::json ConfigurationsJson(const reports::ConfigRanking& r, const std::ve
                        {"repeats", g.rows.size()},
                        {"completed", g.values.size()},
                        {"mean", opt(g.mean)},
+                       {"sem", opt(g.sem)},
                        {"std", opt(g.std)},
                        {"min", opt(g.min)},
                        {"max", opt(g.max)},
+                       {"iters_per_s", opt(g.iters_per_s)},
                        {"seeds", seeds},
                        {"trials", trials}});
   }
+  using V = reports::Separability::Verdict;
+  const reports::Separability& s = r.separability;
+  const char* verdict = s.verdict == V::kSeparable      ? "separable"
+                        : s.verdict == V::kMoreSeeds    ? "more_seeds"
+                        : s.verdict == V::kNotWithSeeds ? "not_with_more_seeds"
+                                                        : "unknown";
+  nlohmann::json separability = {{"test", "welch"}, {"verdict", verdict}};
+  if (s.verdict != V::kUnknown) {
+    separability["difference"] = s.difference;
+    separability["se"] = s.se;
+    separability["t"] = std::isfinite(s.t) ? nlohmann::json(s.t) : nlohmann::json();
+    separability["df"] = s.df;
+    separability["p"] = s.p;
+    separability["more_seeds"] = s.verdict == V::kMoreSeeds ? nlohmann::json(s.more_seeds) : nlohmann::json();
+  }
+  auto ranked = [&](size_t i) { return i < r.groups.size() && r.groups[i].mean ? ranking[i] : nlohmann::json(); };
+  nlohmann::json baseline;
+  if (r.baseline) {
+    baseline = ranking[*r.baseline];
+    baseline["is_recommendation"] = *r.baseline == 0 && r.groups[0].mean.has_value();
+  }
   return {{"seed_var", r.seed_name},
           {"best_two_separable", r.best_two_separable ? nlohmann::json(*r.best_two_separable) : nlohmann::json()},
+          {"separability", separability},
+          {"recommendation", ranked(0)},
+          {"runner_up", ranked(1)},
+          {"baseline", baseline},
           {"ranking", ranking}};
 }
 

@@ -18,17 +18,24 @@
 
 namespace sweep::results {
 
-// The configurations of `rows` (CollectTrialRows), ranked by their mean over seeds; nullopt for
-// a study whose trials carry no seed.
+// The configurations of `rows` (CollectTrialRows), ranked by their mean over seeds, with the
+// configuration of the study's [report] baseline (a trial key, or a table of values: the
+// configuration of the first trial holding them); nullopt for a study whose trials carry no seed.
+// The one place that groups trials into configurations: `status`, `status --json`, the report, its
+// CSVs and --repeat-top read this.
 std::optional<reports::ConfigRanking> RankStudyConfigurations(const study::Study& study,
                                                               const std::vector<reports::TrialRow>& rows);
 
 // `status`'s lines under the trial table: one per configuration (rank, mean ± sd, range,
 // completed / repeats, values), then the separability sentence.
 std::string RenderConfigurationsText(const reports::ConfigRanking& ranking);
-// `status --json`'s "configurations" member: {seed_var, best_two_separable, ranking: [{rank,
-// params, repeats, completed, mean, std, min, max, seeds, trials}]}. `params`: each row's stored
-// values (typed), as StudyView has them; a configuration's are its first trial's without the seed.
+// `status --json`'s "configurations" member: {seed_var, best_two_separable, separability: {test:
+// "welch", verdict, difference, se, t, df, p, more_seeds}, recommendation, runner_up, baseline,
+// ranking: [{rank, params, repeats, completed, mean, sem, std, min, max, iters_per_s, seeds,
+// trials}]}. recommendation and runner_up are the first two of the ranking (null when absent),
+// baseline the baseline's configuration (null without one) with "is_recommendation"; each is a
+// ranking entry. `params`: each row's stored values (typed), as StudyView has them; a
+// configuration's are its first trial's without the seed.
 nlohmann::json ConfigurationsJson(const reports::ConfigRanking& ranking, const std::vector<reports::TrialRow>& rows,
                                   const std::vector<nlohmann::json>& params);
 

@@ -233,15 +233,17 @@ void ClassifyStudy(const study::Study& study, reports::StudyMeta& meta) {
                  study.stopping.throughput.params.end();
     if (named || reports::IsThroughputKnob(name)) knobs.push_back(name);
   }
+  // Only a guess, for a study without two measured speeds yet: ClassifyBySpeed decides.
   if (!knobs.empty()) {
     meta.kind = reports::StudyKind::kPerformance;
-    meta.kind_basis = fmt::format("{} change{} the speed", fmt::join(knobs, ", "), knobs.size() == 1 ? "s" : "");
+    meta.kind_basis =
+        fmt::format("{} usually change{} the speed", fmt::join(knobs, ", "), knobs.size() == 1 ? "s" : "");
   } else if (study.objective.rank_by_time_to_target) {
     meta.kind = reports::StudyKind::kPerformance;
     meta.kind_basis = "ranked by time to target";
   } else {
     meta.kind = reports::StudyKind::kHyperparameter;
-    meta.kind_basis = "no parameter changes the speed of training";
+    meta.kind_basis = "no parameter is known to change the speed";
   }
 }
 
@@ -390,6 +392,8 @@ Result<ReportData> CollectReportData(store::Store& store, const study::Study& st
     if (sink) SWEEP_RETURN_IF_ERROR(sink(t, *metrics));
   }
   c.report.configs = RankStudyConfigurations(study, c.rows);  // studies with repeats (configurations.h)
+  // The study kind from the measured speed; the parameters' names only guess before it is measured.
+  reports::ClassifyBySpeed(c.report, meta.kind, meta.kind_basis);
   return c;
 }
 

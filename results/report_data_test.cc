@@ -171,17 +171,26 @@ TEST_CASE("The decomposition multiplies out and matches the curves in the store"
   REQUIRE(*report->target == Approx(sum / 10));
   REQUIRE(*report->target == *base.final_value);
   REQUIRE(base.steps_to_target);  // the baseline reaches its own target
-  // The recommendation's first step, with 10 points behind it, from which its trailing mean of 10
-  // points stays at or below the target, from the store: the same window for every trial.
+  // Where the recommendation's trailing mean of (up to) 10 points crosses the target for the last
+  // time, from the store: linear between the last point above it and the next (issue 41).
   auto rec_loss = RowsNamed(*f.store, rec.id, "lm_loss");
-  std::optional<int64_t> first;
-  for (size_t i = rec_loss.size(); i-- > 9;) {
+  auto smoothed_at = [&](size_t i) {
     double window = 0;
-    for (size_t k = i - 9; k <= i; ++k) window += rec_loss[k].value;
-    if (window / 10 > *report->target) break;
-    first = rec_loss[i].step;
-  }
+    size_t from = i >= 9 ? i - 9 : 0;
+    for (size_t k = from; k <= i; ++k) window += rec_loss[k].value;
+    return window / static_cast<double>(i - from + 1);
+  };
+  size_t past = rec_loss.size();
+  while (past > 0 && smoothed_at(past - 1) <= *report->target) --past;
+  REQUIRE(past > 0);
+  REQUIRE(past < rec_loss.size());
+  double above = smoothed_at(past - 1), below = smoothed_at(past);
+  std::optional<int64_t> first =
+      rec_loss[past - 1].step + std::llround((*report->target - above) / (below - above) *
+                                             static_cast<double>(rec_loss[past].step - rec_loss[past - 1].step));
   REQUIRE(rec.steps_to_target == first);
+  CHECK(*first > rec_loss[past - 1].step - 1);
+  CHECK(*first <= rec_loss[past].step);
   REQUIRE(d.convergence == Approx(static_cast<double>(*base.steps_to_target) / *first));
   REQUIRE(d.throughput == Approx(*rec.iters_per_s / *base.iters_per_s));
   REQUIRE(d.time_to_target == Approx(*reports::TimeToTarget(base) / *reports::TimeToTarget(rec)));

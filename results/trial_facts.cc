@@ -119,8 +119,9 @@ std::optional<double> LevelOf(const store::TrialSummary& summary, std::string_vi
 // SustainedReach (base/final_objective.h) on a long trial's objective from its buckets, reading
 // few points: back from the last bucket, the first whose range of the smoothed curve may hold a
 // point not past the target (a NaN in it or the bucket before spoils windows, so that counts too)
-// is read point by point, with the kFinalWindow - 1 points before it; the crossing is the point
-// after its last point not past the target. Its step, or nullopt when the last point is not past.
+// is read point by point, with the kFinalWindow - 1 points before it and the next bucket's first;
+// the crossing is interpolated between its last point not past the target and the point after
+// (InterpolatedCrossing). Its step, or nullopt when the last point is not past.
 Result<std::optional<int64_t>> SustainedReachInBuckets(store::Store& store, int64_t trial_id, const FactsContext& ctx,
                                                        const std::vector<store::SeriesBucket>& buckets) {
   const double target = *ctx.target;
@@ -133,22 +134,24 @@ Result<std::optional<int64_t>> SustainedReachInBuckets(store::Store& store, int6
     bool spoiled = b.finite < b.points || (k > 0 && buckets[k - 1].finite < buckets[k - 1].points);
     return spoiled || !(ctx.minimize ? b.smooth_max <= target : b.smooth_min >= target);
   };
-  int64_t crossing = 0;  // global index of the first point of the final run past the target
-  std::optional<int64_t> crossing_step;
   for (size_t k = buckets.size(); k-- > 0;) {
     if (!may_miss(k)) continue;
     const store::SeriesBucket& b = buckets[k];
-    auto points = store.MetricRange(trial_id, ctx.objective, b.first_step, b.last_step, kFinalWindow - 1);
+    // The bucket's points with the kFinalWindow - 1 before them, and the next bucket's first point:
+    // the crossing may be between the two.
+    int64_t to = k + 1 < buckets.size() ? buckets[k + 1].first_step : b.last_step;
+    auto points = store.MetricRange(trial_id, ctx.objective, b.first_step, to, kFinalWindow - 1);
     if (!points.ok()) return points.status();
-    size_t before = 0;
+    size_t before = 0, through = 0;  // points before the bucket; points up to its end
     std::vector<double> values;
     for (const CurvePoint& p : *points) {
       before += p.step < b.first_step;
+      through += p.step <= b.last_step;
       values.push_back(p.value);
     }
     std::vector<double> smoothed = TrailingMean(values);
     std::optional<size_t> last_miss;
-    for (size_t i = smoothed.size(); i-- > before;) {
+    for (size_t i = through; i-- > before;) {
       if (!AtOrPast(smoothed[i], target, ctx.minimize)) {
         last_miss = i;
         break;
@@ -156,27 +159,13 @@ Result<std::optional<int64_t>> SustainedReachInBuckets(store::Store& store, int6
     }
     // The range says the bucket may hold a miss; were it stale, the bucket before is looked at.
     if (!last_miss) continue;
-    if (*last_miss + 1 < points->size()) {
-      crossing = start[k] + static_cast<int64_t>(*last_miss + 1 - before);
-      crossing_step = (*points)[*last_miss + 1].step;
-    } else if (k + 1 < buckets.size()) {
-      crossing = start[k + 1];
-      crossing_step = buckets[k + 1].first_step;
-    } else {
-      return std::optional<int64_t>();  // the last point is not past the target
-    }
-    break;
+    if (*last_miss + 1 >= points->size()) return std::optional<int64_t>();  // the last point is not past it
+    const size_t i = *last_miss + 1;
+    return std::optional<int64_t>(
+        InterpolatedCrossing((*points)[i - 1].step, smoothed[i - 1], (*points)[i].step, smoothed[i], target));
   }
-  // Not before a full window is behind it.
-  const int64_t earliest = std::min<int64_t>(kFinalWindow, total) - 1;
-  if (crossing_step && crossing >= earliest) return crossing_step;
-  size_t k = 0;
-  while (k + 1 < buckets.size() && start[k + 1] <= earliest) ++k;
-  auto points = store.MetricRange(trial_id, ctx.objective, buckets[k].first_step, buckets[k].last_step, 0);
-  if (!points.ok()) return points.status();
-  size_t at = static_cast<size_t>(earliest - start[k]);
-  if (at >= points->size()) return std::optional<int64_t>();
-  return std::optional<int64_t>((*points)[at].step);
+  // Past the target from the first point on.
+  return std::optional<int64_t>(buckets.front().first_step);
 }
 }  // namespace
 
@@ -214,7 +203,13 @@ TrialFacts MetricFacts(const Columns& metrics, const FactsContext& ctx) {
   std::vector<double> smoothed = TrailingMean(objective.values);
   if (ctx.target) {
     auto reached = SustainedReach(smoothed, *ctx.target, ctx.minimize);
-    if (reached) f.steps_to_target = objective.steps[*reached];
+    // Where the curve crosses, between the last point not past and the first past it.
+    if (reached && *reached > 0) {
+      f.steps_to_target = InterpolatedCrossing(objective.steps[*reached - 1], smoothed[*reached - 1],
+                                               objective.steps[*reached], smoothed[*reached], *ctx.target);
+    } else if (reached) {
+      f.steps_to_target = objective.steps[0];
+    }
   }
   // Downsampling raw noisy points would draw the noise's envelope.
   std::vector<CurvePoint> curve(smoothed.size());

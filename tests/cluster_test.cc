@@ -858,7 +858,7 @@ exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --lr {{lr}} --optimizer {{
                                 h.clock.Now(), results::ReportOptionsFor(h.study))
               .ok());
   std::string configs = testing::ReadAll(dir.file("csv/configs.csv"));
-  CHECK(configs.rfind("rank,lr,mbs,optimizer,repeats,completed,mean,std,min,max,seeds,trial_keys\n1,", 0) == 0);
+  CHECK(configs.rfind("rank,lr,mbs,optimizer,repeats,completed,mean,std,min,max,seeds,trial_keys,sem\n1,", 0) == 0);
   CHECK_THAT(testing::ReadAll(dir.file("csv/trials.csv")), Catch::Contains(",lr,mbs,optimizer,seed,state,"));
   CHECK_THAT(testing::ReadAll(dir.file("r.html")), Catch::Contains("Configurations over seeds"));
 
@@ -879,4 +879,96 @@ exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --lr {{lr}} --optimizer {{
   REQUIRE(ranked.ok());
   CHECK(ranked->configs->groups.size() == 2);
   CHECK(ranked->configs->groups[0].rows.size() + ranked->configs->groups[1].rows.size() == 5);
+}
+
+TEST_CASE("repeats = 3: the recommendation, runner-up and baseline are configurations in the report and status --json",
+          "[cluster]") {
+  // Issue 41: the report recommended the best single seed, its runner-up was the same
+  // configuration with another seed, and the baseline was compared seed against seed.
+  testing::TempDir dir;
+  std::string tmpl = R"(#!/bin/bash
+set -euo pipefail
+exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --lr {{lr}} --optimizer {{optimizer}} --seed {{seed}} \
+  --hidden 16 --train-iters {{iters}} --log-interval 5 --sleep-ms {{sleep_ms}} --fail-at-iter {{fail_at}}
+)";
+  std::string path = WriteStudy(dir, "config-decisions",
+                                "[search]\nrepeats = 3\n\n[space]\noptimizer = [\"adam\"]\nlr = [0.003, 0.03, 0.1]\n"
+                                "mbs = [4]\n\n[report]\nbaseline = { lr = 0.003, mbs = 4, optimizer = \"adam\" }\n",
+                                "iters = 40\nsleep_ms = 10\nfail_at = 0\n", 4, tmpl);
+  Harness h(path);
+  REQUIRE(h.runner->Run(300).ok());
+  INFO(h.log.str());
+  auto rows = results::CollectTrialRows(*h.store, h.study, h.runner->study_id(), h.clock.Now());
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 9);
+  // Each configuration's mean over its three seeds, from the stored values.
+  std::map<std::string, std::vector<double>> finals;  // lr -> final values
+  for (const auto& r : *rows) {
+    REQUIRE(r.state == "completed");
+    REQUIRE(r.objective_value);
+    finals[r.param_values[0].text].push_back(*r.objective_value);
+  }
+  std::vector<std::pair<double, std::string>> by_mean;
+  for (const auto& [lr, v] : finals) {
+    REQUIRE(v.size() == 3);
+    by_mean.push_back({(v[0] + v[1] + v[2]) / 3, lr});
+  }
+  std::sort(by_mean.begin(), by_mean.end());
+  const std::string best = by_mean[0].second, second = by_mean[1].second;
+  const auto& bv = finals[best];
+  double mean = by_mean[0].first, ss = 0;
+  for (double v : bv) ss += (v - mean) * (v - mean);
+  const double sem = std::sqrt(ss / 2) / std::sqrt(3.0);
+
+  // The HTML report's headline.
+  std::string html_path = dir.file("r.html");
+  REQUIRE(results::WriteReports(*h.store, h.study, h.runner->study_id(), html_path, dir.file("csv"), h.clock.Now(),
+                                results::ReportOptionsFor(h.study))
+              .ok());
+  std::string html = testing::ReadAll(html_path);
+  size_t at = html.find("<section id=\"recommendation\"");
+  REQUIRE(at != std::string::npos);
+  std::string head = html.substr(at, html.find("</section>", at) - at);
+  INFO(head);
+  CHECK_THAT(head, Catch::Contains(fmt::format("Use <strong>lr={} mbs=4 optimizer=adam</strong>", best)));
+  CHECK_THAT(head, Catch::Contains("(n = 3)"));
+  CHECK_THAT(head, Catch::Contains(fmt::format("runner-up configuration lr={} mbs=4 optimizer=adam", second)));
+  CHECK(head.find("seed=") == std::string::npos);  // no single seed is named
+  if (best == "0.003") {
+    CHECK_THAT(head, Catch::Contains("This is the baseline configuration"));
+  } else {
+    CHECK_THAT(head, Catch::Contains("baseline configuration lr=0.003") ||
+                         Catch::Contains("Baseline: <strong>lr=0.003 mbs=4 optimizer=adam</strong>"));
+  }
+  CHECK_THAT(head, Catch::Contains("Welch's t test") || Catch::Contains("cannot be told apart yet"));
+  CHECK_THAT(testing::ReadAll(dir.file("csv/configs.csv")),
+             Catch::StartsWith("rank,lr,mbs,optimizer,repeats,completed,mean,std,min,max,seeds,trial_keys,sem\n1," +
+                               best + ",4,adam,3,3,"));
+
+  // status --json: the same decisions.
+  std::string bin = std::string(SLURMSWEEP_BINARY_DIR) + "/bin/slurmsweep";
+  auto [rc, out] = testing::RunShell(bin + " status --json " + path + " 2>/dev/null");
+  REQUIRE(rc == 0);
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  REQUIRE(j.is_object());
+  const auto& c = j["configurations"];
+  INFO(c.dump(1));
+  CHECK(c["recommendation"]["params"]["lr"].get<double>() == std::stod(best));
+  CHECK(c["recommendation"]["completed"] == 3);
+  CHECK(c["recommendation"]["mean"].get<double>() == Approx(mean));
+  CHECK(c["recommendation"]["sem"].get<double>() == Approx(sem));
+  CHECK(!c["recommendation"]["params"].contains("seed"));
+  CHECK(c["runner_up"]["params"]["lr"].get<double>() == std::stod(second));
+  CHECK(c["baseline"]["params"]["lr"].get<double>() == 0.003);
+  CHECK(c["baseline"]["completed"] == 3);
+  CHECK(c["baseline"]["is_recommendation"] == (best == "0.003"));
+  CHECK(c["separability"]["test"] == "welch");
+  CHECK(c["separability"]["p"].is_number());
+  // `status`'s text: configurations with their standard errors, the baseline marked, Welch's test.
+  auto [text_rc, text] = testing::RunShell(bin + " status " + path + " 2>&1");
+  INFO(text);
+  CHECK(text_rc == 0);
+  CHECK_THAT(text, Catch::Contains("± the standard error of the mean"));
+  CHECK_THAT(text, Catch::Contains("[baseline]"));
+  CHECK_THAT(text, Catch::Contains("Welch's t test") || Catch::Contains("cannot be told apart yet"));
 }
