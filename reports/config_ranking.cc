@@ -262,7 +262,7 @@ std::string RenderConfigsCsv(const ConfigRanking& r, const std::vector<TrialRow>
   return out;
 }
 
-std::string RenderConfigsSection(const ConfigRanking& r, std::string_view metric) {
+std::string RenderConfigsSection(const ConfigRanking& r, std::string_view metric, size_t max_rows) {
   std::string out = fmt::format(
       "<section id=\"configurations\"><h2>Configurations over seeds</h2><p class=\"note\">Each configuration ran "
       "with several seeds ({{{{{}}}}}); ranked by the mean final {} of its completed repeats, with the standard "
@@ -271,15 +271,24 @@ std::string RenderConfigsSection(const ConfigRanking& r, std::string_view metric
       "<th>completed / repeats</th></tr></thead><tbody>",
       HtmlEscape(r.seed_name), HtmlEscape(metric), HtmlEscape(metric));
   int rank = 0;
-  for (const ConfigGroup& g : r.groups) {
+  size_t shown = 0;
+  for (size_t k = 0; k < r.groups.size(); ++k) {
+    const ConfigGroup& g = r.groups[k];
+    if (g.mean) ++rank;
+    // A large study lists its best configurations and the baseline's; configs.csv holds every one.
+    if (k >= max_rows && r.baseline != k) continue;
+    ++shown;
     out += fmt::format(
         "<tr><td>{}</td><td class=\"config\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td></tr>",
-        g.mean ? std::to_string(++rank) : "–", HtmlEscape(ConfigText(r, g)),
+        g.mean ? std::to_string(rank) : "–", HtmlEscape(ConfigText(r, g)),
         g.mean ? fmt::format("{:.4g}", *g.mean) : "–", g.sem ? FormatSig(*g.sem, 2) : "–",
         g.std ? FormatSig(*g.std, 2) : "–", g.mean ? HtmlEscape(fmt::format("[{:.4g}, {:.4g}]", *g.min, *g.max)) : "–",
         g.values.size(), g.rows.size());
   }
   out += "</tbody></table></div>";
+  if (shown < r.groups.size())
+    out += fmt::format("<p class=\"note\">… {} more configurations not listed here; configs.csv lists every one.</p>",
+                       r.groups.size() - shown);
   if (std::string s = SeparabilityText(r); !s.empty()) {
     s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
     out += fmt::format("<p class=\"basis\">{}.</p>", HtmlEscape(s));

@@ -98,6 +98,8 @@ std::string RenderConfigsCsv(const ConfigRanking& ranking, const std::vector<Tri
 
 // The HTML report's section "Configurations over seeds" (id "configurations"): the ranking table
 // and the separability sentence. `metric`: the objective's name.
-std::string RenderConfigsSection(const ConfigRanking& ranking, std::string_view metric);
+// Lists the first `max_rows` configurations and the baseline's, and counts the rest.
+std::string RenderConfigsSection(const ConfigRanking& ranking, std::string_view metric,
+                                 size_t max_rows = static_cast<size_t>(-1));
 
 }  // namespace sweep::reports

@@ -1,6 +1,7 @@
 // Tests of the ranking of configurations over seeds: grouping by the values without the seed,
 // mean and spread of the completed repeats, whether the best two are separable, configs.csv.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "reports/config_ranking.h"
 
@@ -115,6 +116,23 @@ TEST_CASE("the report's section names the ranking's spread and separability", "[
       html, Catch::Contains(
                 "<td>1</td><td class=\"config\">lr=0.1</td><td>0.6</td><td>0.10</td><td>0.14</td><td>[0.5, 0.7]</td>"));
   CHECK_THAT(html, Catch::Contains("The best two are not separable"));
+}
+
+TEST_CASE("a large study's configurations section lists the best and the baseline's, and counts the rest",
+          "[repeats][html]") {
+  std::vector<TrialRow> rows;
+  for (int c = 0; c < 30; ++c)
+    for (int seed = 0; seed < 2; ++seed)
+      rows.push_back(
+          Row(fmt::format("t-{}-{}", c, seed), std::to_string(c), std::to_string(seed), "completed", c + 0.1 * seed));
+  ConfigRanking r = RankConfigurations({"lr", "seed"}, rows, "seed", true);
+  r.baseline = 27;  // the 28th best: listed at its rank although beyond the first five
+  std::string html = RenderConfigsSection(r, "loss", 5);
+  CHECK_THAT(html, Catch::Contains("<td>5</td><td class=\"config\">lr=4</td>"));
+  CHECK_THAT(html, !Catch::Contains("<td>6</td>"));
+  CHECK_THAT(html, Catch::Contains("<td>28</td><td class=\"config\">lr=27</td>"));
+  CHECK_THAT(html, Catch::Contains("24 more configurations not listed here; configs.csv lists every one"));
+  CHECK_THAT(RenderConfigsSection(r, "loss"), !Catch::Contains("more configurations not listed"));
 }
 
 namespace {

@@ -59,7 +59,8 @@ std::string HtmlPage::Render() {
   Header();
   AggregateNote();
   Headline();
-  if (r_.configs) out_.append(RenderConfigsSection(*r_.configs, metric_));  // repeats over seeds
+  if (r_.configs)  // repeats over seeds
+    out_.append(RenderConfigsSection(*r_.configs, metric_, Aggregated() ? o_.top_n : r_.configs->groups.size()));
   Ranking();
   Curves();
   Telemetry();
@@ -92,6 +93,13 @@ void HtmlPage::ChooseDetailed() {
   if (a_.recommended) detailed_[*a_.recommended] = true;
   if (r_.baseline) detailed_[*r_.baseline] = true;
   for (const auto& [i, color] : colors_) detailed_[i] = true;
+  // With repeats the decisions are between configurations (issue 41): every repeat of the
+  // recommended, runner-up and baseline configurations is drawn, not only their typical seed.
+  if (!r_.configs) return;
+  for (const auto& g : {a_.recommended_config, a_.runner_up_config, a_.baseline_config}) {
+    if (!g || *g >= r_.configs->groups.size()) continue;
+    for (size_t i : r_.configs->groups[*g].rows) detailed_[i] = true;
+  }
 }
 
 size_t HtmlPage::DetailedCount() const {
