@@ -154,7 +154,7 @@ Status PrintStatus(App& app, int64_t study_id, const StudyView* view, bool all) 
     if (r.steps > 0 && !logging) logging = &r;
   }
   if (auto configs = results::RankStudyConfigurations(app.study, *rows))
-    app.out() << results::RenderConfigurationsText(*configs);
+    app.out() << results::RenderConfigurationsText(*configs, all ? configs->groups.size() : kStatusTopRows);
   ProgressOptions options = ProgressOptionsFor(app.study);
   app.out() << RenderProgressBlock(ComputeProgress(view->progress, options, app.clock.Now()), options);
   if (left_out > 0) {

@@ -167,8 +167,9 @@ std::string Counts(const Progress& p) {
 
 std::string Best(const Progress& p, const ProgressOptions& o) {
   if (!p.best_trial) return fmt::format("best {}: none yet", TerminalSafe(o.objective));
-  return fmt::format("best {} ({}): {:.5g} in {} ({})", TerminalSafe(o.objective), o.minimize ? "min" : "max",
-                     p.best_value, TerminalSafe(*p.best_trial), p.best_state);
+  return fmt::format("best {}{} ({}): {:.5g} in {} ({})", o.repeats > 1 ? "single seed's " : "",
+                     TerminalSafe(o.objective), o.minimize ? "min" : "max", p.best_value, TerminalSafe(*p.best_trial),
+                     p.best_state);
 }
 
 std::string Times(const Progress& p, const ProgressOptions& o, bool basis) {

@@ -44,6 +44,9 @@ struct ProgressOptions {
   // [search] trials configurations x repeats); 0 when every trial is stored before the run (grid,
   // random). While a trial is open, those not proposed yet count in the total and the ETA.
   int budget = 0;
+  // Seeds per configuration: with repeats the best line names the best single seed, since the
+  // recommendation is a configuration by its mean (status's configurations, the report).
+  int repeats = 1;
 };
 
 struct Progress {

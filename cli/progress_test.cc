@@ -229,6 +229,10 @@ TEST_CASE("the best trial is the best among completed trials only: a failed, pru
   Progress p = ComputeProgress(trials, o, 100);
   CHECK(p.best_trial == "done");
   CHECK_THAT(RenderProgressBlock(p, o), Catch::Contains("best lm_loss (min): 2.5 in done (completed)"));
+  // With repeats the recommendation is a configuration by its mean: this line is one seed's.
+  ProgressOptions seeds = o;
+  seeds.repeats = 3;
+  CHECK_THAT(RenderProgressBlock(p, seeds), Catch::Contains("best single seed's lm_loss (min): 2.5 in done"));
   trials.erase(trials.begin());
   p = ComputeProgress(trials, o, 100);
   CHECK_FALSE(p.best_trial);

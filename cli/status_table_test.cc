@@ -10,6 +10,8 @@
 #include <string>
 
 #include "cli/status_view.h"
+#include "reports/config_ranking.h"
+#include "results/configurations.h"
 
 namespace sweep::cli {
 namespace {
@@ -93,4 +95,32 @@ TEST_CASE("status of a study of up to kStatusAllRows trials lists every one, as 
 }
 
 }  // namespace
+}  // namespace sweep::cli
+
+namespace sweep::cli {
+
+TEST_CASE("status of a study with many configurations lists the best and the baseline's; --all every one",
+          "[cli][repeats]") {
+  std::vector<reports::TrialRow> rows;
+  for (int c = 0; c < 60; ++c) {
+    for (int seed = 0; seed < 2; ++seed) {
+      reports::TrialRow r;
+      r.trial_key = fmt::format("t-{}-{}", c, seed);
+      r.param_values = {ParamCell(std::to_string(c)), ParamCell(std::to_string(seed))};
+      r.state = "completed";
+      r.objective_value = c + 0.1 * seed;
+      rows.push_back(r);
+    }
+  }
+  reports::ConfigRanking r = reports::RankConfigurations({"lr", "seed"}, rows, "seed", true);
+  r.baseline = 45;
+  std::string top = results::RenderConfigurationsText(r, kStatusTopRows);
+  CHECK_THAT(top, Catch::Contains(" lr=19 "));
+  CHECK_THAT(top, !Catch::Contains(" lr=20 "));
+  CHECK_THAT(top, Catch::Contains(" lr=45 ") && Catch::Contains("[baseline]"));
+  CHECK_THAT(top, Catch::Contains("... 39 more configurations (status --all)"));
+  std::string all = results::RenderConfigurationsText(r);
+  CHECK_THAT(all, Catch::Contains(" lr=59 ") && !Catch::Contains("more configurations"));
+}
+
 }  // namespace sweep::cli

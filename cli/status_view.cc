@@ -123,6 +123,7 @@ ProgressOptions ProgressOptionsFor(const study::Study& study) {
   o.gpus_per_trial = study.job.nodes * study.job.gpus_per_node;
   // A tpe study proposes as results come in: its budget is [search] trials configurations x repeats.
   if (study.sampler == "tpe") o.budget = study.trials * std::max(1, study.repeats);
+  o.repeats = std::max(1, study.repeats);
   return o;
 }
 

@@ -40,12 +40,17 @@ std::optional<reports::ConfigRanking> RankStudyConfigurations(const study::Study
   return ranking;
 }
 
-std::string RenderConfigurationsText(const reports::ConfigRanking& r) {
+std::string RenderConfigurationsText(const reports::ConfigRanking& r, size_t max_rows) {
   std::string out = fmt::format(
       "configurations by their mean over seeds ({}), ± the standard error of the mean, range, completed/repeats:\n",
       r.seed_name);
   int rank = 0;
-  for (const reports::ConfigGroup& g : r.groups) {
+  size_t shown = 0;
+  for (size_t k = 0; k < r.groups.size(); ++k) {
+    const reports::ConfigGroup& g = r.groups[k];
+    if (g.mean) ++rank;
+    if (k >= max_rows && r.baseline != k) continue;
+    ++shown;
     std::string params;
     for (size_t i = 0; i < r.param_names.size() && i < g.param_values.size(); ++i) {
       params += fmt::format("{}{}={}", i ? " " : "", r.param_names[i], TerminalSafe(g.param_values[i]));
@@ -53,11 +58,13 @@ std::string RenderConfigurationsText(const reports::ConfigRanking& r) {
     std::string values;
     for (double v : g.values) values += fmt::format("{}{:.5g}", values.empty() ? "" : " ", v);
     bool base = r.baseline && &r.groups[*r.baseline] == &g;
-    out += fmt::format("  {:>3} {:>11} {:>12} {:>23} {:>3}/{:<3} {}{}{}\n", g.mean ? std::to_string(++rank) : "-",
+    out += fmt::format("  {:>3} {:>11} {:>12} {:>23} {:>3}/{:<3} {}{}{}\n", g.mean ? std::to_string(rank) : "-",
                        g.mean ? fmt::format("{:.5g}", *g.mean) : "-", g.sem ? fmt::format("± {:.2g} se", *g.sem) : "",
                        g.min ? fmt::format("[{:.5g}, {:.5g}]", *g.min, *g.max) : "", g.values.size(), g.rows.size(),
                        params, values.empty() ? "" : "  (" + values + ")", base ? "  [baseline]" : "");
   }
+  if (shown < r.groups.size())
+    out += fmt::format("  ... {} more configurations (status --all)\n", r.groups.size() - shown);
   if (std::string s = reports::SeparabilityText(r); !s.empty()) out += s + "\n";
   return out;
 }

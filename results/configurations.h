@@ -27,8 +27,9 @@ std::optional<reports::ConfigRanking> RankStudyConfigurations(const study::Study
                                                               const std::vector<reports::TrialRow>& rows);
 
 // `status`'s lines under the trial table: one per configuration (rank, mean ± sd, range,
-// completed / repeats, values), then the separability sentence.
-std::string RenderConfigurationsText(const reports::ConfigRanking& ranking);
+// completed / repeats, values), then the separability sentence. Beyond `max_rows` only the
+// baseline's is listed, and the rest are counted.
+std::string RenderConfigurationsText(const reports::ConfigRanking& ranking, size_t max_rows = static_cast<size_t>(-1));
 // `status --json`'s "configurations" member: {seed_var, best_two_separable, separability: {test:
 // "welch", verdict, difference, se, t, df, p, more_seeds}, recommendation, runner_up, baseline,
 // ranking: [{rank, params, repeats, completed, mean, sem, std, min, max, iters_per_s, seeds,
