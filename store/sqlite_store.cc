@@ -406,9 +406,10 @@ Status SqliteStore::AddEvent(int64_t study_id, std::optional<int64_t> trial_id, 
   return q.Run();
 }
 
-Result<std::vector<EventRecord>> SqliteStore::Events(int64_t study_id) {
-  Query q = Use(stmts_.events, "read events of study " + std::to_string(study_id));
-  q.BindInt(1, study_id);
+namespace {
+
+// The rows of an events query: id, trial_id, at, kind, message.
+Result<std::vector<EventRecord>> ReadEvents(Query& q) {
   std::vector<EventRecord> events;
   SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] {
     EventRecord e;
@@ -422,22 +423,20 @@ Result<std::vector<EventRecord>> SqliteStore::Events(int64_t study_id) {
   return events;
 }
 
+}  // namespace
+
+Result<std::vector<EventRecord>> SqliteStore::Events(int64_t study_id) {
+  Query q = Use(stmts_.events, "read events of study " + std::to_string(study_id));
+  q.BindInt(1, study_id);
+  return ReadEvents(q);
+}
+
 Result<std::vector<EventRecord>> SqliteStore::EventsAfter(int64_t study_id, const std::string& kind, int64_t after_id) {
   Query q = Use(stmts_.events_after, "read " + kind + " events of study " + std::to_string(study_id));
   q.BindInt(1, study_id);
   q.BindText(2, kind);
   q.BindInt(3, after_id);
-  std::vector<EventRecord> events;
-  SWEEP_RETURN_IF_ERROR(q.ForEachRow([&] {
-    EventRecord e;
-    e.id = q.Int(0);
-    e.trial_id = q.OptInt(1);
-    e.at = q.Real(2);
-    e.kind = q.Text(3);
-    e.message = q.Text(4);
-    events.push_back(std::move(e));
-  }));
-  return events;
+  return ReadEvents(q);
 }
 
 Result<std::optional<LeaseRecord>> SqliteStore::ReadLease() {
