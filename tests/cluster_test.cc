@@ -40,6 +40,13 @@ exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --lr {{lr}} --optimizer {{
   --hidden 16 --train-iters {{iters}} --log-interval 5 --sleep-ms {{sleep_ms}} --fail-at-iter {{fail_at}}
 )";
 
+// kTemplate passing the seed on, for studies with repeats.
+constexpr const char* kSeededTemplate = R"(#!/bin/bash
+set -euo pipefail
+exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --lr {{lr}} --optimizer {{optimizer}} --seed {{seed}} \
+  --hidden 16 --train-iters {{iters}} --log-interval 5 --sleep-ms {{sleep_ms}} --fail-at-iter {{fail_at}}
+)";
+
 // Writes a study that runs the example workload over SSH on the test cluster.
 std::string WriteStudy(const testing::TempDir& dir, const std::string& name, const std::string& space,
                        const std::string& vars, int max_concurrent = 8, const std::string& tmpl = kTemplate,
@@ -810,11 +817,7 @@ TEST_CASE("monitor = true: the job's /proc telemetry is stored once, apart from 
 TEST_CASE("repeats = 2: each configuration runs with seeds 0 and 1, ranked by its mean; --repeat-top adds a seed",
           "[cluster]") {
   testing::TempDir dir;
-  std::string tmpl = R"(#!/bin/bash
-set -euo pipefail
-exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --lr {{lr}} --optimizer {{optimizer}} --seed {{seed}} \
-  --hidden 16 --train-iters {{iters}} --log-interval 5 --sleep-ms {{sleep_ms}} --fail-at-iter {{fail_at}}
-)";
+  std::string tmpl = kSeededTemplate;
   std::string path = WriteStudy(
       dir, "repeats", "[search]\nrepeats = 2\n\n[space]\noptimizer = [\"adam\"]\nlr = [0.003, 0.05]\nmbs = [4]\n",
       "iters = 30\nsleep_ms = 0\nfail_at = 0\n", 4, tmpl);
@@ -886,11 +889,7 @@ TEST_CASE("repeats = 3: the recommendation, runner-up and baseline are configura
   // Issue 41: the report recommended the best single seed, its runner-up was the same
   // configuration with another seed, and the baseline was compared seed against seed.
   testing::TempDir dir;
-  std::string tmpl = R"(#!/bin/bash
-set -euo pipefail
-exec {{workdir}}/mlp_train --micro-batch-size {{mbs}} --lr {{lr}} --optimizer {{optimizer}} --seed {{seed}} \
-  --hidden 16 --train-iters {{iters}} --log-interval 5 --sleep-ms {{sleep_ms}} --fail-at-iter {{fail_at}}
-)";
+  std::string tmpl = kSeededTemplate;
   std::string path = WriteStudy(dir, "config-decisions",
                                 "[search]\nrepeats = 3\n\n[space]\noptimizer = [\"adam\"]\nlr = [0.003, 0.03, 0.1]\n"
                                 "mbs = [4]\n\n[report]\nbaseline = { lr = 0.003, mbs = 4, optimizer = \"adam\" }\n",
