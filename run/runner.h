@@ -131,6 +131,12 @@ class Runner {
   // A trial pending for a reason that never clears (slurm/pending_reason.h): stops the run with the
   // reason and the way on, before anything more is submitted; its jobs stay queued. runner_storm.cc.
   Status StopOnNeverClearingReason(const std::vector<store::TrialRecord>& trials);
+  // The way on when `t` waits with ReqNodeNotAvail for a node the cluster does not have (asked of
+  // Slurm once per job), else "".
+  Result<std::string> UnknownNodeWayOn(const store::TrialRecord& t);
+  // FailedPrecondition naming the study's jobs that Slurm holds and this database does not know (by
+  // job name and --comment): before a database's first sbatch and before a takeover of the claim.
+  Status RefuseUnknownLiveJobs();
   void Event(std::optional<int64_t> trial_id, const std::string& kind, const std::string& message);
   bool StopRequested();
   // A failure of the cluster to answer, seen by Run: an outage is waited out; a login only a human
@@ -157,8 +163,9 @@ class Runner {
   ReportRefresher reports_;
   StartFailures storm_;
   bool prepared_ = false;
-  double run_started_at_ = 0;   // when Prepare ran: the failure storm counts ends of attempts submitted since
-  bool study_changed_ = false;  // the study file's hash differs from the last run's
+  bool first_submission_ = false;  // this database has submitted nothing yet: look for live jobs first
+  double run_started_at_ = 0;      // when Prepare ran: the failure storm counts ends of attempts submitted since
+  bool study_changed_ = false;     // the study file's hash differs from the last run's
   std::function<bool()> interrupted_;
   std::function<Status()> heartbeat_;
   TickHook on_tick_;
@@ -169,6 +176,7 @@ class Runner {
   std::vector<store::TrialRecord> view_;         // of which this study file's, when some are not
   Status last_unavailable_;                      // why the last tick could not reach the cluster
   std::optional<double> reauth_since_;           // when the cluster first wanted a new login, in a row
+  std::set<std::string> node_checked_;           // jobs pending ReqNodeNotAvail whose nodes were looked up
   std::minstd_rand rng_{std::random_device{}()};
 };
 

@@ -57,7 +57,9 @@ class FakeSlurm final : public slurm::Transport {
   explicit FakeSlurm(const Clock& clock) : clock_(clock) {}
 
   // --- knobs ---------------------------------------------------------------------------------
-  int refuse_sbatch_quota = 0;     // the next N sbatch calls are refused: submit quota full
+  int refuse_sbatch_quota = 0;  // the next N sbatch calls are refused: submit quota full
+  int submit_quota = 0;  // > 0: a QOS MaxSubmitJobsPerUser: sbatch is refused when the jobs not ended (each array
+                         // task counts) plus the new ones would exceed it
   int lose_sbatch_answers = 0;     // the next N sbatch calls submit, then the link drops before the answer
   int time_out_calls = 0;          // the next N Slurm commands fail as when slurmctld does not answer
   std::string refuse_sbatch_with;  // non-empty: the next sbatch exits 1 with this on stderr
@@ -243,6 +245,18 @@ class FakeSlurm final : public slurm::Transport {
     }
     auto script = file(path);
     if (!script) return slurm::CommandOutput{1, "", "sbatch: error: Unable to open file " + path + "\n"};
+    if (submit_quota > 0) {
+      std::string array = Directive(*script, "array");
+      int adding = array.empty() ? 1 : std::stoi(array.substr(array.find('-') + 1)) + 1;
+      int live = 0;
+      for (const auto& [id, j] : jobs_) live += j.state == "PENDING" || j.state == "RUNNING" ? 1 : 0;
+      if (live + adding > submit_quota) {
+        return slurm::CommandOutput{1, "",
+                                    "sbatch: error: QOSMaxSubmitJobPerUserLimit\n"
+                                    "sbatch: error: Batch job submission failed: Job violates accounting/QOS policy "
+                                    "(job submit limit, user's size and/or time limits)\n"};
+      }
+    }
     std::string id = std::to_string(next_id_++);
     std::string output = Directive(*script, "output");
     Job proto;

@@ -27,3 +27,50 @@ TEST_CASE("a submit-quota refusal puts the trials back to new: no 'interrupted s
   for (const auto& t : s.Trials()) submitted += t.job_id.empty() ? 0 : 1;
   CHECK(submitted == 2);
 }
+
+// A quota of 2 jobs (as QOS MaxSubmitJobsPerUser=2): after the refusal the rest waits for the
+// study's own jobs to free slots, seen by the tick's squeue, not for a fixed time: each end lets one
+// more job in at the next tick, seconds later, and sbatch is never refused again.
+TEST_CASE("after a submit-quota refusal the rest goes in as the study's jobs end, not after a fixed wait", "[runner]") {
+  FakeSweep s("[space]\nlr = [0.1, 0.2, 0.3, 0.4, 0.5]\n", 5, "arrays = false");
+  s.slurm.submit_quota = 2;
+  s.Tick();
+  INFO(s.log());
+  CHECK(s.Events("submit_paused") == 1);
+  CHECK_THAT(s.log(), Catch::Contains("wait until fewer than 2 of this study's jobs are queued or running"));
+  auto live = [&] {
+    std::vector<std::string> ids;
+    for (const auto& t : s.Trials()) {
+      if (!t.job_id.empty() && (t.state == "pending" || t.state == "running")) ids.push_back(t.job_id);
+    }
+    return ids;
+  };
+  REQUIRE(live().size() == 2);
+  // No end yet: nothing is tried, however many ticks pass within the pause.
+  for (int i = 0; i < 3; ++i) {
+    s.clock.Advance(2);
+    s.Tick();
+  }
+  size_t sbatches = s.slurm.issued("sbatch").size();
+  CHECK(sbatches == 3);  // two accepted, one refused
+  int ended = 0;
+  while (ended < 5) {
+    auto ids = live();
+    if (ids.empty()) break;
+    s.slurm.Start(ids.front());
+    s.slurm.End(ids.front(), "COMPLETED");
+    ++ended;
+    s.clock.Advance(2);  // one tick later: far less than the 60 s the fixed pause waited
+    s.Tick();
+  }
+  INFO(s.log());
+  int completed = 0, submitted = 0;
+  for (const auto& t : s.Trials()) {
+    completed += t.state == "completed" ? 1 : 0;
+    submitted += t.job_id.empty() ? 0 : 1;
+  }
+  CHECK(submitted == 5);
+  CHECK(completed == ended);
+  CHECK(s.Events("submit_paused") == 1);  // never refused again
+  CHECK(s.slurm.issued("sbatch").size() == 3 + 3);
+}
