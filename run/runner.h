@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <random>
@@ -132,7 +133,7 @@ class Runner {
   // reason and the way on, before anything more is submitted; its jobs stay queued. runner_storm.cc.
   Status StopOnNeverClearingReason(const std::vector<store::TrialRecord>& trials);
   // The way on when `t` waits with ReqNodeNotAvail for a node the cluster does not have (asked of
-  // Slurm once per job), else "".
+  // Slurm at first sight, then at most every kNodeRecheckS: a drained node may be removed later), else "".
   Result<std::string> UnknownNodeWayOn(const store::TrialRecord& t);
   // FailedPrecondition naming the study's jobs that Slurm holds and this database does not know (by
   // job name and --comment): before a database's first sbatch and before a takeover of the claim.
@@ -176,7 +177,7 @@ class Runner {
   std::vector<store::TrialRecord> view_;         // of which this study file's, when some are not
   Status last_unavailable_;                      // why the last tick could not reach the cluster
   std::optional<double> reauth_since_;           // when the cluster first wanted a new login, in a row
-  std::set<std::string> node_checked_;           // jobs pending ReqNodeNotAvail whose nodes were looked up
+  std::map<std::string, double> node_checked_;   // jobs pending ReqNodeNotAvail: when their nodes were looked up
   std::minstd_rand rng_{std::random_device{}()};
 };
 

@@ -145,8 +145,12 @@ Status Runner::StopOnNeverClearingReason(const std::vector<store::TrialRecord>& 
 Result<std::string> Runner::UnknownNodeWayOn(const store::TrialRecord& t) {
   // A node that is down or drained comes back; one the cluster does not have never does. Slurm's
   // reason does not say which ("ReqNodeNotAvail, May be reserved for other job"): the job's own
-  // node list is looked up, once per job.
-  if (t.reason.rfind("ReqNodeNotAvail", 0) != 0 || !node_checked_.insert(t.job_id).second) return std::string();
+  // node list is looked up.
+  constexpr double kNodeRecheckS = 30;  // a few scontrol calls per pending job and half minute at most
+  if (t.reason.rfind("ReqNodeNotAvail", 0) != 0) return std::string();
+  auto [seen, first] = node_checked_.emplace(t.job_id, clock_.Now());
+  if (!first && clock_.Now() - seen->second < kNodeRecheckS) return std::string();
+  seen->second = clock_.Now();
   auto unknown = client_.UnknownRequestedNodes(t.job_id);
   if (!unknown.ok()) return unknown.status();
   if (unknown->empty()) return std::string();

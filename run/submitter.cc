@@ -135,6 +135,14 @@ Status Submitter::SubmitNew(std::vector<store::TrialRecord>& trials, int free_sl
   std::vector<std::optional<std::vector<std::string>>> keys;
   for (const Rendered& r : rendered) keys.push_back(r.key);
   size_t max_chunk = static_cast<size_t>(c.arrays ? c.max_array_size : 1);
+  // An array larger than the site's MaxArraySize is refused whole ("Invalid job array
+  // specification"): larger groups go as several arrays, each throttled (MaxArraySize=1: no arrays).
+  if (c.arrays && rendered.size() > 1 && site_max_array_ < 0) {
+    auto site = ctx_.client.MaxArraySize();
+    if (!site.ok()) return site.status();
+    site_max_array_ = *site;
+  }
+  if (c.arrays && site_max_array_ > 0) max_chunk = std::min(max_chunk, static_cast<size_t>(site_max_array_));
   if (chunk_ > 0) max_chunk = std::min(max_chunk, static_cast<size_t>(chunk_));
   for (const std::vector<size_t>& group : slurm::GroupByDirectives(keys)) {
     for (size_t i = 0; i < group.size() && free_slots > 0; i += max_chunk) {

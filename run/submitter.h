@@ -81,6 +81,8 @@ class Submitter {
   // whether sbatch refused for a quota (the rest waits).
   int live_ = 0;
   bool refused_ = false;
+  // The site's MaxArraySize, read once before the first array (0: not known; -1: not read yet).
+  int site_max_array_ = -1;
 };
 
 // Back to "new" with the attempt and array fields undone, for a submission that never happened.

@@ -331,6 +331,23 @@ Result<std::vector<JobInfo>> SlurmClient::LiveJobsNamed(const std::string& prefi
   return live;
 }
 
+Result<int> SlurmClient::MaxArraySize() {
+  auto r = RunSlurm("scontrol show config", &stats_.scontrol);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) return 0;
+  std::string_view out = r->out;
+  for (size_t at = out.find("MaxArraySize"); at != std::string_view::npos; at = out.find("MaxArraySize", at + 1)) {
+    std::string_view line = out.substr(at, out.find('\n', at) - at);
+    size_t eq = line.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string_view v = Trim(line.substr(eq + 1));
+    int n = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec == std::errc() && p == v.data() + v.size() && n >= 0) return n;
+  }
+  return 0;
+}
+
 Result<std::vector<std::string>> SlurmClient::UnknownRequestedNodes(const std::string& job_id) {
   if (!IsPlainJobId(job_id)) return Status::InvalidArgument(fmt::format("'{}' is not a Slurm job id", job_id));
   auto r = RunSlurm("scontrol -o show job " + job_id, &stats_.scontrol);

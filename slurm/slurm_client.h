@@ -96,6 +96,10 @@ class SlurmClient {
   // only when Slurm restarted a job, to tell a node failure from a preemption.
   Result<std::string> NodeState(const std::string& node);
 
+  // The site's MaxArraySize (`scontrol show config`: an array's indices must stay below it), or 0
+  // when it cannot be read. One call.
+  Result<int> MaxArraySize();
+
   // One scancel call for all `job_ids`. `pending_only`: `scancel --state=PENDING`, which leaves a
   // job that started since its state was last read alone (Slurm checks the state when it cancels).
   Status Cancel(const std::vector<std::string>& job_ids, bool pending_only = false);

@@ -65,6 +65,7 @@ class FakeSlurm final : public slurm::Transport {
   std::string refuse_sbatch_with;  // non-empty: the next sbatch exits 1 with this on stderr
   int sbatch_hangs = 0;            // the next N sbatch calls submit, then are killed by `timeout` (exit 124, silent)
   bool accounting = true;          // false: sacct says accounting storage is disabled
+  int max_array_size = 1001;       // `scontrol show config`'s MaxArraySize; a larger --array is refused
   // Called before each squeue answer: a test's scheduler, moving jobs on as time passes.
   std::function<void(FakeSlurm&)> on_squeue;
 
@@ -263,6 +264,10 @@ class FakeSlurm final : public slurm::Transport {
     proto.name = Directive(*script, "job-name");
     proto.comment = Directive(*script, "comment");
     if (std::string array = Directive(*script, "array"); !array.empty()) {
+      if (std::stoi(array.substr(array.find('-') + 1)) >= max_array_size) {
+        return slurm::CommandOutput{1, "",
+                                    "sbatch: error: Batch job submission failed: Invalid job array specification\n"};
+      }
       // "0-N%M": tasks 0..N, each logging to the output path with %a replaced by its index.
       int last = std::stoi(array.substr(array.find('-') + 1));
       for (int i = 0; i <= last; ++i) {
@@ -333,6 +338,10 @@ class FakeSlurm final : public slurm::Transport {
   }
 
   Result<slurm::CommandOutput> Scontrol(const std::string& command) {
+    if (command == "scontrol show config") {
+      return slurm::CommandOutput{
+          0, fmt::format("MaxArraySize            = {}\nMaxJobCount             = 10000\n", max_array_size), ""};
+    }
     std::string node = command.substr(command.rfind(' ') + 1);
     auto it = nodes_.find(node);
     std::string state = it == nodes_.end() ? "IDLE" : it->second;

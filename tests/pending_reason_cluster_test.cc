@@ -114,7 +114,7 @@ lr = [0.1, 0.2]
   CHECK_THAT(h.log.str(), !Catch::Contains("never clears"));
   // Gone: `scontrol show node n2` now says "Node n2 not found".
   REQUIRE(scontrol("update NodeName=n2 State=FUTURE") == 0);
-  Status st = h.runner->Run(60);
+  Status st = h.runner->Run(400);  // looked up again within 30 s
   INFO(h.log.str());
   REQUIRE_FALSE(st.ok());
   CHECK(st.code() == Status::Code::kFailedPrecondition);

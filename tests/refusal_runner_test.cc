@@ -2,6 +2,9 @@
 // to new at once (sbatch answered: no job went in), so no "interrupted submission" is reported.
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <string>
+
 #include "run/runner.h"
 #include "tests/fake_sweep.h"
 
@@ -73,4 +76,22 @@ TEST_CASE("after a submit-quota refusal the rest goes in as the study's jobs end
   CHECK(completed == ended);
   CHECK(s.Events("submit_paused") == 1);  // never refused again
   CHECK(s.slurm.issued("sbatch").size() == 3 + 3);
+}
+
+// A site whose MaxArraySize is 4 (Slurm refuses a larger --array whole): ten trials of one group go
+// as arrays of at most 4 tasks, each throttled, and sbatch refuses none.
+TEST_CASE("a group larger than the site's MaxArraySize goes as several arrays; none is refused", "[runner]") {
+  FakeSweep s("[space]\nlr = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]\n", 10);
+  s.slurm.max_array_size = 4;
+  s.Tick();
+  INFO(s.log());
+  std::map<std::string, int> tasks;  // array id -> its tasks
+  for (const auto& t : s.Trials()) {
+    REQUIRE(!t.job_id.empty());
+    ++tasks[t.job_id.substr(0, t.job_id.find('_'))];
+  }
+  CHECK(tasks.size() == 3);
+  for (const auto& [id, n] : tasks) CHECK(n <= 4);
+  CHECK(s.slurm.issued("sbatch").size() == 3);
+  CHECK(s.Events("submit_failed") == 0);
 }
