@@ -182,25 +182,13 @@ Status Runner::Prepare() {
   if (!record.ok()) return record.status();
   std::string host = LocalHostName();
   std::string claim_note;
-  // Jobs of the database the claim named may still be queued or running: they would write into
-  // this study's logs beside its own jobs. Refused, naming them, rather than mixed.
-  auto no_live_jobs = [&]() -> Status {
-    auto live = client_.LiveJobsNamed("ss-" + study_.name + "-");
-    if (!live.ok()) return live.status();
-    if (live->empty()) return Status::OK();
-    std::vector<std::string> named, ids;
-    for (const auto& j : *live) {
-      named.push_back(fmt::format("{} ({}, {})", j.job_id, j.name, slurm::JobStateName(j.state)));
-      ids.push_back(j.job_id);
-    }
-    return Status::FailedPrecondition(fmt::format(
-        "{}: study '{}' has {} job(s) on the cluster that this database does not know, from an earlier database "
-        "of this study: {}. They would run beside this one's and write into its logs; nothing was submitted. "
-        "Wait for them to end, or cancel them (scancel {}), then run again",
-        study_.path, study_.name, live->size(), fmt::join(named, ", "), fmt::join(ids, " ")));
-  };
+  // A database that has submitted nothing yet (a first run, or the study's database deleted, or
+  // moved to another workdir) cannot know the jobs Slurm still holds under this study's name: they
+  // are looked for before its first sbatch (SubmitNew). A takeover of the claim looks at once.
+  first_submission_ = std::none_of(stored->begin(), stored->end(),
+                                   [](const store::TrialRecord& t) { return t.attempt > 0 || !t.job_id.empty(); });
   SWEEP_RETURN_IF_ERROR(ClaimStudyFiles(transport_, ctx_.files, ClaimToken(*record, host, study_.database), host,
-                                        study_.path, &claim_note, no_live_jobs));
+                                        study_.path, &claim_note, [this] { return RefuseUnknownLiveJobs(); }));
   if (!claim_note.empty()) Event(std::nullopt, "claim", claim_note);
   for (const auto& local : study_.job.stage) {
     Status st;
@@ -471,11 +459,36 @@ Status Runner::RecordChanges(std::vector<store::TrialRecord>& trials, std::vecto
   return Status::OK();
 }
 
+// Jobs of an earlier database of this study (deleted, or in another workdir) may still be queued
+// or running: they would write into this study's logs beside its own jobs, and the Reconciler finds
+// jobs by name. Refused, naming them, rather than mixed.
+Status Runner::RefuseUnknownLiveJobs() {
+  auto live = client_.LiveJobsNamed("ss-" + study_.name + "-", "slurmsweep:study=" + study_.name + ":");
+  if (!live.ok()) return live.status();
+  if (live->empty()) return Status::OK();
+  std::vector<std::string> named, ids;
+  for (const auto& j : *live) {
+    named.push_back(fmt::format("{} ({}, {})", j.job_id, j.name, slurm::JobStateName(j.state)));
+    ids.push_back(j.job_id);
+  }
+  return Status::FailedPrecondition(fmt::format(
+      "{}: study '{}' has {} job(s) on the cluster that this database does not know, from an earlier database "
+      "of this study: {}. They would run beside this database's jobs, write into the same logs and be taken for its "
+      "own by name; "
+      "nothing was submitted. "
+      "Wait for them to end, or cancel them (scancel {}), then run again",
+      study_.path, study_.name, live->size(), fmt::join(named, ", "), fmt::join(ids, " ")));
+}
+
 // Fills the free slots: every new trial up to max_concurrent + queue_ahead (Submitter).
 Status Runner::SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& report) {
-  if (submitter_.Paused() || cancel_obeyed_) return Status::OK();
+  if (submitter_.Paused(trials) || cancel_obeyed_) return Status::OK();
   int free_slots = submitter_.FreeSlots(trials);
   if (free_slots <= 0) return Status::OK();
+  if (first_submission_) {
+    SWEEP_RETURN_IF_ERROR(RefuseUnknownLiveJobs());
+    first_submission_ = false;
+  }
   // A tpe study proposes only what can run now (one array of K = free slots), so every result
   // shapes the next proposals.
   if (study_.sampler == "tpe") SWEEP_RETURN_IF_ERROR(tpe_.Propose(trials, free_slots));

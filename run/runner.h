@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <random>
@@ -148,6 +149,12 @@ class Runner {
   // A trial pending for a reason that never clears (slurm/pending_reason.h): stops the run with the
   // reason and the way on, before anything more is submitted; its jobs stay queued. runner_storm.cc.
   Status StopOnNeverClearingReason(const std::vector<store::TrialRecord>& trials);
+  // The way on when `t` waits with ReqNodeNotAvail for a node the cluster does not have (asked of
+  // Slurm at first sight, then at most every kNodeRecheckS: a drained node may be removed later), else "".
+  Result<std::string> UnknownNodeWayOn(const store::TrialRecord& t);
+  // FailedPrecondition naming the study's jobs that Slurm holds and this database does not know (by
+  // job name and --comment): before a database's first sbatch and before a takeover of the claim.
+  Status RefuseUnknownLiveJobs();
   void Event(std::optional<int64_t> trial_id, const std::string& kind, const std::string& message);
   bool StopRequested();
   // A failure of the cluster to answer, seen by Run: an outage is waited out; a login only a human
@@ -174,11 +181,12 @@ class Runner {
   ReportRefresher reports_;
   StartFailures storm_;
   bool prepared_ = false;
-  double run_started_at_ = 0;   // when Prepare ran: the failure storm counts ends of attempts submitted since
-  bool study_changed_ = false;  // what the trials ran with changed since the last run (settings_hash)
-  int64_t cancel_seen_ = 0;     // the last cancel request before this run (cancel_request.h)
-  bool cancel_obeyed_ = false;  // a newer one came: nothing more is submitted or proposed
-  std::string file_hash_;       // the study file's as this run last read it (NoticeEdit)
+  bool first_submission_ = false;  // this database has submitted nothing yet: look for live jobs first
+  double run_started_at_ = 0;      // when Prepare ran: the failure storm counts ends of attempts submitted since
+  bool study_changed_ = false;     // what the trials ran with changed since the last run (settings_hash)
+  int64_t cancel_seen_ = 0;        // the last cancel request before this run (cancel_request.h)
+  bool cancel_obeyed_ = false;     // a newer one came: nothing more is submitted or proposed
+  std::string file_hash_;          // the study file's as this run last read it (NoticeEdit)
   std::function<bool()> interrupted_;
   std::function<Status()> heartbeat_;
   TickHook on_tick_;
@@ -189,6 +197,7 @@ class Runner {
   std::vector<store::TrialRecord> view_;         // of which this study file's, when some are not
   Status last_unavailable_;                      // why the last tick could not reach the cluster
   std::optional<double> reauth_since_;           // when the cluster first wanted a new login, in a row
+  std::map<std::string, double> node_checked_;   // jobs pending ReqNodeNotAvail: when their nodes were looked up
   std::minstd_rand rng_{std::random_device{}()};
 };
 

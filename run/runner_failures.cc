@@ -2,6 +2,7 @@
 // scancel runs are cancelled (their trials go back to new; one that started meanwhile goes on) and the run stops with
 // the class, the last lines of a failing log and the way on. Runner methods kept apart from runner.cc; see runner.h.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -122,6 +123,11 @@ Status Runner::StopOnNeverClearingReason(const std::vector<store::TrialRecord>& 
   for (const auto& t : trials) {
     if (t.state != "pending" || t.job_id.empty() || !ctx_.specs.count(t.trial_key)) continue;
     std::string way = slurm::NeverClearingReason(t.reason);
+    if (way.empty()) {
+      auto unknown = UnknownNodeWayOn(t);
+      if (!unknown.ok()) return unknown.status();
+      way = std::move(*unknown);
+    }
     if (way.empty()) continue;
     if (stuck.empty()) way_on = way, reason = t.reason;
     stuck.push_back(fmt::format("{} (job {})", t.trial_key, t.job_id));
@@ -134,6 +140,24 @@ Status Runner::StopOnNeverClearingReason(const std::vector<store::TrialRecord>& 
       stuck.size(), stuck.front(), TerminalSafe(reason), way_on, study_.path, study_.path);
   Event(std::nullopt, "stuck", message);
   return Status::FailedPrecondition(fmt::format("{}: {}", study_.path, message));
+}
+
+Result<std::string> Runner::UnknownNodeWayOn(const store::TrialRecord& t) {
+  // A node that is down or drained comes back; one the cluster does not have never does. Slurm's
+  // reason does not say which ("ReqNodeNotAvail, May be reserved for other job"): the job's own
+  // node list is looked up.
+  constexpr double kNodeRecheckS = 30;  // a few scontrol calls per pending job and half minute at most
+  if (t.reason.rfind("ReqNodeNotAvail", 0) != 0) return std::string();
+  auto [seen, first] = node_checked_.emplace(t.job_id, clock_.Now());
+  if (!first && clock_.Now() - seen->second < kNodeRecheckS) return std::string();
+  seen->second = clock_.Now();
+  auto unknown = client_.UnknownRequestedNodes(t.job_id);
+  if (!unknown.ok()) return unknown.status();
+  if (unknown->empty()) return std::string();
+  return fmt::format(
+      "the job asks for node(s) {} that the cluster does not have (`scontrol show node` does not know them): "
+      "check the template's --nodelist/-w (`sinfo -N` lists the nodes)",
+      fmt::join(*unknown, ","));
 }
 
 }  // namespace sweep::run

@@ -85,6 +85,19 @@ Result<std::string> Submitter::WithLog(const Rendered& r) const {
   return ReplaceAll(r.body, kLogMarker, t.log_path);
 }
 
+int Submitter::LiveJobs(const std::vector<store::TrialRecord>& trials) {
+  int live = 0;
+  for (const auto& t : trials) {
+    if (!t.job_id.empty() && !IsFinalTrialState(t.state) && t.state != kTrialNew) ++live;
+  }
+  return live;
+}
+
+bool Submitter::Paused(const std::vector<store::TrialRecord>& trials) const {
+  if (ctx_.clock.Now() >= paused_until_) return false;
+  return quota_jobs_ <= 0 || LiveJobs(trials) >= quota_jobs_;
+}
+
 int Submitter::FreeSlots(const std::vector<store::TrialRecord>& trials) const {
   int live = 0;
   for (const auto& t : trials) {
@@ -100,8 +113,16 @@ int Submitter::FreeSlots(const std::vector<store::TrialRecord>& trials) const {
 // max_concurrent trials run at once; the rest, or every trial with arrays off, one job each.
 Status Submitter::SubmitNew(std::vector<store::TrialRecord>& trials, int free_slots, TickReport& report) {
   const study::ClusterSpec& c = ctx_.study.cluster;
-  if (Paused() || free_slots <= 0) return Status::OK();
+  if (Paused(trials) || free_slots <= 0) return Status::OK();
+  live_ = LiveJobs(trials);
+  refused_ = false;
   int64_t room = c.queue_ahead < 0 ? INT64_MAX : int64_t{free_slots} + c.queue_ahead;
+  // Slots the last refusal's quota has freed since (squeue shows fewer of the study's jobs): as many
+  // jobs go in, not more, so the next sbatch is not refused again.
+  if (ctx_.clock.Now() < paused_until_ && quota_jobs_ > 0) {
+    room = std::min<int64_t>(room, quota_jobs_ - LiveJobs(trials));
+    free_slots = static_cast<int>(std::min<int64_t>(free_slots, room));
+  }
   std::vector<Rendered> rendered;
   for (auto& t : trials) {
     if (static_cast<int64_t>(rendered.size()) >= room) break;
@@ -114,6 +135,14 @@ Status Submitter::SubmitNew(std::vector<store::TrialRecord>& trials, int free_sl
   std::vector<std::optional<std::vector<std::string>>> keys;
   for (const Rendered& r : rendered) keys.push_back(r.key);
   size_t max_chunk = static_cast<size_t>(c.arrays ? c.max_array_size : 1);
+  // An array larger than the site's MaxArraySize is refused whole ("Invalid job array
+  // specification"): larger groups go as several arrays, each throttled (MaxArraySize=1: no arrays).
+  if (c.arrays && rendered.size() > 1 && site_max_array_ < 0) {
+    auto site = ctx_.client.MaxArraySize();
+    if (!site.ok()) return site.status();
+    site_max_array_ = *site;
+  }
+  if (c.arrays && site_max_array_ > 0) max_chunk = std::min(max_chunk, static_cast<size_t>(site_max_array_));
   if (chunk_ > 0) max_chunk = std::min(max_chunk, static_cast<size_t>(chunk_));
   for (const std::vector<size_t>& group : slurm::GroupByDirectives(keys)) {
     for (size_t i = 0; i < group.size() && free_slots > 0; i += max_chunk) {
@@ -121,7 +150,7 @@ Status Submitter::SubmitNew(std::vector<store::TrialRecord>& trials, int free_sl
       for (size_t k = i; k < std::min(group.size(), i + max_chunk); ++k) batch.push_back(&rendered[group[k]]);
       int throttle = std::min<int>(free_slots, static_cast<int>(batch.size()));
       SWEEP_RETURN_IF_ERROR(SubmitBatch(batch, rendered[group.front()].key, throttle, report));
-      if (Paused()) return Status::OK();
+      if (refused_) return Status::OK();
       free_slots -= throttle;
     }
   }
@@ -178,14 +207,23 @@ Status Submitter::SubmitBatch(std::vector<Rendered*>& batch, const std::optional
   auto job = ctx_.client.Submit(submit_path);
   if (!job.ok() && job.status().IsUnavailable()) return job.status();  // stays "submitting"; reconciled next tick
   if (!job.ok() && job.status().IsResourceExhausted()) {
-    // A full submit quota: wait and retry with smaller arrays; the rest of the loop goes on.
+    // A full submit quota: wait until the study's own jobs free slots (squeue counts them every
+    // tick), and retry with smaller arrays; the rest of the loop goes on. The timer is for a quota
+    // the user's other jobs fill: only their end frees it, which this study's squeue does not see.
     pause_s_ = std::clamp(pause_s_ * 2, 60.0, 900.0);
     paused_until_ = ctx_.clock.Now() + pause_s_;
+    refused_ = true;
+    quota_jobs_ = live_;
     chunk_ = std::max<int>(1, static_cast<int>(batch.size()) / 2);
-    ctx_.Event(std::nullopt, "submit_paused",
-               fmt::format(
-                   "the cluster refuses more jobs now ({}); {} trial(s) wait {:.0f} s, then go in arrays of at most {}",
-                   job.status().message(), batch.size(), pause_s_, chunk_));
+    std::string until =
+        quota_jobs_ > 0
+            ? fmt::format("until fewer than {} of this study's jobs are queued or running (at most {:.0f} s)",
+                          quota_jobs_, pause_s_)
+            : fmt::format("{:.0f} s (the quota is full of jobs of other studies)", pause_s_);
+    ctx_.Event(
+        std::nullopt, "submit_paused",
+        fmt::format("the cluster refuses more jobs now ({}); {} trial(s) wait {}, then go in arrays of at most {}",
+                    job.status().message(), batch.size(), until, chunk_));
     // sbatch answered with a refusal: no job went in (an sbatch with no answer is the Unavailable
     // case above, which stays "submitting" and is looked for by name). Back to new, so the next tick
     // does not report an interrupted submission that never was.
@@ -231,6 +269,7 @@ Status Submitter::SubmitBatch(std::vector<Rendered*>& batch, const std::optional
       SWEEP_RETURN_IF_ERROR(store.UpdateTrial(t));
     }
     if (job.ok()) {
+      live_ += static_cast<int>(batch.size());
       pause_s_ = 0;
       if (chunk_ > 0) chunk_ = std::min(study.cluster.max_array_size, chunk_ * 2);
     }

@@ -23,8 +23,11 @@ class Submitter {
  public:
   explicit Submitter(RunContext& ctx) : ctx_(ctx) {}
 
-  // Whether a full submit quota holds submission back now.
-  bool Paused() const { return ctx_.clock.Now() < paused_until_; }
+  // Whether a full submit quota holds submission back now: after a refusal, until this tick's
+  // squeue shows fewer of the study's jobs queued or running than when sbatch refused (a slot
+  // freed), or, when the study had none then (the user's other jobs filled the quota), until a
+  // timer (60 s, doubling to 900 s) has passed.
+  bool Paused(const std::vector<store::TrialRecord>& trials) const;
   // max_concurrent less the trials that have a job (or are being submitted).
   int FreeSlots(const std::vector<store::TrialRecord>& trials) const;
   // Submits new trials of this study file, up to `free_slots` running at once and [cluster]
@@ -63,11 +66,23 @@ class Submitter {
   slurm::SbatchHeader Header() const;
 
   RunContext& ctx_;
-  // Submit quotas (QOSMaxSubmitJobPerUserLimit, ...): no sbatch before this time; arrays no larger
-  // than chunk_ until one is accepted again.
+  // The study's jobs that have not ended (each array task counts, as Slurm's submit quotas count
+  // them), as this tick's squeue left the trials.
+  static int LiveJobs(const std::vector<store::TrialRecord>& trials);
+  // Submit quotas (QOSMaxSubmitJobPerUserLimit, ...): after a refusal, the study's live jobs then
+  // (quota_jobs_; 0: none of its own) and a timer: until the timer, no more than quota_jobs_ of the
+  // study's jobs at once; with none of its own, no sbatch at all. Arrays no larger than chunk_
+  // until one is accepted again.
   double paused_until_ = 0;
   double pause_s_ = 0;
+  int quota_jobs_ = 0;
   int chunk_ = 0;
+  // This SubmitNew call: the study's live jobs so far (this tick's squeue, plus what went in), and
+  // whether sbatch refused for a quota (the rest waits).
+  int live_ = 0;
+  bool refused_ = false;
+  // The site's MaxArraySize, read once before the first array (0: not known; -1: not read yet).
+  int site_max_array_ = -1;
 };
 
 // Back to "new" with the attempt and array fields undone, for a submission that never happened.

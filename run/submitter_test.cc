@@ -125,7 +125,7 @@ TEST_CASE("submitter: a full submit quota pauses submission and halves the array
   Status st;
   Submit(run, s, report, &st);
   CHECK(st.ok());
-  CHECK(s.Paused());
+  CHECK(s.Paused(run.Trials()));
   CHECK(run.Count("submit_paused") == 1);
   // sbatch answered with a refusal: no job went in, so the trials are new again at once (no attempt
   // used), not "submitting" for the Reconciler to look for.

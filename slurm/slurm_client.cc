@@ -318,7 +318,7 @@ Result<std::string> SlurmClient::NodeState(const std::string& node) {
   return r->out.substr(p, r->out.find(' ', p) - p);
 }
 
-Result<std::vector<JobInfo>> SlurmClient::LiveJobsNamed(const std::string& prefix) {
+Result<std::vector<JobInfo>> SlurmClient::LiveJobsNamed(const std::string& prefix, const std::string& comment_prefix) {
   auto sq = RunSlurm(fmt::format("squeue -h -r --me -t PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED,REQUEUED -O {}",
                                  ShellQuote(kSqueueFormat)),
                      &stats_.squeue);
@@ -326,9 +326,55 @@ Result<std::vector<JobInfo>> SlurmClient::LiveJobsNamed(const std::string& prefi
   if (sq->exit_code != 0) return Status::Unavailable(fmt::format("squeue exited {}: {}", sq->exit_code, Trim(sq->err)));
   std::vector<JobInfo> live;
   for (auto& j : ParseSqueue(sq->out)) {
-    if (j.name.rfind(prefix, 0) == 0) live.push_back(std::move(j));
+    if (j.name.rfind(prefix, 0) == 0 && j.comment.rfind(comment_prefix, 0) == 0) live.push_back(std::move(j));
   }
   return live;
+}
+
+Result<int> SlurmClient::MaxArraySize() {
+  auto r = RunSlurm("scontrol show config", &stats_.scontrol);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) return 0;
+  std::string_view out = r->out;
+  for (size_t at = out.find("MaxArraySize"); at != std::string_view::npos; at = out.find("MaxArraySize", at + 1)) {
+    std::string_view line = out.substr(at, out.find('\n', at) - at);
+    size_t eq = line.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string_view v = Trim(line.substr(eq + 1));
+    int n = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec == std::errc() && p == v.data() + v.size() && n >= 0) return n;
+  }
+  return 0;
+}
+
+Result<std::vector<std::string>> SlurmClient::UnknownRequestedNodes(const std::string& job_id) {
+  if (!IsPlainJobId(job_id)) return Status::InvalidArgument(fmt::format("'{}' is not a Slurm job id", job_id));
+  auto r = RunSlurm("scontrol -o show job " + job_id, &stats_.scontrol);
+  if (!r.ok()) return r.status();
+  if (r->exit_code != 0) return std::vector<std::string>{};  // gone meanwhile: nothing to judge
+  std::string_view out = r->out;
+  size_t at = out.find(" ReqNodeList=");
+  if (at == std::string_view::npos) return std::vector<std::string>{};
+  at += 13;
+  std::string list(Trim(out.substr(at, out.find_first_of(" \n", at) - at)));
+  if (list.empty() || list == "(null)") return std::vector<std::string>{};
+  // The list as Slurm compresses it ("n[3-4],gpu7"): expanded by scontrol itself (no controller call).
+  auto names = RunSlurm("scontrol show hostnames " + ShellQuote(list), &stats_.scontrol);
+  if (!names.ok()) return names.status();
+  std::vector<std::string> unknown;
+  std::string_view rest = names->out;
+  constexpr int kMaxNodesAsked = 64;  // a job that names more nodes is judged by its first ones
+  for (int asked = 0; !rest.empty() && asked < kMaxNodesAsked; ++asked) {
+    size_t nl = rest.find('\n');
+    std::string node(Trim(rest.substr(0, nl)));
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    if (node.empty()) continue;
+    auto state = NodeState(node);
+    if (!state.ok() && state.status().IsNotFound()) unknown.push_back(node);
+    else if (!state.ok()) return state.status();
+  }
+  return unknown;
 }
 
 Result<std::vector<JobInfo>> SlurmClient::FindByName(const std::vector<std::string>& names) {

@@ -80,14 +80,25 @@ class SlurmClient {
   // jobs submitted just before a crash, before anything is submitted again.
   Result<std::vector<JobInfo>> FindByName(const std::vector<std::string>& names);
 
-  // This user's jobs that have not ended whose name begins with `prefix` (a study's "ss-NAME-"):
-  // one squeue call. Before a study takes over the name's claim, so that the jobs of a database that
-  // was deleted never run beside the new one's.
-  Result<std::vector<JobInfo>> LiveJobsNamed(const std::string& prefix);
+  // This user's jobs that have not ended whose name begins with `prefix` (a study's "ss-NAME-") and
+  // whose --comment begins with `comment_prefix` (a study's "slurmsweep:study=NAME:", so that study
+  // "a" never counts the jobs of study "a-b"): one squeue call. Before a study's first submission and
+  // before it takes over the name's claim, so that the jobs of a database that was deleted never run
+  // beside the new one's.
+  Result<std::vector<JobInfo>> LiveJobsNamed(const std::string& prefix, const std::string& comment_prefix = "");
+
+  // The nodes job `job_id` asks for by name (its ReqNodeList, e.g. from --nodelist) that the
+  // cluster does not have: `scontrol show node` does not find them (never declared, removed, or
+  // State=FUTURE). One `scontrol show job` call, and one `scontrol show node` per node asked for.
+  Result<std::vector<std::string>> UnknownRequestedNodes(const std::string& job_id);
 
   // A node's State as `scontrol show node` prints it ("IDLE", "DOWN*+DRAIN", ...): one call. Used
   // only when Slurm restarted a job, to tell a node failure from a preemption.
   Result<std::string> NodeState(const std::string& node);
+
+  // The site's MaxArraySize (`scontrol show config`: an array's indices must stay below it), or 0
+  // when it cannot be read. One call.
+  Result<int> MaxArraySize();
 
   // One scancel call for all `job_ids`. `pending_only`: `scancel --state=PENDING`, which leaves a
   // job that started since its state was last read alone (Slurm checks the state when it cancels).

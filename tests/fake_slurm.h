@@ -57,12 +57,15 @@ class FakeSlurm final : public slurm::Transport {
   explicit FakeSlurm(const Clock& clock) : clock_(clock) {}
 
   // --- knobs ---------------------------------------------------------------------------------
-  int refuse_sbatch_quota = 0;     // the next N sbatch calls are refused: submit quota full
+  int refuse_sbatch_quota = 0;  // the next N sbatch calls are refused: submit quota full
+  int submit_quota = 0;  // > 0: a QOS MaxSubmitJobsPerUser: sbatch is refused when the jobs not ended (each array
+                         // task counts) plus the new ones would exceed it
   int lose_sbatch_answers = 0;     // the next N sbatch calls submit, then the link drops before the answer
   int time_out_calls = 0;          // the next N Slurm commands fail as when slurmctld does not answer
   std::string refuse_sbatch_with;  // non-empty: the next sbatch exits 1 with this on stderr
   int sbatch_hangs = 0;            // the next N sbatch calls submit, then are killed by `timeout` (exit 124, silent)
   bool accounting = true;          // false: sacct says accounting storage is disabled
+  int max_array_size = 1001;       // `scontrol show config`'s MaxArraySize; a larger --array is refused
   // Called before each squeue answer: a test's scheduler, moving jobs on as time passes.
   std::function<void(FakeSlurm&)> on_squeue;
 
@@ -243,12 +246,28 @@ class FakeSlurm final : public slurm::Transport {
     }
     auto script = file(path);
     if (!script) return slurm::CommandOutput{1, "", "sbatch: error: Unable to open file " + path + "\n"};
+    if (submit_quota > 0) {
+      std::string array = Directive(*script, "array");
+      int adding = array.empty() ? 1 : std::stoi(array.substr(array.find('-') + 1)) + 1;
+      int live = 0;
+      for (const auto& [id, j] : jobs_) live += j.state == "PENDING" || j.state == "RUNNING" ? 1 : 0;
+      if (live + adding > submit_quota) {
+        return slurm::CommandOutput{1, "",
+                                    "sbatch: error: QOSMaxSubmitJobPerUserLimit\n"
+                                    "sbatch: error: Batch job submission failed: Job violates accounting/QOS policy "
+                                    "(job submit limit, user's size and/or time limits)\n"};
+      }
+    }
     std::string id = std::to_string(next_id_++);
     std::string output = Directive(*script, "output");
     Job proto;
     proto.name = Directive(*script, "job-name");
     proto.comment = Directive(*script, "comment");
     if (std::string array = Directive(*script, "array"); !array.empty()) {
+      if (std::stoi(array.substr(array.find('-') + 1)) >= max_array_size) {
+        return slurm::CommandOutput{1, "",
+                                    "sbatch: error: Batch job submission failed: Invalid job array specification\n"};
+      }
       // "0-N%M": tasks 0..N, each logging to the output path with %a replaced by its index.
       int last = std::stoi(array.substr(array.find('-') + 1));
       for (int i = 0; i <= last; ++i) {
@@ -319,6 +338,10 @@ class FakeSlurm final : public slurm::Transport {
   }
 
   Result<slurm::CommandOutput> Scontrol(const std::string& command) {
+    if (command == "scontrol show config") {
+      return slurm::CommandOutput{
+          0, fmt::format("MaxArraySize            = {}\nMaxJobCount             = 10000\n", max_array_size), ""};
+    }
     std::string node = command.substr(command.rfind(' ') + 1);
     auto it = nodes_.find(node);
     std::string state = it == nodes_.end() ? "IDLE" : it->second;

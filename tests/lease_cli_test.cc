@@ -3,9 +3,12 @@
 // of a lock the filesystem does not provide (tests/lock_shim.cc, LD_PRELOADed). Tagged [cli].
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <filesystem>
 #include <string>
 
 #include "run/lease.h"
@@ -69,8 +72,13 @@ TEST_CASE("a lease whose heartbeat is older than lease_timeout_s is stale: statu
   CHECK(j["run"]["stale"] == true);
   CHECK(j["run"]["host"] == "login7");
   CHECK(j["run"]["heartbeat_age_s"].get<double>() >= 1000);
-  // The local transport runs the trial here; the takeover is said and recorded.
-  auto [rc, out] = testing::RunShell(kBinary + " run " + study + " 2>&1");
+  // The local transport runs the trial here; the takeover is said and recorded. A squeue that finds
+  // no job of the study stands first on PATH, so that the run's look for live jobs before its first
+  // sbatch is answered on a machine without a cluster too.
+  std::filesystem::create_directories(dir.file("bin"));
+  testing::WriteAll(dir.file("bin/squeue"), "#!/bin/sh\nexit 0\n");
+  ::chmod(dir.file("bin/squeue").c_str(), 0755);
+  auto [rc, out] = testing::RunShell("PATH=" + dir.file("bin") + ":$PATH " + kBinary + " run " + study + " 2>&1");
   INFO(out);
   CHECK_THAT(out, Catch::Contains("took the study over from a run that stopped renewing its lease (host login7, pid "
                                   "4242, heartbeat"));

@@ -32,7 +32,9 @@ void FakeSbatch(const testing::TempDir& dir) {
   testing::WriteAll(dir.file("fake/sbatch"),
                     "#!/bin/sh\nfor a; do last=$a; done\ncp \"$last\" '" + dir.file("submitted") +
                         "/'\necho 'sbatch: error: Batch job submission failed: something broke' >&2\nexit 1\n");
-  testing::WriteAll(dir.file("fake/squeue"), "#!/bin/sh\necho 'squeue: error: fake' >&2\nexit 1\n");
+  // The look for the study's live jobs before the first sbatch (squeue --me) finds none.
+  testing::WriteAll(dir.file("fake/squeue"),
+                    "#!/bin/sh\ncase \"$*\" in *--me*) exit 0;; esac\necho 'squeue: error: fake' >&2\nexit 1\n");
   for (const char* f : {"fake/sbatch", "fake/squeue"}) {
     std::filesystem::permissions(dir.file(f), std::filesystem::perms::owner_all);
   }

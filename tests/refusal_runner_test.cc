@@ -2,6 +2,9 @@
 // to new at once (sbatch answered: no job went in), so no "interrupted submission" is reported.
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <string>
+
 #include "run/runner.h"
 #include "tests/fake_sweep.h"
 
@@ -26,4 +29,69 @@ TEST_CASE("a submit-quota refusal puts the trials back to new: no 'interrupted s
   int submitted = 0;
   for (const auto& t : s.Trials()) submitted += t.job_id.empty() ? 0 : 1;
   CHECK(submitted == 2);
+}
+
+// A quota of 2 jobs (as QOS MaxSubmitJobsPerUser=2): after the refusal the rest waits for the
+// study's own jobs to free slots, seen by the tick's squeue, not for a fixed time: each end lets one
+// more job in at the next tick, seconds later, and sbatch is never refused again.
+TEST_CASE("after a submit-quota refusal the rest goes in as the study's jobs end, not after a fixed wait", "[runner]") {
+  FakeSweep s("[space]\nlr = [0.1, 0.2, 0.3, 0.4, 0.5]\n", 5, "arrays = false");
+  s.slurm.submit_quota = 2;
+  s.Tick();
+  INFO(s.log());
+  CHECK(s.Events("submit_paused") == 1);
+  CHECK_THAT(s.log(), Catch::Contains("wait until fewer than 2 of this study's jobs are queued or running"));
+  auto live = [&] {
+    std::vector<std::string> ids;
+    for (const auto& t : s.Trials()) {
+      if (!t.job_id.empty() && (t.state == "pending" || t.state == "running")) ids.push_back(t.job_id);
+    }
+    return ids;
+  };
+  REQUIRE(live().size() == 2);
+  // No end yet: nothing is tried, however many ticks pass within the pause.
+  for (int i = 0; i < 3; ++i) {
+    s.clock.Advance(2);
+    s.Tick();
+  }
+  size_t sbatches = s.slurm.issued("sbatch").size();
+  CHECK(sbatches == 3);  // two accepted, one refused
+  int ended = 0;
+  while (ended < 5) {
+    auto ids = live();
+    if (ids.empty()) break;
+    s.slurm.Start(ids.front());
+    s.slurm.End(ids.front(), "COMPLETED");
+    ++ended;
+    s.clock.Advance(2);  // one tick later: far less than the 60 s the fixed pause waited
+    s.Tick();
+  }
+  INFO(s.log());
+  int completed = 0, submitted = 0;
+  for (const auto& t : s.Trials()) {
+    completed += t.state == "completed" ? 1 : 0;
+    submitted += t.job_id.empty() ? 0 : 1;
+  }
+  CHECK(submitted == 5);
+  CHECK(completed == ended);
+  CHECK(s.Events("submit_paused") == 1);  // never refused again
+  CHECK(s.slurm.issued("sbatch").size() == 3 + 3);
+}
+
+// A site whose MaxArraySize is 4 (Slurm refuses a larger --array whole): ten trials of one group go
+// as arrays of at most 4 tasks, each throttled, and sbatch refuses none.
+TEST_CASE("a group larger than the site's MaxArraySize goes as several arrays; none is refused", "[runner]") {
+  FakeSweep s("[space]\nlr = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]\n", 10);
+  s.slurm.max_array_size = 4;
+  s.Tick();
+  INFO(s.log());
+  std::map<std::string, int> tasks;  // array id -> its tasks
+  for (const auto& t : s.Trials()) {
+    REQUIRE(!t.job_id.empty());
+    ++tasks[t.job_id.substr(0, t.job_id.find('_'))];
+  }
+  CHECK(tasks.size() == 3);
+  for (const auto& [id, n] : tasks) CHECK(n <= 4);
+  CHECK(s.slurm.issued("sbatch").size() == 3);
+  CHECK(s.Events("submit_failed") == 0);
 }

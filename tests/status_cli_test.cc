@@ -160,7 +160,9 @@ namespace {
 std::string FakeSlurmStudy(const testing::TempDir& dir, const std::string& sbatch_says) {
   std::filesystem::create_directories(dir.file("fake"));
   testing::WriteAll(dir.file("fake/sbatch"), "#!/bin/sh\necho '" + sbatch_says + "' >&2\nexit 1\n");
-  testing::WriteAll(dir.file("fake/squeue"), "#!/bin/sh\necho 'squeue: error: fake' >&2\nexit 1\n");
+  // Except the look for the study's live jobs before the first sbatch (squeue --me): none.
+  testing::WriteAll(dir.file("fake/squeue"),
+                    "#!/bin/sh\ncase \"$*\" in *--me*) exit 0;; esac\necho 'squeue: error: fake' >&2\nexit 1\n");
   for (const char* f : {"fake/sbatch", "fake/squeue"}) {
     std::filesystem::permissions(dir.file(f), std::filesystem::perms::owner_all);
   }

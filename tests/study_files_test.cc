@@ -304,3 +304,64 @@ TEST_CASE(
   CHECK_THAT(log, Catch::Contains("was deleted and created again since: taken over"));
   CHECK(slurm.job_ids().size() == 4);  // the new database's own jobs
 }
+
+TEST_CASE(
+    "a first run of a study name whose jobs from another database still live is refused, naming them; another "
+    "study's jobs do not count",
+    "[runner][study_files]") {
+  testing::FakeClock clock;
+  testing::FakeSlurm slurm{clock};
+  testing::TempDir dir;
+  testing::WriteAll(dir.file("job.sbatch"), "#!/bin/bash\necho {{lr}}\n");
+  // The same study name in two workdirs with two databases: the first one's database is then left
+  // behind (deleted, or elsewhere), while its jobs are still queued and running.
+  auto write = [&](const std::string& file, const std::string& name, const std::string& workdir,
+                   const std::string& db) {
+    testing::WriteAll(dir.file(file), fmt::format("[study]\nname = \"{}\"\ndatabase = \"{}\"\n\n[cluster]\ntransport "
+                                                  "= \"local\"\nworkdir = \"{}\"\n\n[job]\ntemplate = "
+                                                  "\"job.sbatch\"\n\n[space]\nlr = [0.1, 0.2]\n",
+                                                  name, dir.file(db), workdir));
+    auto loaded = study::LoadStudy(dir.file(file));
+    REQUIRE(loaded.ok());
+    return *loaded;
+  };
+  std::string log;
+  auto tick = [&](const study::Study& study) -> Result<run::TickReport> {
+    auto db = store::Store::Open(study.database);
+    REQUIRE(db.ok());
+    std::ostringstream out;
+    run::Runner runner(study, **db, slurm, clock, out);
+    auto r = runner.Tick();
+    log = out.str();
+    return r;
+  };
+  study::Study first = write("first.toml", "same", "/fake/one", "one.db");
+  study::Study other = write("other.toml", "same-b", "/fake/three", "three.db");
+  REQUIRE(tick(first).ok());
+  REQUIRE(tick(other).ok());  // "ss-same-b-..." begins as "ss-same-..." does: told apart by the comment
+  std::vector<std::string> old_jobs = slurm.job_ids();
+  REQUIRE(old_jobs.size() == 4);
+  slurm.Start(old_jobs[0]);
+
+  study::Study second = write("second.toml", "same", "/fake/two", "two.db");
+  clock.Advance(1);
+  auto refused = tick(second);
+  INFO(log);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == Status::Code::kFailedPrecondition);
+  CHECK_THAT(refused.status().message(),
+             Catch::Contains("study 'same' has 2 job(s) on the cluster that this database does not know") &&
+                 Catch::Contains(old_jobs[0] + " (ss-same-") && Catch::Contains("running") &&
+                 Catch::Contains(old_jobs[1] + " (ss-same-") && Catch::Contains("pending") &&
+                 Catch::Contains(fmt::format("scancel {} {}", old_jobs[0], old_jobs[1])));
+  CHECK(slurm.job_ids().size() == 4);  // nothing submitted beside them
+  for (const auto& id : {old_jobs[0], old_jobs[1]}) slurm.End(id, "CANCELLED");
+  clock.Advance(1);
+  REQUIRE(tick(second).ok());
+  CHECK(slurm.job_ids().size() == 6);
+  // Its second tick submitted before, so it looks no more (one squeue: the tick's own).
+  size_t squeues = slurm.issued("squeue").size();
+  clock.Advance(1);
+  REQUIRE(tick(second).ok());
+  CHECK(slurm.issued("squeue").size() - squeues <= 1);
+}

@@ -22,6 +22,8 @@ PROFILE=${SLURMSWEEP_PROFILE:-lab}
 ACCOUNTING=${SLURMSWEEP_ACCOUNTING:-none}  # none, or slurmdbd (with a private MariaDB)
 DBD_PORT=${SLURMSWEEP_SLURMDBD_PORT:-16819}
 DB_PORT=${SLURMSWEEP_MARIADB_PORT:-16820}
+MAX_ARRAY_SIZE=${SLURMSWEEP_MAX_ARRAY_SIZE:-}  # empty: Slurm's default (1001)
+MAX_JOB_COUNT=${SLURMSWEEP_MAX_JOB_COUNT:-50000}
 SLURM_VERSION=${SLURMSWEEP_SLURM:-22.05}  # 22.05 (this machine's), 24.11 or 26.05 (in a root of their own)
 
 BRIDGE=${NET_PREFIX}br0
@@ -278,8 +280,10 @@ EOF
   profile_settings >>"$CONF"
   cat >>"$CONF" <<EOF
 # bench/scale_bench.sh queues 10,000 array tasks on top of earlier runs' records (kept MinJobAge).
-MaxJobCount=50000
+MaxJobCount=$MAX_JOB_COUNT
 EOF
+  # SLURMSWEEP_MAX_ARRAY_SIZE: a site's smaller MaxArraySize (Slurm's default 1001), for the array-split tests.
+  [[ -z $MAX_ARRAY_SIZE ]] || echo "MaxArraySize=$MAX_ARRAY_SIZE" >>"$CONF"
   for i in $(seq "$NODES"); do
     name=$(node_name "$i")
     echo "NodeName=$name NodeAddr=$(node_addr "$i") NodeHostname=$name CPUs=16 RealMemory=64000 Gres=gpu:8 State=UNKNOWN"
@@ -316,7 +320,8 @@ accounting_settings() {
   if [[ $ACCOUNTING == slurmdbd ]]; then
     # AccountingStoragePass: the munge socket (else slurmctld dies with a munge error); job_comment keeps --comment.
     printf '%s\n' AccountingStorageType=accounting_storage/slurmdbd AccountingStorageHost=localhost \
-      "AccountingStoragePort=$DBD_PORT" "AccountingStoragePass=$MUNGE_SOCKET" AccountingStoreFlags=job_comment
+      "AccountingStoragePort=$DBD_PORT" "AccountingStoragePass=$MUNGE_SOCKET" AccountingStoreFlags=job_comment \
+      AccountingStorageEnforce=associations,limits,qos  # root's association comes with the cluster; tests add QOS limits
   elif [[ $SLURM_VERSION == 22.05 ]]; then
     printf '%s\n' AccountingStorageType=accounting_storage/none  # 24.11+ have no such plugin: no key is none
   fi
