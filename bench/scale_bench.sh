@@ -1,7 +1,7 @@
 #!/bin/bash
 # Scale benchmarks of issue 7 on the real test cluster (start it first: tests/cluster/start.sh).
 #
-#   bench/scale_bench.sh [load|submit|rss|all|stopping]   (default: all; stopping is not in all)
+#   bench/scale_bench.sh [load|submit|rss|all|stopping|e2e]   (default: all; stopping and e2e are not in all)
 #
 # load:   Slurm commands and cluster calls (SSH round trips) per tick with 10, 100 and 1000 active
 #         trials, over SSH; the limit is 2 Slurm commands per tick.
@@ -15,6 +15,11 @@
 #         tick's new points); scancel is a no-op. SLURMSWEEP_BIN_BEFORE=/path/to/an/older/slurmsweep
 #         measures that binary on a copy of the same database too. SLURMSWEEP_STOP_TRIALS and
 #         SLURMSWEEP_STOP_STORED change the study's size (issue 42: 10000 and 1000; limit then 512 MB).
+# e2e:    issue 42: a study of SLURMSWEEP_E2E_TRIALS (default 10,000) trivial trials run to its end on the
+#         lab, every trial queued at once (max_concurrent = trials; arrays split by the site's MaxArraySize,
+#         e.g. a lab started with SLURMSWEEP_MAX_ARRAY_SIZE=1000): wall time, sbatch calls, Slurm commands per
+#         tick (limit 2: one squeue, and sacct when a job left the queue), and whether every trial ran once
+#         (one start of mlp_train in each log).
 #
 # Every job is submitted held or cancelled at the end: the cluster is left as it was found.
 set -euo pipefail
@@ -170,4 +175,30 @@ if [[ $what == rss || $what == all ]]; then
   active=$(grep -o 'tick 3: [0-9]* active' "$log" | grep -o '[0-9]* active' || echo "? active")
   printf 'peak RSS %.1f MB with %s at tick 3; limit 64 MB; ratio %.2f\n' "$(echo "$kb / 1024" | bc -l)" "$active" \
     "$(echo "$kb / 1024 / 64" | bc -l)"
+fi
+
+if [[ $what == e2e ]]; then
+  n=${SLURMSWEEP_E2E_TRIALS:-10000}
+  max_array=$(SLURM_CONF=$SLURM_CONF scontrol show config | sed -n 's/^MaxArraySize *= *//p')
+  echo "== a study of $n trivial trials to its end (local transport, all queued at once; MaxArraySize $max_array) =="
+  study=$(write_study "e2e$n" "$n" local true "$n" 'exec {{workdir}}/mlp_train --train-iters 10 --log-interval 5 --seed {{i}}')
+  log=$WORK/e2e.log
+  start=$(date +%s.%N)
+  rc=0
+  SLURM_CONF=$SLURM_CONF /usr/bin/time -f '%M' -o "$WORK/e2e.kb" "$BIN" run "$study" >"$log" 2>&1 || rc=$?
+  took=$(echo "$(date +%s.%N) - $start" | bc -l)
+  SLURM_CONF=$SLURM_CONF cancel "$study"
+  read -r ticks q c < <(tick_means "$log")
+  sbatch=$(sed -n 's/.*slurm commands: \([0-9]*\) sbatch.*/\1/p' "$log" | tail -n 1)
+  json=$(SLURM_CONF=$SLURM_CONF "$BIN" status --json "$study")
+  completed=$(echo "$json" | python3 -c 'import json,sys; print(sum(t["state"] == "completed" for t in json.load(sys.stdin)["trials"]))')
+  # Every trial once: each log holds exactly one start of the program (mlp_train prints its arguments once).
+  once=0 twice=0 none=0
+  while read -r k; do
+    case $k in 1) once=$((once + 1)) ;; 0) none=$((none + 1)) ;; *) twice=$((twice + 1)) ;; esac
+  done < <(echo "$json" | python3 -c 'import json,sys; [print(t["log_path"]) for t in json.load(sys.stdin)["trials"]]' |
+           while read -r f; do grep -c '^  seed \.' "$f" 2>/dev/null || echo 0; done)
+  printf 'exit %s, %.1f s wall, peak RSS %.1f MB; %s sbatch calls; %s ticks after the first: %.2f Slurm commands/tick (limit 2, ratio %.2f)\n' \
+    "$rc" "$took" "$(echo "$(tail -n 1 "$WORK/e2e.kb") / 1024" | bc -l)" "${sbatch:-?}" "$ticks" "$q" "$(echo "$q / 2" | bc -l)"
+  printf '%s of %s trials completed; logs with one run: %s, with none: %s, with more: %s\n' "$completed" "$n" "$once" "$none" "$twice"
 fi

@@ -58,7 +58,7 @@ TEST_CASE("status of a large study lists its best trials and how many more; --al
       for (const auto& r : rows) {
         if (r.objective_value) by_value.push_back(&r);
       }
-      std::stable_sort(by_value.begin(), by_value.end(), [&](const auto* a, const auto* b) {
+      std::stable_sort(by_value.begin(), by_value.end(), [&](const reports::TrialRow* a, const reports::TrialRow* b) {
         return minimize ? *a->objective_value < *b->objective_value : *a->objective_value > *b->objective_value;
       });
       for (size_t k = 0; k < kStatusTopRows; ++k) CHECK(keys[k] == by_value[k]->trial_key);
