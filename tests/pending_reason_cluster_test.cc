@@ -14,6 +14,36 @@
 
 using namespace sweep;
 
+namespace {
+
+// A two-trial study over the lab's SSH login that submits one plain job at a time (dir's job.sbatch).
+void WriteOneAtATimeStudy(const testing::TempDir& dir, const std::string& name, const std::string& cluster_extra,
+                          const std::string& job_extra) {
+  testing::WriteAll(dir.file("study.toml"),
+                    fmt::format(R"([study]
+name = "{}"
+
+[cluster]
+transport = "ssh"
+{}{}workdir = "{}"
+max_concurrent = 1
+queue_ahead = 0
+arrays = false
+poll_interval_s = 0.5
+
+[job]
+template = "job.sbatch"
+cpus_per_task = 1
+mem = "100M"
+{}
+[space]
+lr = [0.1, 0.2]
+)",
+                                name, testing::LabSshLogin(), cluster_extra, dir.file("work"), job_extra));
+}
+
+}  // namespace
+
 TEST_CASE("a partition MaxTime below the study's time_limit: run stops at first sight, naming PartitionTimeLimit",
           "[cluster]") {
   testing::TempDir dir;
@@ -28,28 +58,7 @@ TEST_CASE("a partition MaxTime below the study's time_limit: run stops at first 
     ~DropPartition() { testing::RunShell(fmt::format("SLURM_CONF={} scontrol delete PartitionName={}", conf, name)); }
   } drop{conf, partition};
   testing::WriteAll(dir.file("job.sbatch"), "#!/bin/bash\necho 'iteration 1 | lm loss: 1.0'\n");
-  testing::WriteAll(dir.file("study.toml"), fmt::format(R"([study]
-name = "shortpart"
-
-[cluster]
-transport = "ssh"
-{}partition = "{}"
-workdir = "{}"
-max_concurrent = 1
-queue_ahead = 0
-arrays = false
-poll_interval_s = 0.5
-
-[job]
-template = "job.sbatch"
-cpus_per_task = 1
-mem = "100M"
-time_limit = "00:05:00"
-
-[space]
-lr = [0.1, 0.2]
-)",
-                                                        testing::LabSshLogin(), partition, dir.file("work")));
+  WriteOneAtATimeStudy(dir, "shortpart", fmt::format("partition = \"{}\"\n", partition), "time_limit = \"00:05:00\"\n");
   testing::Harness h(dir.file("study.toml"));
   Status st = h.runner->Run(120);
   INFO(h.log.str());
@@ -85,26 +94,7 @@ TEST_CASE("a job that asks for a node the cluster does not have: run stops namin
     ~Resume() { scontrol("update NodeName=n2 State=RESUME"); }
   } resume{scontrol};
   testing::WriteAll(dir.file("job.sbatch"), "#!/bin/bash\n#SBATCH --nodelist=n2\necho 'iteration 1 | lm loss: 1.0'\n");
-  testing::WriteAll(dir.file("study.toml"), fmt::format(R"([study]
-name = "gonenode{}"
-
-[cluster]
-transport = "ssh"
-{}workdir = "{}"
-max_concurrent = 1
-queue_ahead = 0
-arrays = false
-poll_interval_s = 0.5
-
-[job]
-template = "job.sbatch"
-cpus_per_task = 1
-mem = "100M"
-
-[space]
-lr = [0.1, 0.2]
-)",
-                                                        ::getpid(), testing::LabSshLogin(), dir.file("work")));
+  WriteOneAtATimeStudy(dir, fmt::format("gonenode{}", ::getpid()), "", "");
   testing::Harness h(dir.file("study.toml"));
   // Drained: the reason clears when the node comes back, so the run waits.
   REQUIRE(h.runner->Run(6).ok());
