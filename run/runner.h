@@ -151,6 +151,8 @@ class Runner {
   Status StopOnNeverClearingReason(const std::vector<store::TrialRecord>& trials);
   // The way on when `t` waits with ReqNodeNotAvail for a node the cluster does not have (asked of
   // Slurm at first sight, then at most every kNodeRecheckS: a drained node may be removed later), else "".
+  // The pending ReqNodeNotAvail job whose nodes are due a look (at most one per half minute), or null.
+  const store::TrialRecord* NodeCheckDue(const std::vector<store::TrialRecord>& trials);
   Result<std::string> UnknownNodeWayOn(const store::TrialRecord& t);
   // FailedPrecondition naming the study's jobs that Slurm holds and this database does not know (by
   // job name and --comment): before a database's first sbatch and before a takeover of the claim.

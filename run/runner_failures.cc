@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "base/terminal.h"
 #include "base/trial_state.h"
@@ -120,10 +121,11 @@ Status Runner::StopFailureStorm(std::vector<store::TrialRecord>& trials) {
 Status Runner::StopOnNeverClearingReason(const std::vector<store::TrialRecord>& trials) {
   std::vector<std::string> stuck;
   std::string way_on, reason;
+  const store::TrialRecord* node_check = NodeCheckDue(trials);
   for (const auto& t : trials) {
     if (t.state != "pending" || t.job_id.empty() || !ctx_.specs.count(t.trial_key)) continue;
     std::string way = slurm::NeverClearingReason(t.reason);
-    if (way.empty()) {
+    if (way.empty() && &t == node_check) {
       auto unknown = UnknownNodeWayOn(t);
       if (!unknown.ok()) return unknown.status();
       way = std::move(*unknown);
@@ -142,15 +144,30 @@ Status Runner::StopOnNeverClearingReason(const std::vector<store::TrialRecord>& 
   return Status::FailedPrecondition(fmt::format("{}: {}", study_.path, message));
 }
 
-Result<std::string> Runner::UnknownNodeWayOn(const store::TrialRecord& t) {
+const store::TrialRecord* Runner::NodeCheckDue(const std::vector<store::TrialRecord>& trials) {
   // A node that is down or drained comes back; one the cluster does not have never does. Slurm's
-  // reason does not say which ("ReqNodeNotAvail, May be reserved for other job"): the job's own
-  // node list is looked up.
-  constexpr double kNodeRecheckS = 30;  // a few scontrol calls per pending job and half minute at most
-  if (t.reason.rfind("ReqNodeNotAvail", 0) != 0) return std::string();
-  auto [seen, first] = node_checked_.emplace(t.job_id, clock_.Now());
-  if (!first && clock_.Now() - seen->second < kNodeRecheckS) return std::string();
-  seen->second = clock_.Now();
+  // reason does not say which ("ReqNodeNotAvail, May be reserved for other job"): a job's own node
+  // list is looked up, a few scontrol calls. One job per half minute for the whole study, however
+  // many wait so (an array behind a drained node would otherwise cost that per task): the one
+  // looked at longest ago, so that jobs asking for different nodes each get their turn.
+  constexpr double kNodeRecheckS = 30;
+  double last = -std::numeric_limits<double>::infinity();
+  for (const auto& [job, at] : node_checked_) last = std::max(last, at);
+  if (clock_.Now() - last < kNodeRecheckS) return nullptr;
+  const store::TrialRecord* due = nullptr;
+  double due_at = std::numeric_limits<double>::infinity();
+  for (const auto& t : trials) {
+    if (t.state != "pending" || t.job_id.empty() || !ctx_.specs.count(t.trial_key)) continue;
+    if (t.reason.rfind("ReqNodeNotAvail", 0) != 0) continue;
+    auto seen = node_checked_.find(t.job_id);
+    double at = seen == node_checked_.end() ? -std::numeric_limits<double>::infinity() : seen->second;
+    if (at < due_at) due = &t, due_at = at;
+  }
+  return due;
+}
+
+Result<std::string> Runner::UnknownNodeWayOn(const store::TrialRecord& t) {
+  node_checked_[t.job_id] = clock_.Now();
   auto unknown = client_.UnknownRequestedNodes(t.job_id);
   if (!unknown.ok()) return unknown.status();
   if (unknown->empty()) return std::string();

@@ -15,6 +15,7 @@
 #include <ctime>
 #include <stdexcept>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <functional>
@@ -50,6 +51,7 @@ class FakeSlurm final : public slurm::Transport {
     int exit_code = 0, signal = 0;
     int restarts = 0;
     std::string node;
+    std::string reqnodes;  // scontrol show job's ReqNodeList (--nodelist), as Slurm prints it
     double start = 0, end = 0;
     bool purged = false;  // gone from squeue (MinJobAge); accounting, if on, still has it
   };
@@ -66,6 +68,7 @@ class FakeSlurm final : public slurm::Transport {
   int sbatch_hangs = 0;            // the next N sbatch calls submit, then are killed by `timeout` (exit 124, silent)
   bool accounting = true;          // false: sacct says accounting storage is disabled
   int max_array_size = 1001;       // `scontrol show config`'s MaxArraySize; a larger --array is refused
+  std::set<std::string> missing_nodes;  // nodes `scontrol show node` does not know
   // Called before each squeue answer: a test's scheduler, moving jobs on as time passes.
   std::function<void(FakeSlurm&)> on_squeue;
 
@@ -82,6 +85,13 @@ class FakeSlurm final : public slurm::Transport {
     files_[j.log] = "";
     files_[run::MarksPath(j.log)] +=
         fmt::format("start job={} restart={} host={} time={:.0f}\n", j.id, j.restarts, host, clock_.Now());
+  }
+  // The job waits for `reason` ("ReqNodeNotAvail, ...") and asked for the nodes `reqnodes` ("n1,n9").
+  void Pend(const std::string& id, const std::string& reason, const std::string& reqnodes) {
+    Job& j = job(id);
+    j.state = "PENDING";
+    j.reason = reason;
+    j.reqnodes = reqnodes;
   }
   void AppendLog(const std::string& id, std::string_view text) { files_[job(id).log] += text; }
   // A file on the cluster as a job's own code would write it (a sampler beside the trainer).
@@ -342,7 +352,25 @@ class FakeSlurm final : public slurm::Transport {
       return slurm::CommandOutput{
           0, fmt::format("MaxArraySize            = {}\nMaxJobCount             = 10000\n", max_array_size), ""};
     }
-    std::string node = command.substr(command.rfind(' ') + 1);
+    std::string last = command.substr(command.rfind(' ') + 1);
+    if (command.rfind("scontrol -o show job ", 0) == 0) {
+      auto it = jobs_.find(last);
+      if (it == jobs_.end()) return slurm::CommandOutput{1, "", "Invalid job id specified"};
+      return slurm::CommandOutput{
+          0,
+          fmt::format("JobId={} JobName={} ReqNodeList={} ExcNodeList=(null)\n", last, it->second.name,
+                      it->second.reqnodes.empty() ? "(null)" : it->second.reqnodes),
+          ""};
+    }
+    if (command.rfind("scontrol show hostnames ", 0) == 0) {  // a plain comma list, quoted
+      std::string list = command.substr(24), out;
+      for (char c : list) {
+        if (c != '\'') out += c == ',' ? '\n' : c;
+      }
+      return slurm::CommandOutput{0, out + "\n", ""};
+    }
+    const std::string& node = last;
+    if (missing_nodes.count(node)) return slurm::CommandOutput{1, "", "Node " + node + " not found"};
     auto it = nodes_.find(node);
     std::string state = it == nodes_.end() ? "IDLE" : it->second;
     return slurm::CommandOutput{0, fmt::format("NodeName={} Arch=x86_64 State={} CPUTot=4\n", node, state), ""};

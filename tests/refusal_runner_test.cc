@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "run/runner.h"
@@ -94,4 +95,50 @@ TEST_CASE("a group larger than the site's MaxArraySize goes as several arrays; n
   for (const auto& [id, n] : tasks) CHECK(n <= 4);
   CHECK(s.slurm.issued("sbatch").size() == 3);
   CHECK(s.Events("submit_failed") == 0);
+}
+
+// Issue 38's node check costs a few scontrol calls per job looked at: a study whose every job waits
+// behind a drained node (ReqNodeNotAvail) looks at one job per half minute, the one looked at
+// longest ago, not at every job each tick; a node the cluster does not have then stops the run.
+TEST_CASE("jobs waiting for ReqNodeNotAvail: one job's nodes looked up per half minute, in turn; an unknown node stops",
+          "[runner]") {
+  FakeSweep s("[space]\nlr = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]\n", 6, "arrays = false");
+  s.Tick();
+  std::vector<std::string> ids;
+  for (const auto& t : s.Trials()) ids.push_back(t.job_id);
+  REQUIRE(ids.size() == 6);
+  for (const auto& id : ids) s.slurm.Pend(id, "ReqNodeNotAvail, May be reserved for other job", "n1");
+  auto looked_at = [&] {
+    std::vector<std::string> jobs;
+    for (const auto& c : s.slurm.issued("scontrol")) {
+      if (c.rfind("scontrol -o show job ", 0) == 0) jobs.push_back(c.substr(21));
+    }
+    return jobs;
+  };
+  size_t calls = s.slurm.issued("scontrol").size();
+  s.Tick();
+  INFO(s.log());
+  REQUIRE(looked_at().size() == 1);
+  CHECK(s.slurm.issued("scontrol").size() - calls == 3);  // the job, its node list, its one node
+  for (int i = 0; i < 5; ++i) {                           // within the half minute: none
+    s.clock.Advance(5);
+    s.Tick();
+  }
+  CHECK(looked_at().size() == 1);
+  for (int i = 0; i < 5; ++i) {
+    s.clock.Advance(31);
+    s.Tick();
+  }
+  std::vector<std::string> seen = looked_at();
+  REQUIRE(seen.size() == 6);
+  CHECK(std::set<std::string>(seen.begin(), seen.end()).size() == 6);  // each in turn, none twice
+  CHECK(s.Events("stuck") == 0);                                       // n1 exists: drained, it comes back
+
+  s.slurm.missing_nodes.insert("n9");
+  for (const auto& id : ids) s.slurm.Pend(id, "ReqNodeNotAvail, May be reserved for other job", "n9");
+  s.clock.Advance(31);
+  auto r = s.runner().Tick();
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.status().message(), Catch::Contains("node(s) n9 that the cluster does not have"));
+  CHECK(s.Events("stuck") == 1);
 }
