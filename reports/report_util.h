@@ -4,15 +4,25 @@
 // Module reports/: rendering plain data into reports; uses base/ only.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "reports/html_text.h"
 #include "reports/study_report.h"
 
 namespace sweep::reports {
+
+// The q-quantile (0..1) of sorted, non-empty values, interpolated between neighbours.
+inline double Quantile(const std::vector<double>& sorted, double q) {
+  double at = q * static_cast<double>(sorted.size() - 1);
+  size_t lo = static_cast<size_t>(at);
+  size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (at - static_cast<double>(lo));
+}
 
 // HtmlEscape, by the short name the renderers' many format calls use.
 inline std::string Esc(std::string_view s) { return HtmlEscape(s); }
