@@ -118,7 +118,7 @@ Status WatchStatus(App& app, const StatusFlags& flags, int64_t study_id) {
       if (key != std::exchange(last_key, key)) {
         run::RunHolder holder = run::FindRunHolder(*app.store, run::RunLock::Holder(app.study.database + ".lock"), now,
                                                    app.study.lease_timeout_s);
-        std::cout << StatusJson(app.study, *view, progress, holder)
+        std::cout << StatusJson(app.study, *view, progress, holder, run::ControllerJobOf(app.study))
                          .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                   << "\n";
         std::cout.flush();
@@ -217,8 +217,9 @@ Status CmdStatus(App& app, StatusFlags& flags) {
     if (!view.ok()) return view.status();
     run::RunHolder holder = run::FindRunHolder(*app.store, run::RunLock::Holder(app.study.database + ".lock"),
                                                app.clock.Now(), app.study.lease_timeout_s);
-    std::cout << DumpJson(StatusJson(
-        app.study, *view, ComputeProgress(view->progress, ProgressOptionsFor(app.study), app.clock.Now()), holder));
+    std::cout << DumpJson(StatusJson(app.study, *view,
+                                     ComputeProgress(view->progress, ProgressOptionsFor(app.study), app.clock.Now()),
+                                     holder, run::ControllerJobOf(app.study)));
     return Status::OK();
   }
   SWEEP_RETURN_IF_ERROR(PrintStatus(app, rec->id, nullptr, flags.all));

@@ -171,7 +171,7 @@ nlohmann::json Document(const char* kind, const study::Study& study, const Study
 }  // namespace
 
 nlohmann::json StatusJson(const study::Study& study, const StudyView& view, const Progress& progress,
-                          const run::RunHolder& run) {
+                          const run::RunHolder& run, const std::string& controller_job) {
   nlohmann::json j = Document("status", study, view, progress);
   if (auto configs = results::RankStudyConfigurations(study, view.rows))
     j["configurations"] = results::ConfigurationsJson(*configs, view.rows, view.params);
@@ -188,7 +188,8 @@ nlohmann::json StatusJson(const study::Study& study, const StudyView& view, cons
               {"host", run.host.empty() ? nlohmann::json() : nlohmann::json(run.host)},
               {"heartbeat_age_s", run.heartbeat_age_s ? nlohmann::json(*run.heartbeat_age_s) : nlohmann::json()},
               {"stale", run.stale},
-              {"lease_timeout_s", study.lease_timeout_s}};
+              {"lease_timeout_s", study.lease_timeout_s},
+              {"controller_job", controller_job.empty() ? nlohmann::json() : nlohmann::json(controller_job)}};
   return j;
 }
 

@@ -61,9 +61,10 @@ Result<StudyView> ReadStudyView(store::Store& store, const study::Study& study, 
 ProgressOptions ProgressOptionsFor(const study::Study& study);
 
 // `status --json`: {version, kind: "status", study, progress, best, trials, run}. `run`: who runs
-// the study (going_on, host, pid, heartbeat_age_s, stale; lease.h).
+// the study (going_on, host, pid, heartbeat_age_s, stale; lease.h) and `controller_job`, the last
+// `run --as-job` controller's Slurm job id (run::ControllerJobOf; "": none, null in the JSON).
 nlohmann::json StatusJson(const study::Study& study, const StudyView& view, const Progress& progress,
-                          const run::RunHolder& run);
+                          const run::RunHolder& run, const std::string& controller_job);
 
 // `run --json`'s document at the end: StatusJson's members with kind "run", plus exit_code and
 // the Slurm commands the run sent.

@@ -136,3 +136,22 @@ TEST_CASE("cancel asks a run on another host to cancel: it records a request tha
   CHECK(src == 0);
   CHECK_THAT(sout, !Catch::Contains("going on"));
 }
+
+// `run --as-job` records its controller's job id beside the database (run/controller_job.h): the
+// text status names it, and so does `status --json` (run.controller_job; null before any).
+TEST_CASE("status and status --json name the run --as-job controller job", "[cli][lease]") {
+  testing::TempDir dir;
+  std::string study = StudyLeasedTo(dir, static_cast<double>(::time(nullptr)));
+  auto json_of = [&] {
+    auto [rc, out] = testing::RunShell(kBinary + " status --json " + study);
+    INFO(out);
+    REQUIRE(rc == 0);
+    return nlohmann::json::parse(out);
+  };
+  CHECK(json_of()["run"]["controller_job"].is_null());
+  testing::WriteAll(dir.file("ls.db.controller"), "4711\n");
+  CHECK(json_of()["run"]["controller_job"] == "4711");
+  auto [rc, text] = testing::RunShell(kBinary + " status " + study + " 2>&1");
+  INFO(text);
+  CHECK_THAT(text, Catch::Contains("controller: Slurm job 4711"));
+}
