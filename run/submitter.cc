@@ -93,6 +93,38 @@ int Submitter::LiveJobs(const std::vector<store::TrialRecord>& trials) {
   return live;
 }
 
+int Submitter::ControllerJobs(const std::vector<store::TrialRecord>& trials) const {
+  // Slurm purges ended jobs older than MinJobAge once a minute (slurmctld's purge interval).
+  constexpr double kPurgeIntervalS = 60;
+  double forgotten_before = ctx_.clock.Now() - site_->min_job_age_s - kPurgeIntervalS;
+  int held = 0;
+  for (const auto& t : trials) {
+    if (t.state == kTrialNew) continue;
+    if (!IsFinalTrialState(t.state)) ++held;  // queued, running, or being submitted
+    else if (!t.job_id.empty() && t.ended_at && *t.ended_at >= forgotten_before) ++held;
+  }
+  return held;
+}
+
+int64_t Submitter::ShareRoom(const std::vector<store::TrialRecord>& trials, int64_t wanting) {
+  if (site_->max_job_count <= 0) return wanting;
+  int share = std::max(1, static_cast<int>(site_->max_job_count * kMaxJobCountShare));
+  int64_t left = std::max(0, share - ControllerJobs(trials));
+  int64_t waiting = std::count_if(trials.begin(), trials.end(), [&](const store::TrialRecord& t) {
+    return t.state == kTrialNew && ctx_.specs.count(t.trial_key);
+  });
+  if (std::min(wanting, waiting) > left && !share_said_) {
+    share_said_ = true;
+    ctx_.Event(std::nullopt, "submit_throttled",
+               fmt::format("the study keeps at most {} of its jobs in the Slurm controller at once ({:.0f}% of the "
+                           "site's MaxJobCount {}, the rest left to other users; an ended job counts until Slurm "
+                           "forgets it, after MinJobAge {} s): {} trial(s) wait and go in as its jobs end",
+                           share, 100 * kMaxJobCountShare, site_->max_job_count, site_->min_job_age_s,
+                           std::min(wanting, waiting) - left));
+  }
+  return std::min(wanting, left);
+}
+
 bool Submitter::Paused(const std::vector<store::TrialRecord>& trials) const {
   if (ctx_.clock.Now() >= paused_until_) return false;
   return quota_jobs_ <= 0 || LiveJobs(trials) >= quota_jobs_;
@@ -123,6 +155,16 @@ Status Submitter::SubmitNew(std::vector<store::TrialRecord>& trials, int free_sl
     room = std::min<int64_t>(room, quota_jobs_ - LiveJobs(trials));
     free_slots = static_cast<int>(std::min<int64_t>(free_slots, room));
   }
+  // The site's limits, once a run, before its first sbatch: the share of MaxJobCount bounds what
+  // goes in now (the rest waits for this study's jobs to end), MaxArraySize the arrays below.
+  if (!site_ && std::any_of(trials.begin(), trials.end(), [&](const store::TrialRecord& t) {
+        return t.state == kTrialNew && ctx_.specs.count(t.trial_key);
+      })) {
+    auto site = ctx_.client.ReadSiteLimits();
+    if (!site.ok()) return site.status();
+    site_ = *site;
+  }
+  if (site_) room = std::min(room, ShareRoom(trials, room));
   std::vector<Rendered> rendered;
   for (auto& t : trials) {
     if (static_cast<int64_t>(rendered.size()) >= room) break;
@@ -137,12 +179,9 @@ Status Submitter::SubmitNew(std::vector<store::TrialRecord>& trials, int free_sl
   size_t max_chunk = static_cast<size_t>(c.arrays ? c.max_array_size : 1);
   // An array larger than the site's MaxArraySize is refused whole ("Invalid job array
   // specification"): larger groups go as several arrays, each throttled (MaxArraySize=1: no arrays).
-  if (c.arrays && rendered.size() > 1 && site_max_array_ < 0) {
-    auto site = ctx_.client.MaxArraySize();
-    if (!site.ok()) return site.status();
-    site_max_array_ = *site;
+  if (c.arrays && site_ && site_->max_array_size > 0) {
+    max_chunk = std::min(max_chunk, static_cast<size_t>(site_->max_array_size));
   }
-  if (c.arrays && site_max_array_ > 0) max_chunk = std::min(max_chunk, static_cast<size_t>(site_max_array_));
   if (chunk_ > 0) max_chunk = std::min(max_chunk, static_cast<size_t>(chunk_));
   for (const std::vector<size_t>& group : slurm::GroupByDirectives(keys)) {
     for (size_t i = 0; i < group.size() && free_slots > 0; i += max_chunk) {

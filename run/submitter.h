@@ -3,10 +3,12 @@
 // throttled to the free slots (slurm::GroupByDirectives); the rest, or every trial with arrays off,
 // one job each. The intent is stored before sbatch runs (Reconciler finds the job after a crash);
 // a full submit quota pauses submission, a refusal of the study's settings stops the run, any other
-// refusal fails the trials.
+// refusal fails the trials. The study keeps at most a share of the site's MaxJobCount in the
+// controller (kMaxJobCountShare): the rest goes in as its jobs end.
 // Layer run/ (namespace sweep::run): the run loop and its collaborators; uses results/ and the modules.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,9 +17,15 @@
 #include "base/status.h"
 #include "run/run_context.h"
 #include "slurm/sbatch_script.h"
+#include "slurm/slurm_client.h"
 #include "store/store.h"
 
 namespace sweep::run {
+
+// The share of slurmctld's MaxJobCount one study may fill: the rest is for the other users' jobs
+// (beyond MaxJobCount slurmctld takes no job from anybody) and for the slack of an ended job's record
+// (it counts until MinJobAge, and Slurm purges once a minute). docs/sites.md.
+inline constexpr double kMaxJobCountShare = 0.5;
 
 class Submitter {
  public:
@@ -81,8 +89,15 @@ class Submitter {
   // whether sbatch refused for a quota (the rest waits).
   int live_ = 0;
   bool refused_ = false;
-  // The site's MaxArraySize, read once before the first array (0: not known; -1: not read yet).
-  int site_max_array_ = -1;
+  // The site's limits (scontrol show config), read once, before the run's first submission.
+  std::optional<slurm::SiteLimits> site_;
+  bool share_said_ = false;  // the MaxJobCount share held trials back: said once a run
+  // The study's jobs slurmctld holds now, as it counts them for MaxJobCount: each queued or running
+  // job or array task, and each ended one until Slurm purges it (MinJobAge, checked each minute).
+  int ControllerJobs(const std::vector<store::TrialRecord>& trials) const;
+  // How many more jobs may go in under the study's share of MaxJobCount (kMaxJobCountShare); said
+  // once a run when it holds `wanting` new trials back.
+  int64_t ShareRoom(const std::vector<store::TrialRecord>& trials, int64_t wanting);
 };
 
 // Back to "new" with the attempt and array fields undone, for a submission that never happened.

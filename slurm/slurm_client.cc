@@ -331,21 +331,34 @@ Result<std::vector<JobInfo>> SlurmClient::LiveJobsNamed(const std::string& prefi
   return live;
 }
 
-Result<int> SlurmClient::MaxArraySize() {
+SiteLimits ParseSiteLimits(std::string_view config) {
+  SiteLimits limits;
+  // "Name = value" lines; MinJobAge's value reads "300 sec". A line that does not parse keeps the default.
+  auto value = [&](std::string_view name, int* out) {
+    for (size_t at = config.find(name); at != std::string_view::npos; at = config.find(name, at + 1)) {
+      if (at > 0 && config[at - 1] != '\n') continue;
+      std::string_view line = config.substr(at, config.find('\n', at) - at);
+      size_t eq = line.find('=');
+      if (eq == std::string_view::npos || Trim(line.substr(name.size(), eq - name.size())) != "") continue;
+      std::string_view v = Trim(line.substr(eq + 1));
+      v = v.substr(0, v.find(' '));
+      int n = 0;
+      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+      if (ec == std::errc() && p == v.data() + v.size() && n >= 0) *out = n;
+      return;
+    }
+  };
+  value("MaxArraySize", &limits.max_array_size);
+  value("MaxJobCount", &limits.max_job_count);
+  value("MinJobAge", &limits.min_job_age_s);
+  return limits;
+}
+
+Result<SiteLimits> SlurmClient::ReadSiteLimits() {
   auto r = RunSlurm("scontrol show config", &stats_.scontrol);
   if (!r.ok()) return r.status();
-  if (r->exit_code != 0) return 0;
-  std::string_view out = r->out;
-  for (size_t at = out.find("MaxArraySize"); at != std::string_view::npos; at = out.find("MaxArraySize", at + 1)) {
-    std::string_view line = out.substr(at, out.find('\n', at) - at);
-    size_t eq = line.find('=');
-    if (eq == std::string_view::npos) continue;
-    std::string_view v = Trim(line.substr(eq + 1));
-    int n = 0;
-    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-    if (ec == std::errc() && p == v.data() + v.size() && n >= 0) return n;
-  }
-  return 0;
+  if (r->exit_code != 0) return SiteLimits();
+  return ParseSiteLimits(r->out);
 }
 
 Result<std::vector<std::string>> SlurmClient::UnknownRequestedNodes(const std::string& job_id) {

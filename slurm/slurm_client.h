@@ -47,6 +47,16 @@ bool IsSubmitLimit(std::string_view err);
 // QOS, time limit, GRES): no job of the study can be submitted until the study file is fixed.
 bool IsStudyWideRefusal(std::string_view err);
 
+// What `scontrol show config` says of the limits a large study meets; 0: not known.
+struct SiteLimits {
+  int max_array_size = 0;  // an array's indices must stay below it (MaxArraySize)
+  // slurmctld holds at most this many job records (MaxJobCount), each array task one, an ended job
+  // among them until it is MinJobAge seconds old; beyond, sbatch waits ("temporarily unable").
+  int max_job_count = 0;
+  int min_job_age_s = 300;  // Slurm's default when not read
+};
+SiteLimits ParseSiteLimits(std::string_view config);
+
 // "123_4" -> "123"; "123" -> "123".
 std::string ArrayBaseId(std::string_view job_id);
 
@@ -96,9 +106,8 @@ class SlurmClient {
   // only when Slurm restarted a job, to tell a node failure from a preemption.
   Result<std::string> NodeState(const std::string& node);
 
-  // The site's MaxArraySize (`scontrol show config`: an array's indices must stay below it), or 0
-  // when it cannot be read. One call.
-  Result<int> MaxArraySize();
+  // The site's limits from `scontrol show config` (all unknown when it fails). One call.
+  Result<SiteLimits> ReadSiteLimits();
 
   // One scancel call for all `job_ids`. `pending_only`: `scancel --state=PENDING`, which leaves a
   // job that started since its state was last read alone (Slurm checks the state when it cancels).

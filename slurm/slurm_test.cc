@@ -430,6 +430,22 @@ TEST_CASE("a full submit quota is told from a bad job", "[slurm]") {
   CHECK(ArrayBaseId("123") == "123");
 }
 
+// `scontrol show config` as Slurm 22.05 prints it (lab with MaxJobCount=20): neighbours that share a
+// prefix (MaxJobId) are not taken for MaxJobCount; a config that cannot be read leaves all unknown.
+TEST_CASE("the site's limits are read from scontrol show config", "[slurm]") {
+  SiteLimits l = ParseSiteLimits(
+      "Configuration data as of 2026-12-06T02:20:00\nMaxArraySize            = 1001\nMaxDBDMsgs              = 0\n"
+      "MaxJobId                = 67043328\nMaxJobCount             = 20\nMaxStepCount            = 40000\n"
+      "MinJobAge               = 300 sec\n");
+  CHECK(l.max_array_size == 1001);
+  CHECK(l.max_job_count == 20);
+  CHECK(l.min_job_age_s == 300);
+  SiteLimits none = ParseSiteLimits("MaxJobCountX = 5\nMaxArraySize = lots\nMinJobAge = \n");
+  CHECK(none.max_array_size == 0);
+  CHECK(none.max_job_count == 0);
+  CHECK(none.min_job_age_s == 300);  // Slurm's default
+}
+
 TEST_CASE("the #SBATCH header goes after the shebang and refuses unsafe values", "[slurm]") {
   SbatchHeader h;
   h.job_name = "ss-quick-t-abc";

@@ -68,6 +68,10 @@ class FakeSlurm final : public slurm::Transport {
   int sbatch_hangs = 0;            // the next N sbatch calls submit, then are killed by `timeout` (exit 124, silent)
   bool accounting = true;          // false: sacct says accounting storage is disabled
   int max_array_size = 1001;       // `scontrol show config`'s MaxArraySize; a larger --array is refused
+  // `scontrol show config`'s MaxJobCount: as slurmctld, sbatch takes no job that would bring the jobs it
+  // holds (each array task one, ended ones until purged) to it; sbatch retries until `timeout` kills it.
+  int max_job_count = 10000;
+  int min_job_age = 300;                // `scontrol show config`'s MinJobAge; the test purges (PurgeEnded, purged)
   std::set<std::string> missing_nodes;  // nodes `scontrol show node` does not know
   // Called before each squeue answer: a test's scheduler, moving jobs on as time passes.
   std::function<void(FakeSlurm&)> on_squeue;
@@ -256,9 +260,12 @@ class FakeSlurm final : public slurm::Transport {
     }
     auto script = file(path);
     if (!script) return slurm::CommandOutput{1, "", "sbatch: error: Unable to open file " + path + "\n"};
+    if (int adding = JobsIn(*script), held = Held(); held + adding >= max_job_count) {
+      return slurm::CommandOutput{124, "",
+                                  "sbatch: error: Slurm temporarily unable to accept job, sleeping and retrying\n"};
+    }
     if (submit_quota > 0) {
-      std::string array = Directive(*script, "array");
-      int adding = array.empty() ? 1 : std::stoi(array.substr(array.find('-') + 1)) + 1;
+      int adding = JobsIn(*script);
       int live = 0;
       for (const auto& [id, j] : jobs_) live += j.state == "PENDING" || j.state == "RUNNING" ? 1 : 0;
       if (live + adding > submit_quota) {
@@ -303,6 +310,19 @@ class FakeSlurm final : public slurm::Transport {
     return slurm::CommandOutput{0, id + "\n", ""};
   }
 
+  // The jobs an sbatch of `script` adds: one, or an array's tasks ("0-N%M").
+  static int JobsIn(const std::string& script) {
+    std::string array = Directive(script, "array");
+    return array.empty() ? 1 : std::stoi(array.substr(array.find('-') + 1)) + 1;
+  }
+
+ public:
+  // The jobs slurmctld holds, as it counts them for MaxJobCount: every job not purged yet.
+  int Held() const {
+    return static_cast<int>(std::count_if(jobs_.begin(), jobs_.end(), [](const auto& j) { return !j.second.purged; }));
+  }
+
+ private:
   std::string SqueueLine(const Job& j) const {
     return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}\n", j.id, j.state, j.reason, (j.exit_code << 8) | j.signal, j.name,
                        Time(j.start, "N/A"), Time(j.end, "N/A"), j.comment.empty() ? "(null)" : j.comment, j.restarts);
@@ -350,7 +370,10 @@ class FakeSlurm final : public slurm::Transport {
   Result<slurm::CommandOutput> Scontrol(const std::string& command) {
     if (command == "scontrol show config") {
       return slurm::CommandOutput{
-          0, fmt::format("MaxArraySize            = {}\nMaxJobCount             = 10000\n", max_array_size), ""};
+          0,
+          fmt::format("MaxArraySize            = {}\nMaxJobCount             = {}\nMinJobAge               = {} sec\n",
+                      max_array_size, max_job_count, min_job_age),
+          ""};
     }
     std::string last = command.substr(command.rfind(' ') + 1);
     if (command.rfind("scontrol -o show job ", 0) == 0) {

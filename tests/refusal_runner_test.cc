@@ -2,7 +2,9 @@
 // to new at once (sbatch answered: no job went in), so no "interrupted submission" is reported.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 
@@ -141,4 +143,75 @@ TEST_CASE("jobs waiting for ReqNodeNotAvail: one job's nodes looked up per half 
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(r.status().message(), Catch::Contains("node(s) n9 that the cluster does not have"));
   CHECK(s.Events("stuck") == 1);
+}
+
+// Issue 42: a study keeps at most a share of the site's MaxJobCount in the controller (half: the rest
+// is for the other users, whom slurmctld refuses too once it holds MaxJobCount jobs). Random studies
+// (trials, max_concurrent, arrays or not, MaxJobCount, MinJobAge) on a fake Slurm that purges an ended
+// job between MinJobAge and a minute later, as slurmctld does: the jobs it holds never exceed the share,
+// sbatch never meets MaxJobCount, every trial runs once, one squeue per tick, and the run says once
+// why trials wait.
+TEST_CASE("a study keeps at most its share of MaxJobCount in the controller; every trial still runs once", "[runner]") {
+  std::mt19937 rng(42);
+  auto draw = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int round = 0; round < 8; ++round) {
+    int n = draw(5, 60), max_concurrent = draw(1, n), max_job_count = draw(2, 40);
+    bool arrays = draw(0, 1) == 1;
+    int min_job_age = draw(0, 1) == 1 ? 0 : 120;
+    int share = std::max(1, max_job_count / 2);
+    std::string lr;
+    for (int i = 1; i <= n; ++i) lr += (i > 1 ? ", " : "") + std::to_string(i);
+    FakeSweep s("[space]\nlr = [" + lr + "]\n", max_concurrent, arrays ? "" : "arrays = false");
+    s.slurm.max_job_count = max_job_count;
+    s.slurm.min_job_age = min_job_age;
+    INFO("round " << round << ": " << n << " trials, max_concurrent " << max_concurrent << ", arrays " << arrays
+                  << ", MaxJobCount " << max_job_count << ", MinJobAge " << min_job_age);
+    // slurmctld's purge, on its own time: an ended job is forgotten MinJobAge to a minute later.
+    std::map<std::string, double> purge_at;
+    auto purge = [&] {
+      for (const auto& id : s.slurm.job_ids()) {
+        auto& j = s.slurm.job(id);
+        if (j.state == "COMPLETED" && !purge_at.count(id)) purge_at[id] = j.end + min_job_age + draw(0, 59);
+        if (purge_at.count(id) && s.clock.Now() >= purge_at[id]) j.purged = true;
+      }
+    };
+    int peak = 0;
+    s.slurm.on_squeue = [&](testing::FakeSlurm& slurm) {
+      int running = 0;
+      for (const auto& id : slurm.job_ids()) {
+        auto& j = slurm.job(id);
+        if (j.state == "RUNNING" && draw(0, 2) == 0) slurm.End(id, "COMPLETED");
+        running += j.state == "RUNNING" ? 1 : 0;
+      }
+      purge();
+      for (const auto& id : slurm.job_ids()) {
+        if (slurm.job(id).state == "PENDING" && running < max_concurrent) {
+          slurm.Start(id);
+          ++running;
+        }
+      }
+    };
+    int ticks = 0;
+    for (; ticks < 2000; ++ticks) {
+      size_t squeues = s.slurm.issued("squeue").size();
+      purge();
+      bool done = s.Tick().done;
+      peak = std::max(peak, s.slurm.Held());
+      REQUIRE(s.slurm.Held() <= share);
+      // One squeue a tick; the first submitting tick also looks for live jobs of the study's name.
+      CHECK(s.slurm.issued("squeue").size() - squeues <= (ticks == 0 ? 2u : 1u));
+      if (done) break;
+      s.clock.Advance(draw(1, 30));
+    }
+    INFO(s.log());
+    CHECK(ticks < 2000);
+    CHECK(s.slurm.job_ids().size() == static_cast<size_t>(n));  // one job each: none twice, none refused
+    for (const auto& t : s.Trials()) {
+      CHECK(t.state == "completed");
+      CHECK(t.attempt == 1);
+    }
+    CHECK(s.Events("submit_paused") == 0);
+    CHECK(s.Events("submit_throttled") == (n > share ? 1 : 0));
+    if (n > share && arrays) CHECK(peak == share);  // the share is filled, not merely respected
+  }
 }

@@ -667,7 +667,7 @@ TEST_CASE("requeue: a node failure that requeues several jobs asks Slurm about t
   INFO(s.log());
   for (const auto& t : s.Trials()) CHECK(t.state == "node_fail");
   auto scontrol = s.slurm.issued("scontrol");
-  // One look at the node; the other is the site's MaxArraySize, read once before the first array.
+  // One look at the node; the other is the site's limits (scontrol show config), read once a run.
   CHECK(std::count_if(scontrol.begin(), scontrol.end(),
                       [](const std::string& c) { return c.find("show node") != std::string::npos; }) == 1);
   CHECK(scontrol.size() == 2);
