@@ -201,13 +201,16 @@ TEST_CASE("stopping state: a long curve holds a bounded series; Forget starts a 
   CHECK(*state.Inspect(2) == *fresh.Inspect(2));
 }
 
-// Issue 42: the indexed rules (RulePath::kIndexed: the median rule's sweep, the throughput rule's floors
-// and live list) decide as the reference, pair by pair, on random studies: random trial counts, speeds,
-// levels, noise, phases, repeats and budgets, every rule on, tick by tick with the decisions applied.
+// Issue 42: the indexed rules (RulePath::kIndexed: the median rule's sweep, the throughput rule's floors,
+// live list and index of the rivals that may be lower, lower_rivals.h) decide as the reference, pair by
+// pair, on random studies: random trial counts, speeds, levels, noise, phases, repeats and budgets, every
+// rule on, tick by tick with the decisions applied. Some trials are twins of the one before (the same
+// curve under another configuration): rule (6)'s largest projected gap then ties, and the first rival by
+// index must be the one named, whatever order the indexed path weighs them in.
 TEST_CASE("stopping state: the indexed rules decide as the reference rules on random studies", "[stopping]") {
   std::mt19937_64 rng(42);
-  int decided = 0, median_stops = 0, lead_stops = 0;
-  for (int study = 0; study < 40; ++study) {
+  int decided = 0, median_stops = 0, lead_stops = 0, twin_leads = 0;
+  for (int study = 0; study < 60; ++study) {
     const int trials = 4 + static_cast<int>(rng() % 40), points = 60 + static_cast<int>(rng() % 1400);
     const int ticks = 3 + static_cast<int>(rng() % 6), repeats = 1 + static_cast<int>(rng() % 3);
     StoppingConfig config = AllRules(points * 4.0 * (0.3 + 0.01 * static_cast<double>(rng() % 100)));
@@ -221,7 +224,13 @@ TEST_CASE("stopping state: the indexed rules decide as the reference rules on ra
     config.evidence.min_points = 3 + static_cast<int>(rng() % 10);
     if (rng() % 3 == 0) config.smoothing.kind = SmoothingKind::kRunningMean;
     std::vector<std::vector<CurvePoint>> curves;
+    std::vector<int> twin_of(trials, -1);
     for (int i = 0; i < trials; ++i) {
+      if (i > 0 && rng() % 4 == 0) {
+        twin_of[i] = i - 1;
+        curves.push_back(curves.back());
+        continue;
+      }
       int config_no = i / repeats;
       double speed = 0.5 + 0.5 * static_cast<double>(rng() % 100) / 100.0;
       curves.push_back(NoisyCurve(points, rng(), 1.8 + 0.01 * static_cast<double>(config_no % 7)));
@@ -261,7 +270,15 @@ TEST_CASE("stopping state: the indexed rules decide as the reference rules on ra
         phase[indexed[k].trial_id] = TrialPhase::kStopped;
         ++decided;
         median_stops += indexed[k].rule == "median";
-        lead_stops += indexed[k].reason.find("at equal time (margin") != std::string::npos;
+        bool lead = indexed[k].reason.find("at equal time (margin") != std::string::npos;
+        lead_stops += lead;
+        // Named rival with a twin: the tie the indexed path must break as the reference does.
+        for (int j = 0; j < trials && lead; ++j) {
+          if (twin_of[j] >= 0 &&
+              indexed[k].reason.find("trial t" + std::to_string(twin_of[j]) + " ") != std::string::npos) {
+            ++twin_leads;
+          }
+        }
       }
     }
   }
@@ -269,6 +286,7 @@ TEST_CASE("stopping state: the indexed rules decide as the reference rules on ra
   CHECK(decided >= 100);
   CHECK(median_stops >= 1);
   CHECK(lead_stops >= 1);
+  CHECK(twin_leads >= 1);
 }
 
 // The noise marks a restart settles from the kept second differences in one pass (Series::SettleMarks)
