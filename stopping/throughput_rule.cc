@@ -320,10 +320,14 @@ std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i, const LowerRival
   for (size_t j : lower->found()) {
     if (takes(j)) most.emplace_back(lower->MostBelow(j), j);
   }
-  std::sort(most.begin(), most.end(), [](const auto& x, const auto& y) {
-    return x.first > y.first || (x.first == y.first && x.second < y.second);
-  });
-  for (const auto& [bound, j] : most) {
+  // Most first (ties: the first by index), taken one by one from a heap: usually only the first few are.
+  auto after = [](const auto& x, const auto& y) {
+    return x.first < y.first || (x.first == y.first && x.second > y.second);
+  };
+  std::make_heap(most.begin(), most.end(), after);
+  for (auto end = most.end(); end != most.begin(); --end) {
+    std::pop_heap(most.begin(), end, after);
+    auto [bound, j] = end[-1];
     if (best && bound < best->projected) break;
     auto lead = lead_of(j);
     if (lead &&
