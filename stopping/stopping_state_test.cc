@@ -201,14 +201,20 @@ TEST_CASE("stopping state: a long curve holds a bounded series; Forget starts a 
   CHECK(*state.Inspect(2) == *fresh.Inspect(2));
 }
 
-// Issue 42: the indexed rules (RulePath::kIndexed: the median rule's sweep, the throughput rule's floors
-// and live list) decide as the reference, pair by pair, on random studies: random trial counts, speeds,
-// levels, noise, phases, repeats and budgets, every rule on, tick by tick with the decisions applied.
+// Issue 42: the indexed rules (RulePath::kIndexed: the median rule's sweep, the throughput rule's floors,
+// live list and index of the rivals that may be lower, lower_rivals.h) decide as the reference, pair by
+// pair, on random studies: random trial counts, speeds, levels, noise, phases, repeats and budgets, every
+// rule on, tick by tick with the decisions applied. Some trials are twins of the one before (the same
+// curve under another configuration): rule (6)'s largest projected gap then ties, and the first rival by
+// index must be the one named, whatever order the indexed path weighs them in; and twins' running
+// averages tie where the median rule counts the others below its bar.
 TEST_CASE("stopping state: the indexed rules decide as the reference rules on random studies", "[stopping]") {
   std::mt19937_64 rng(42);
-  int decided = 0, median_stops = 0, lead_stops = 0;
-  for (int study = 0; study < 40; ++study) {
-    const int trials = 4 + static_cast<int>(rng() % 40), points = 60 + static_cast<int>(rng() % 1400);
+  int decided = 0, median_stops = 0, lead_stops = 0, twin_leads = 0;
+  for (int study = 0; study < 60; ++study) {
+    // One study in four large enough for the median rule to judge in several batches (median_sweep.cc).
+    const int trials = rng() % 4 == 0 ? 130 + static_cast<int>(rng() % 120) : 4 + static_cast<int>(rng() % 40);
+    const int points = 60 + static_cast<int>(rng() % 1400);
     const int ticks = 3 + static_cast<int>(rng() % 6), repeats = 1 + static_cast<int>(rng() % 3);
     StoppingConfig config = AllRules(points * 4.0 * (0.3 + 0.01 * static_cast<double>(rng() % 100)));
     config.race.enabled = rng() % 2 == 0;
@@ -221,7 +227,13 @@ TEST_CASE("stopping state: the indexed rules decide as the reference rules on ra
     config.evidence.min_points = 3 + static_cast<int>(rng() % 10);
     if (rng() % 3 == 0) config.smoothing.kind = SmoothingKind::kRunningMean;
     std::vector<std::vector<CurvePoint>> curves;
+    std::vector<int> twin_of(trials, -1);
     for (int i = 0; i < trials; ++i) {
+      if (i > 0 && rng() % 4 == 0) {
+        twin_of[i] = i - 1;
+        curves.push_back(curves.back());
+        continue;
+      }
       int config_no = i / repeats;
       double speed = 0.5 + 0.5 * static_cast<double>(rng() % 100) / 100.0;
       curves.push_back(NoisyCurve(points, rng(), 1.8 + 0.01 * static_cast<double>(config_no % 7)));
@@ -261,7 +273,15 @@ TEST_CASE("stopping state: the indexed rules decide as the reference rules on ra
         phase[indexed[k].trial_id] = TrialPhase::kStopped;
         ++decided;
         median_stops += indexed[k].rule == "median";
-        lead_stops += indexed[k].reason.find("at equal time (margin") != std::string::npos;
+        bool lead = indexed[k].reason.find("at equal time (margin") != std::string::npos;
+        lead_stops += lead;
+        // Named rival with a twin: the tie the indexed path must break as the reference does.
+        for (int j = 0; j < trials && lead; ++j) {
+          if (twin_of[j] >= 0 &&
+              indexed[k].reason.find("trial t" + std::to_string(twin_of[j]) + " ") != std::string::npos) {
+            ++twin_leads;
+          }
+        }
       }
     }
   }
@@ -269,6 +289,67 @@ TEST_CASE("stopping state: the indexed rules decide as the reference rules on ra
   CHECK(decided >= 100);
   CHECK(median_stops >= 1);
   CHECK(lead_stops >= 1);
+  CHECK(twin_leads >= 1);
+}
+
+// Issue 42: the median rule's batches (median_sweep.cc) count the others possibly below a trial's bar from
+// lower bounds of their running averages over the batch's times; a trial near the bar must still be
+// decided as the reference decides it. Hundreds of trials at one speed, their levels spread over a few
+// margins, so that many are within a bound's slack of the median; twins tie; some have siblings.
+TEST_CASE("stopping state: the median rule's batches decide as the reference near the bar", "[stopping]") {
+  std::mt19937_64 rng(7);
+  int stops = 0, stays = 0;
+  for (int study = 0; study < 12; ++study) {
+    const int trials = 140 + static_cast<int>(rng() % 200), points = 80 + static_cast<int>(rng() % 600);
+    const int repeats = 1 + static_cast<int>(rng() % 2), ticks = 4;
+    StoppingConfig config;
+    config.budget_s = points * 4.0;
+    config.median.enabled = true;
+    config.median.quantile = rng() % 3 == 0 ? 0.25 : 0.5;
+    config.maximize = rng() % 3 == 0;
+    std::vector<std::vector<CurvePoint>> curves;
+    for (int i = 0; i < trials; ++i) {
+      if (i > 0 && rng() % 5 == 0) {
+        curves.push_back(curves.back());
+        continue;
+      }
+      curves.push_back(NoisyCurve(points, rng(), 1.8 + 0.0004 * static_cast<double>(rng() % 200)));
+      for (CurvePoint& p : curves.back()) {
+        if (config.maximize) p.value = -p.value;
+      }
+    }
+    StoppingState state(config);
+    std::vector<TrialPhase> phase(trials, TrialPhase::kRunning);
+    std::vector<size_t> shown(trials, 0);
+    for (int tick = 1; tick <= ticks; ++tick) {
+      std::vector<TrialProgress> meta;
+      for (int i = 0; i < trials; ++i) {
+        size_t upto = phase[i] == TrialPhase::kRunning ? points * tick / ticks - rng() % 3 : shown[i];
+        state.Append(i, 1, Slice(curves[i], shown[i], upto), {});
+        shown[i] = std::max(shown[i], upto);
+        TrialProgress p;
+        p.id = i;
+        p.name = "t" + std::to_string(i);
+        p.phase = phase[i];
+        if (repeats > 1) p.configuration = "c" + std::to_string(i / repeats);
+        meta.push_back(p);
+      }
+      auto reference = state.Evaluate(meta, RulePath::kReference);
+      auto indexed = state.Evaluate(meta, RulePath::kIndexed);
+      INFO("study " << study << ", tick " << tick << ", " << trials << " trials of " << points << " points");
+      REQUIRE(indexed.size() == reference.size());
+      for (size_t k = 0; k < indexed.size(); ++k) {
+        CHECK(indexed[k].trial_id == reference[k].trial_id);
+        CHECK(indexed[k].reason == reference[k].reason);
+        // Applied one tick in two, so that the next ones judge a crowd near the median again.
+        if (tick % 2 == 0) phase[indexed[k].trial_id] = TrialPhase::kStopped;
+      }
+      stops += static_cast<int>(indexed.size());
+      stays += trials - static_cast<int>(indexed.size());
+    }
+  }
+  CHECK(stops >= 100);
+  CHECK(stays >= 100);
 }
 
 // The noise marks a restart settles from the kept second differences in one pass (Series::SettleMarks)

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "stopping/lower_rivals.h"
 #include "stopping/rules.h"
 
 namespace sweep::stopping {
@@ -76,6 +77,8 @@ class ThroughputModel {
     return most;
   }
   std::optional<double> rate(size_t i) const { return rate_[i]; }
+  // Group g's trials with a curve, in order.
+  const std::vector<size_t>& members(int g) const { return members_[g]; }
 
   // The group's smoothed loss at iteration n, averaged over the members that reached it; in the
   // view of trial `judged` (when given), its siblings left out: a trial's prediction is never
@@ -227,27 +230,33 @@ bool SteeperBeyondNoise(const Series& s, double se, double a, double b, double a
   return steepening > noise;
 }
 
+// The rule's least margin, max(throughput.margin, Se(i)): what LowerRivals lists the rivals by.
+double LeastMargin(const Context& c, size_t i) { return std::max(c.config.throughput.margin, c.Se(i)); }
+
 // Indexed path (Context::floors): rival j cannot be lower than trial i at `at` by rule (6)'s margin, which
 // is at least throughput.margin and the trial's own Se(i), as the floor under its curve there shows.
 bool CannotLead(const Context& c, size_t i, size_t j, double at) {
   if (!c.floors) return false;
-  double least_margin = std::max(c.config.throughput.margin, c.Se(i));
+  double least_margin = LeastMargin(c, i);
   double widest_gap = c.series[i].At(at) - c.floors->Floor(j, at);
   return widest_gap * (1 + 1e-9) + 1e-300 < least_margin * (1 - 1e-9);
 }
 
-std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i) {
+// `lower`: on the indexed path, the rivals LowerRivals listed for trial i at LeastMargin (null: every
+// live one is looked at). They are compared at min(i's end, theirs), as here while i has not run past the
+// budget; then they are taken by how much lower they can be, most first, until no other can beat the best.
+std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i, const LowerRivals* lower) {
   const Series& me = c.series[i];
   const double budget = c.config.budget_s;
   if (budget <= 0 || !c.LossEvident(i)) return std::nullopt;
-  std::optional<Lead> best;
-  for (size_t j : c.MaybeLive()) {
-    if (!c.Rival(i, j) || !c.live[j] || !c.LossEvident(j)) continue;
+  // Rival j's lead, when it is one: lower at equal time by more than the margin and, projected, still at
+  // the budget. The lead is the largest projected gap, the first rival (by index) of those that tie.
+  auto lead_of = [&](size_t j) -> std::optional<Lead> {
     const Series& them = c.series[j];
     double at = std::min({me.last_t(), them.last_t(), budget});
     double from = std::max(me.first_t(), them.first_t());
-    if (!(at > from)) continue;
-    if (CannotLead(c, i, j, at)) continue;
+    if (!(at > from)) return std::nullopt;
+    if (CannotLead(c, i, j, at)) return std::nullopt;
     double a = from + (at - from) / 3, b = from + 2 * (at - from) / 3;
     // Both at the budget: the objective itself is measured, and the gap there decides; nothing is
     // left to project, so neither the bend nor the closing pace matters.
@@ -279,7 +288,7 @@ std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i) {
     // near-tie, fell 0.028 behind in two points, and caught up.
     widening = widening || (gap_then > std::hypot(c.SeAt(i, b), c.SeAt(j, b)) &&
                             gap - gap_then > std::sqrt(2.0) * std::hypot(c.Se(i), c.Se(j)));
-    if (!at_budget && !widening && SteeperBeyondNoise(me, c.Se(i), a, b, at)) continue;
+    if (!at_budget && !widening && SteeperBeyondNoise(me, c.Se(i), a, b, at)) return std::nullopt;
     // The rival's noise at the time compared, not at its end: a rival that ran past `at` (a completed
     // one, one after another; a faster one, all at once) has grown noisier since, as losses do while
     // they fall (issue 30). The trial judged keeps the noise of its whole curve: it is the one to be
@@ -289,22 +298,49 @@ std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i) {
     // The closing pace below keeps both curves' whole noise: read at `at` there too, it lost the best
     // trial of gpt-100it-pile one after another (0.0785 nats, kept in 87% of orders); the pace is a
     // projection, and its allowance is what keeps a trial whose lead once flipped.
-    if (gap <= m) continue;
-    if (at_budget) {
-      if (!best || gap > best->projected) best = Lead{j, at, gap, m, 0, gap};
-      continue;
-    }
+    if (gap <= m) return std::nullopt;
+    if (at_budget) return Lead{j, at, gap, m, 0, gap};
     double closing =
         std::max(0.0, (me.At(b) - them.At(b)) - gap + std::sqrt(2.0) * std::hypot(c.Se(i), c.Se(j))) / (at - b);
     double projected = gap - closing * (budget - at);
-    if (projected > m && (!best || projected > best->projected)) best = Lead{j, at, gap, m, closing, projected};
+    if (projected > m) return Lead{j, at, gap, m, closing, projected};
+    return std::nullopt;
+  };
+  auto takes = [&](size_t j) { return c.Rival(i, j) && c.live[j] && c.LossEvident(j); };
+  std::optional<Lead> best;
+  if (!lower || me.last_t() > budget) {
+    for (size_t j : c.MaybeLive()) {
+      if (!takes(j)) continue;
+      if (auto lead = lead_of(j); lead && (!best || lead->projected > best->projected)) best = lead;
+    }
+    return best;
+  }
+  // A projected gap is at most the gap at equal time (it only closes), which is at most MostBelow.
+  std::vector<std::pair<double, size_t>> most;
+  for (size_t j : lower->found()) {
+    if (takes(j)) most.emplace_back(lower->MostBelow(j), j);
+  }
+  // Most first (ties: the first by index), taken one by one from a heap: usually only the first few are.
+  auto after = [](const auto& x, const auto& y) {
+    return x.first < y.first || (x.first == y.first && x.second > y.second);
+  };
+  std::make_heap(most.begin(), most.end(), after);
+  for (auto end = most.end(); end != most.begin(); --end) {
+    std::pop_heap(most.begin(), end, after);
+    auto [bound, j] = end[-1];
+    if (best && bound < best->projected) break;
+    auto lead = lead_of(j);
+    if (lead &&
+        (!best || lead->projected > best->projected || (lead->projected == best->projected && j < best->rival))) {
+      best = lead;
+    }
   }
   return best;
 }
 
-void StopForLead(Context& c, size_t i) {
+void StopForLead(Context& c, size_t i, const LowerRivals* lower) {
   if (!c.config.throughput.lead) return;
-  if (auto lead = LeadAtEqualTime(c, i)) {
+  if (auto lead = LeadAtEqualTime(c, i, lower)) {
     std::string reason =
         lead->at >= c.config.budget_s
             ? fmt::format("at the budget t={}: trial {} is lower by {} (margin {})", Secs(lead->at),
@@ -323,6 +359,24 @@ void StopForLead(Context& c, size_t i) {
 void Throughput(Context& c) {
   const ThroughputRuleConfig& cfg = c.config.throughput;
   ThroughputModel model(c);
+  // Indexed path: the live rivals that may be lower at equal time, listed per trial judged, for the
+  // comparisons that need one lower by at least LeastMargin (lower_now, rule (6)).
+  std::optional<LowerRivals> index;
+  if (c.floors) index.emplace(c.series.of, c.live);
+  auto lower = [&](size_t i) -> const LowerRivals* {
+    if (!index) return nullptr;
+    index->Of(c.series[i], LeastMargin(c, i));
+    return &*index;
+  };
+  // Every stop below: the index forgets the trial.
+  auto stop = [&](size_t i, std::string rule, std::string reason, double value, double threshold, int refs) {
+    c.Stop(i, std::move(rule), std::move(reason), value, threshold, refs);
+    if (index) index->Remove(i);
+  };
+  auto lead = [&](size_t i, const LowerRivals* rivals) {
+    StopForLead(c, i, rivals);
+    if (index && c.decided[i]) index->Remove(i);
+  };
   // Slowest first, so that a chain of siblings collapses onto the fastest one.
   std::vector<size_t> order;
   for (size_t i = 0; i < c.trials.size(); ++i) order.push_back(i);
@@ -331,7 +385,7 @@ void Throughput(Context& c) {
   for (size_t i : order) {
     if (!c.Candidate(i) || c.series[i].last_t() < cfg.grace_s) continue;
     if (!model.rate(i)) {
-      StopForLead(c, i);  // (6) needs no rate
+      lead(i, lower(i));  // (6) needs no rate
       continue;
     }
     const Series& me = c.series[i];
@@ -342,7 +396,8 @@ void Throughput(Context& c) {
     // not trusted at all: see Evident).
     std::optional<size_t> rival;
     double needed = 0;
-    for (size_t j : c.MaybeLive()) {
+    // Only its group's trials can be such siblings (on the indexed path, only they are walked).
+    for (size_t j : c.floors ? model.members(model.group(i)) : c.MaybeLive()) {
       if (!c.Rival(i, j) || !c.live[j] || model.group(j) != model.group(i) || !model.rate(j)) continue;
       if (!RatesSeenAsFarAsTheBudget(c, i, j)) continue;
       double need = 1 + cfg.rate_margin + std::hypot(c.RateSe(i), c.RateSe(j));
@@ -350,11 +405,11 @@ void Throughput(Context& c) {
     }
     if (rival) {
       double theirs = *model.rate(*rival);
-      c.Stop(i, "throughput",
-             fmt::format("at t={}: trial {} differs only in throughput parameters and runs {:.2f}x the "
-                         "iterations per second ({} vs {} it/s; needed {:.3f}x with the rates' noise)",
-                         Secs(me.last_t()), Name(c.trials[*rival]), theirs / mine, Num(theirs), Num(mine), needed),
-             mine, theirs, 1);
+      stop(i, "throughput",
+           fmt::format("at t={}: trial {} differs only in throughput parameters and runs {:.2f}x the "
+                       "iterations per second ({} vs {} it/s; needed {:.3f}x with the rates' noise)",
+                       Secs(me.last_t()), Name(c.trials[*rival]), theirs / mine, Num(theirs), Num(mine), needed),
+           mine, theirs, 1);
       continue;
     }
     // Another configuration is only ever a reason to stop this one when it is lower *now, at
@@ -380,10 +435,14 @@ void Throughput(Context& c) {
     // and has progressed no worse, or is no slower and has progressed clearly better, is expected
     // to end lower: the iterations this trial lacks, or its deficit per iteration, would have to
     // reverse by more than the margin before the budget.
+    // The rivals that may be lower at equal time by LeastMargin (every live one on the reference path):
+    // lower_now needs one lower by its margin, at least that.
+    const LowerRivals* near = lower(i);
+    const std::vector<size_t>& may_be_lower = near ? near->found() : c.MaybeLive();
     std::optional<size_t> rival_group;
     std::pair<double, double> gap;
     double gap_margin = 0;
-    for (size_t j : c.MaybeLive()) {
+    for (size_t j : may_be_lower) {
       if (!c.Rival(i, j) || !c.live[j] || model.group(j) == model.group(i) || !model.rate(j)) continue;
       double speedup = *model.rate(j) / mine;
       if (speedup < 1) continue;
@@ -404,12 +463,12 @@ void Throughput(Context& c) {
     }
     if (rival_group) {
       double theirs = *model.rate(*rival_group);
-      c.Stop(i, "throughput",
-             fmt::format("at t={}: trial {} is lower by more than the margin {} at equal time, runs {:.2f}x the "
-                         "iterations per second ({} vs {} it/s) and improved {:.4g} more by iteration {:.0f}",
-                         Secs(me.last_t()), Name(c.trials[*rival_group]), Num(gap_margin), theirs / mine, Num(theirs),
-                         Num(mine), gap.first, gap.second),
-             gap.first, gap.first > gap_margin ? gap_margin : -gap_margin, 1);
+      stop(i, "throughput",
+           fmt::format("at t={}: trial {} is lower by more than the margin {} at equal time, runs {:.2f}x the "
+                       "iterations per second ({} vs {} it/s) and improved {:.4g} more by iteration {:.0f}",
+                       Secs(me.last_t()), Name(c.trials[*rival_group]), Num(gap_margin), theirs / mine, Num(theirs),
+                       Num(mine), gap.first, gap.second),
+           gap.first, gap.first > gap_margin ? gap_margin : -gap_margin, 1);
       continue;
     }
     // Across groups: only with a measured prediction for this trial, against the upper bounds of
@@ -417,7 +476,7 @@ void Throughput(Context& c) {
     if (c.config.budget_s <= 0) continue;
     std::optional<size_t> best;
     double best_bound = kInf, best_margin = 0;
-    for (size_t j : c.MaybeLive()) {
+    for (size_t j : may_be_lower) {
       if (!c.Rival(i, j) || !c.live[j] || c.series[j].empty()) continue;
       auto m = lower_now(j, cfg.margin);
       if (!m) continue;
@@ -425,17 +484,17 @@ void Throughput(Context& c) {
       if (bound + *m < best_bound + best_margin || !best) best_bound = bound, best_margin = *m, best = j;
     }
     if (!best) {
-      StopForLead(c, i);  // (6) compares at equal time with its own margins, and needs no rival here
+      lead(i, near);  // (6) compares at equal time with its own margins, and needs no rival here
       continue;
     }
     if (auto predicted = model.MeasuredAtBudget(i, c.config.budget_s);
         predicted && *predicted > best_bound + best_margin) {
-      c.Stop(i, "throughput",
-             fmt::format("at t={}: predicted value at the budget {} (its group's at iteration {:.0f}) is worse than "
-                         "{} that trial {}, already better at equal time, will at most have, by more than {}",
-                         Secs(me.last_t()), Num(c.User(*predicted)), *model.StepAt(i, c.config.budget_s),
-                         Num(c.User(best_bound)), Name(c.trials[*best]), Num(best_margin)),
-             c.User(*predicted), c.User(best_bound), 1);
+      stop(i, "throughput",
+           fmt::format("at t={}: predicted value at the budget {} (its group's at iteration {:.0f}) is worse than "
+                       "{} that trial {}, already better at equal time, will at most have, by more than {}",
+                       Secs(me.last_t()), Num(c.User(*predicted)), *model.StepAt(i, c.config.budget_s),
+                       Num(c.User(best_bound)), Name(c.trials[*best]), Num(best_margin)),
+           c.User(*predicted), c.User(best_bound), 1);
       continue;
     }
     // (5) Its own descent continued in a straight line to the budget: once a curve bends (its
@@ -443,20 +502,20 @@ void Throughput(Context& c) {
     // iteration lies above that line, so the line is a lower bound for the loss at the budget.
     if (cfg.extrapolate) {
       if (auto bound = model.ConvexLowerBound(i, c.config.budget_s); bound && *bound > best_bound + best_margin) {
-        c.Stop(i, "throughput",
-               fmt::format("at t={}: even its recent descent continued in a straight line to iteration {:.0f} "
-                           "ends at {}, worse than {} that trial {}, already better at equal time, will at most have "
-                           "at the budget, by more than {}",
-                           Secs(me.last_t()), *model.StepAt(i, c.config.budget_s), Num(c.User(*bound)),
-                           Num(c.User(best_bound)), Name(c.trials[*best]), Num(best_margin)),
-               c.User(*bound), c.User(best_bound), 1);
+        stop(i, "throughput",
+             fmt::format("at t={}: even its recent descent continued in a straight line to iteration {:.0f} "
+                         "ends at {}, worse than {} that trial {}, already better at equal time, will at most have "
+                         "at the budget, by more than {}",
+                         Secs(me.last_t()), *model.StepAt(i, c.config.budget_s), Num(c.User(*bound)),
+                         Num(c.User(best_bound)), Name(c.trials[*best]), Num(best_margin)),
+             c.User(*bound), c.User(best_bound), 1);
         continue;
       }
     }
     // (6) A rival lower at equal time that this trial is not catching up with fast enough: its
     // own curve has bent (so it will not suddenly descend faster), and the gap, closing at most
     // at its recent rate (plus the noise of that rate), is still above the margin at the budget.
-    StopForLead(c, i);
+    lead(i, near);
   }
 }
 
