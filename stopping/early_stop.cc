@@ -173,7 +173,7 @@ std::optional<StoppingState::View> StoppingState::Inspect(int64_t trial_id) {
   Series& s = *it->second;
   s.Refresh();
   return View{s.t,
-              s.step,
+              s.step.ToVector(),
               s.s,
               s.area_to,
               s.points,

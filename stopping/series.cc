@@ -4,9 +4,90 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <queue>
 
 namespace sweep::stopping {
+
+void RunningMedian::Add(double v) {
+  pending_.push_back(v);
+  ++count_;
+  if (pending_.size() >= kPending) Flush();
+}
+
+double RunningMedian::Median() const {
+  if (count_ == 0) return 0;
+  Flush();
+  return sorted_[std::min(count_ / 2 - below_, sorted_.size() - 1)];  // past last: not exact, in range
+}
+
+void RunningMedian::Flush() const {
+  if (pending_.empty()) return;
+  // Merged from the back into the sorted kept values.
+  std::sort(pending_.begin(), pending_.end());
+  size_t i = sorted_.size(), j = pending_.size();
+  sorted_.resize(i + j);
+  for (size_t k = sorted_.size(); j > 0;) {
+    // Without a branch on the comparison (a coin toss for noise).
+    bool old = i > 0 && sorted_[i - 1] > pending_[j - 1];
+    sorted_[--k] = old ? sorted_[i - 1] : pending_[j - 1];
+    i -= old ? 1 : 0;
+    j -= old ? 0 : 1;
+  }
+  pending_.clear();
+  if (count_ > last_) return;  // read no more
+  // The kept values of rank below `floor` (at most their index and below_) cannot be the median again;
+  // nor those above it of rank above half (every dropped one is below the median, so their rank is
+  // their index and below_).
+  size_t half = last_ / 2, floor = count_ + half > last_ ? count_ + half - last_ : 0;
+  if (floor > below_) {
+    sorted_.erase(sorted_.begin(), sorted_.begin() + static_cast<std::ptrdiff_t>(floor - below_));
+    below_ = floor;
+  }
+  if (sorted_.size() > half + 1 - below_) sorted_.resize(half + 1 - below_);
+  if (sorted_.capacity() > 2 * sorted_.size() + 16) sorted_.shrink_to_fit();
+}
+
+void RunningMedian::Build(std::vector<double> values) {
+  count_ = values.size(), below_ = 0;
+  size_t half = last_ / 2, floor = count_ + half > last_ && count_ <= last_ ? count_ + half - last_ : 0;
+  // Only ranks [floor, half] (those that can still be the median) are sorted.
+  auto at = [&values](size_t k) { return values.begin() + static_cast<std::ptrdiff_t>(k); };
+  if (floor > 0) std::nth_element(values.begin(), at(floor), values.end());
+  values.erase(values.begin(), at(floor));
+  below_ = floor;
+  size_t keep = half + 1 - floor;
+  if (count_ <= last_ && values.size() > keep) {
+    std::nth_element(values.begin(), at(keep), values.end());
+    values.resize(keep);
+  }
+  std::sort(values.begin(), values.end());
+  sorted_ = std::move(values);
+  sorted_.shrink_to_fit();
+  pending_.clear();
+}
+
+void StepColumn::push_back(int64_t n) {
+  if (!wide_) {
+    if (narrow_.empty()) base_ = n;
+    // n - base_ within int32_t, found without overflowing int64_t.
+    uint64_t un = static_cast<uint64_t>(n), ub = static_cast<uint64_t>(base_);
+    if (n >= base_ ? un - ub <= uint64_t{INT32_MAX} : ub - un <= uint64_t{1} << 31) {
+      narrow_.push_back(static_cast<int32_t>(n - base_));
+      return;
+    }
+    wides_ = ToVector();
+    std::vector<int32_t>().swap(narrow_);
+    wide_ = true;
+  }
+  wides_.push_back(n);
+}
+
+std::vector<int64_t> StepColumn::ToVector() const {
+  if (wide_) return wides_;
+  std::vector<int64_t> out;
+  out.reserve(narrow_.size());
+  for (int32_t d : narrow_) out.push_back(base_ + d);
+  return out;
+}
 
 void Series::AppendLoss(const CurvePoint& p) {
   if (!std::isfinite(p.time_s)) return;
@@ -38,8 +119,12 @@ void Series::AppendLoss(const CurvePoint& p) {
   }
   if (points >= 2) {
     double d2 = std::abs(v - 2 * raw1_ + raw2_);
-    if (exact_) d2_.push_back(d2);
-    else d2_hist_.Add(d2);
+    if (exact_) {
+      d2_median_.Add(d2);
+      d2_bins_.push_back(static_cast<uint16_t>(LogHistogram::Bin(d2)));
+    } else {
+      d2_hist_.Add(d2);
+    }
     if (recent_.size() < kRecent) recent_.push_back(d2);
     else recent_[recent_next_] = d2;
     recent_next_ = (recent_next_ + 1) % kRecent;
@@ -51,6 +136,10 @@ void Series::AppendLoss(const CurvePoint& p) {
   if (points > 0 && at < last_at_) at = last_at_;
   if (points > 0) {
     area_ += 0.5 * (last_s_ + smoothed) * (at - last_at_);
+    // PerInterval's value for this interval (while exact every point is a knot).
+    if (exact_ && p.step > last_step_ && per_built_) {
+      per_median_.Add((at - last_at_) / static_cast<double>(p.step - last_step_));
+    }
     if (!exact_ && p.step > last_step_) {
       double per = (at - last_at_) / static_cast<double>(p.step - last_step_);
       per_hist_.Add(per);
@@ -66,55 +155,10 @@ void Series::AppendLoss(const CurvePoint& p) {
   last_at_ = at, last_s_ = smoothed, last_step_ = p.step;
   ++points;
   if (exact_ && points > kExactPoints) LeaveExact();
-  // While every point is kept, a mark can be taken later from d2_ alone (SettleMarks, when first read:
-  // all at once after a restart's thousands of points); past that, it is the histogram's of now.
-  if (!exact_ && MarkPoints(marks_.size()) == points) marks_.push_back(static_cast<float>(NoiseNow()));
-}
-
-// NoiseNow as it was when the curve had its first `m` points, from d2_ (exact only): the noise of the
-// first m - 2 second differences, the larger of all of them and of the last third of them.
-double Series::ExactNoiseOf(size_t m, double whole_median) const {
-  size_t d = m > 2 ? m - 2 : 0;
-  double whole = NoiseFromMedian(whole_median);
-  size_t k = std::min(std::min(d, kRecent), std::max<size_t>(3, std::min(kRecent, d / 3)));
-  if (k < 3) return whole;
-  return std::max(whole, NoiseSigma(std::vector<double>(d2_.begin() + static_cast<std::ptrdiff_t>(d - k),
-                                                        d2_.begin() + static_cast<std::ptrdiff_t>(d))));
-}
-
-void Series::SettleMarks() const {
-  if (!exact_ || MarkPoints(marks_.size()) > points) return;
-  size_t due = 0;
-  while (MarkPoints(marks_.size() + due) <= points) ++due;
-  if (due <= 2) {
-    // A tick's few new points: each mark's median directly.
-    for (; due > 0; --due) {
-      size_t m = MarkPoints(marks_.size());
-      size_t d = m > 2 ? m - 2 : 0;
-      double median = MedianOf(std::vector<double>(d2_.begin(), d2_.begin() + static_cast<std::ptrdiff_t>(d)));
-      marks_.push_back(static_cast<float>(ExactNoiseOf(m, median)));
-    }
-    return;
-  }
-  // Many (a curve read whole after a restart): the median of every prefix of the second differences in
-  // one pass, the smaller half in a max-heap and the rest in a min-heap whose top is MedianOf's element
-  // (rank size / 2), instead of a selection over each prefix (most of a restart's time at 10,000 trials).
-  std::priority_queue<double> lower;
-  std::priority_queue<double, std::vector<double>, std::greater<double>> upper;
-  size_t used = 0;
-  for (; due > 0; --due) {
-    size_t m = MarkPoints(marks_.size());
-    size_t d = m > 2 ? m - 2 : 0;
-    for (; used < d; ++used) {
-      double x = d2_[used];
-      if (!lower.empty() && x < lower.top()) lower.push(x);
-      else upper.push(x);
-      size_t target = (used + 1) / 2;
-      while (lower.size() > target) upper.push(lower.top()), lower.pop();
-      while (lower.size() < target) lower.push(upper.top()), upper.pop();
-    }
-    marks_.push_back(static_cast<float>(ExactNoiseOf(m, d == 0 ? 0 : upper.top())));
-  }
+  // Taken now: the second differences of the first points are not kept (a running median's values
+  // only). While exact this is ExactNoise of the first `points` points: the median of their second
+  // differences, at most a selection over kRecent of them.
+  if (MarkPoints(marks_.size()) == points) marks_.push_back(static_cast<float>(NoiseNow()));
 }
 
 // A mark at every point up to 32, then 16 between n and 2n for n a power of two (every n / 16 points).
@@ -126,7 +170,6 @@ size_t Series::MarkPoints(size_t k) {
 
 std::pair<double, size_t> Series::NoiseAt(double at) const {
   if (empty() || at >= last_t()) return {noise, points};
-  SettleMarks();
   // Knot j is point j * stride_ (0-based), so at least (hi - 1) * stride_ + 1 points lie at or before `at`.
   size_t hi = std::max<size_t>(1, UpperBound(t, at));
   size_t n = (hi - 1) * static_cast<size_t>(stride_) + 1;
@@ -154,7 +197,7 @@ void Series::Push(double at, int64_t n, double smoothed, double area) {
   if (knots <= kMaxKnots) return;
   // Every other knot goes (knot j is point j * stride); the latest point stays as the tail.
   std::vector<double> t2, s2, a2;
-  std::vector<int64_t> n2;
+  StepColumn n2;
   for (auto* v : {&t2, &s2, &a2}) v->reserve(kMaxKnots + 2);
   n2.reserve(kMaxKnots + 2);
   for (size_t j = 0; j < t.size(); ++j) {
@@ -163,20 +206,17 @@ void Series::Push(double at, int64_t n, double smoothed, double area) {
   }
   stride_ *= 2;
   tail_ = points % static_cast<size_t>(stride_) != 0;
-  t.swap(t2), step.swap(n2), s.swap(s2), area_to.swap(a2);
+  t.swap(t2), std::swap(step, n2), s.swap(s2), area_to.swap(a2);
 }
 
 // From here on the statistics are kept in bounded memory (see the struct's comment); they start
 // from every exact point, so the result does not depend on when the switch happened.
 void Series::LeaveExact() {
-  // The marks of the exact points first: they are read from d2_, dropped here.
-  --points;  // the point that left exact is not one of them
-  SettleMarks();
-  ++points;
   exact_ = false;
-  for (double d : d2_) d2_hist_.Add(d);
-  std::vector<double>().swap(d2_);
-  std::vector<double> per = PerInterval(t, step);  // every point is still a knot
+  for (uint16_t b : d2_bins_) d2_hist_.AddToBin(b);
+  std::vector<uint16_t>().swap(d2_bins_);
+  d2_median_.Release(), per_median_.Release();
+  std::vector<double> per = PerInterval(t, step.ToVector());
   per_ref_ = MedianOf(per);
   size_t k = 0;
   for (size_t j = 1; j < t.size(); ++j) {
@@ -196,9 +236,7 @@ void Series::Refresh() {
   dirty_ = false;
   noise = NoiseNow();
   if (exact_) {
-    std::vector<double> per = PerInterval(t, step);
-    rate_rse = RateRse(per);
-    stall_period = StallPeriod(t, step, per);
+    RefreshRateExact();
   } else {
     double mean = per_mean_, var = per_n_ > 1 ? per_m2_ / (per_n_ - 1) : 0;
     rate_rse = per_n_ >= 2 && mean > 0 ? std::sqrt(var / per_n_) / mean : kInf;
@@ -214,15 +252,53 @@ void Series::Refresh() {
   se = noise * SmoothedFraction(smoothing, points);
 }
 
+// RateRse and StallPeriod of PerInterval(t, step), as they compute them (the same operations in the
+// same order), with the median per iteration kept by per_median_ instead of a selection over them all.
+void Series::RefreshRateExact() {
+  thread_local std::vector<double> per;
+  per.clear();
+  for (size_t k = 1; k < t.size(); ++k) {
+    if (step[k] > step[k - 1]) per.push_back((t[k] - t[k - 1]) / static_cast<double>(step[k] - step[k - 1]));
+  }
+  rate_rse = RateRse(per);
+  // Built from them at the first refresh, not point by point: a restart appends thousands of points a
+  // trial and refreshes once.
+  if (!per_built_) per_median_.Build(per), per_built_ = true;
+  stall_period = 0;
+  if (per.size() < 3) return;
+  double typical = per_median_.Median();
+  int64_t last = step.front();
+  size_t k = 0;
+  for (size_t j = 1; j < t.size(); ++j) {
+    if (step[j] <= step[j - 1]) continue;
+    if (per[k++] > 3 * typical) {
+      stall_period = std::max<int64_t>(stall_period, step[j] - last);
+      last = step[j];
+    }
+  }
+}
+
 double Series::NoiseNow() const {
-  double whole = exact_ ? NoiseSigma(d2_) : kNoiseFromMad * d2_hist_.Median() / std::sqrt(6.0);
-  // The recent noise: the last third of the second differences (at least 3, at most kRecent).
+  double whole = exact_ ? d2_median_.Median() : d2_hist_.Median();
+  // The recent noise: the last third of the second differences (at least 3, at most kRecent); the
+  // larger. NoiseFromMedian is monotone, so the larger of the two noises is that of the larger median,
+  // and the recent median (rank k / 2) is at most the whole curve's when k / 2 + 1 of them are: only
+  // those above it are copied, and selected among when fewer are at most it.
   size_t k = std::min(recent_.size(), std::max<size_t>(3, std::min(kRecent, d2_count_ / 3)));
-  if (k < 3) return whole;
-  std::vector<double> last;
-  last.reserve(k);
-  for (size_t m = 0; m < k; ++m) last.push_back(recent_[(recent_next_ + kRecent - 1 - m) % kRecent]);
-  return std::max(whole, NoiseSigma(std::move(last)));
+  if (k < 3) return NoiseFromMedian(whole);
+  thread_local std::vector<double> above(kRecent);
+  size_t n = 0;
+  for (size_t m = 0; m < k; ++m) {
+    double d = recent_[(recent_next_ + kRecent - 1 - m) % kRecent];
+    above[n] = d;
+    n += d > whole ? 1 : 0;  // without a branch: half of them are above, at random
+  }
+  size_t at_most = k - n;
+  if (at_most >= k / 2 + 1) return NoiseFromMedian(whole);
+  // The recent median is the (k / 2 - at_most)-th smallest of those above.
+  auto nth = above.begin() + static_cast<std::ptrdiff_t>(k / 2 - at_most);
+  std::nth_element(above.begin(), nth, above.begin() + static_cast<std::ptrdiff_t>(n));
+  return std::max(NoiseFromMedian(whole), NoiseFromMedian(*nth));
 }
 
 }  // namespace sweep::stopping

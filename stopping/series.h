@@ -30,6 +30,67 @@ namespace sweep::stopping {
 //  - the noise at earlier times (NoiseAt): a float at each of its marks, 16 per doubling of the
 //    points (about 200 at 40k points).
 // Lowest smoothed value and NaN-iteration total run over every point.
+// Up to kExactPoints a point costs the rules' four values (t, step, s, area_to) and two bytes more
+// (its second difference's histogram bin, for when the curve passes kExactPoints): the medians of
+// the second differences and of the seconds per iteration are kept by RunningMedian, which holds
+// only the values that can still be a median before kExactPoints (23 of them at 1,000 points).
+// About 34 KB a trial at 1,000 points (45 KB when every second difference was kept).
+
+// The median (the value of rank n / 2, as MedianOf) of the values added so far, exactly, at every
+// count n up to `last`, without keeping every value: a value whose rank can no longer be n / 2 at any
+// count up to `last` is dropped (counted when below). A value of rank r among c can be the median at
+// some count up to `last` only if c - ceil(last / 2) <= r <= last / 2 (its rank grows by at most one a
+// value added, the median's by a half): at most last / 2 + 1 values can, and last - c + 1 past
+// c = last / 2 (23 at c = 1,000 of last = 1,022). Those are kept sorted; values added wait in a short
+// buffer and are merged in when the median is read (a restart adds thousands and reads a few dozen
+// medians: a merge each, not a heap operation a value).
+class RunningMedian {
+ public:
+  explicit RunningMedian(size_t last) : last_(last) {}
+  void Add(double v);
+  // As Add of each of `values` on an empty one.
+  void Build(std::vector<double> values);
+  // Of the values added; 0 when there are none. Exact while count() <= last.
+  double Median() const;
+  size_t count() const { return count_; }
+  size_t kept() const {
+    Flush();
+    return sorted_.size();
+  }
+  size_t MemoryBytes() const { return (sorted_.capacity() + pending_.capacity()) * sizeof(double); }
+  // Frees the values (the median is not read any more).
+  void Release() { std::vector<double>().swap(sorted_), std::vector<double>().swap(pending_); }
+
+ private:
+  static constexpr size_t kPending = 64;
+  void Flush() const;
+  size_t last_, count_ = 0;
+  mutable size_t below_ = 0;  // values dropped below the kept ones
+  mutable std::vector<double> sorted_, pending_;
+};
+
+// A curve's steps, read as int64_t: four bytes each while every step is within 2^31 of the first
+// (iterations, and epoch seconds, are), else eight (checked at each push, so any step is held as it came).
+class StepColumn {
+ public:
+  int64_t operator[](size_t k) const { return wide_ ? wides_[k] : base_ + narrow_[k]; }
+  int64_t front() const { return (*this)[0]; }
+  int64_t back() const { return (*this)[size() - 1]; }
+  size_t size() const { return wide_ ? wides_.size() : narrow_.size(); }
+  bool empty() const { return size() == 0; }
+  void push_back(int64_t n);
+  void pop_back() { wide_ ? wides_.pop_back() : narrow_.pop_back(); }
+  void reserve(size_t n) { wide_ ? wides_.reserve(n) : narrow_.reserve(n); }
+  std::vector<int64_t> ToVector() const;
+  size_t MemoryBytes() const { return narrow_.capacity() * sizeof(int32_t) + wides_.capacity() * sizeof(int64_t); }
+
+ private:
+  bool wide_ = false;
+  int64_t base_ = 0;
+  std::vector<int32_t> narrow_;  // step - base_, while every one fits
+  std::vector<int64_t> wides_;   // every step, once one did not
+};
+
 struct Series {
   static constexpr size_t kExactPoints = 1024;
   static constexpr size_t kMaxKnots = 1024;
@@ -41,7 +102,7 @@ struct Series {
 
   // The rules' view.
   std::vector<double> t;
-  std::vector<int64_t> step;
+  StepColumn step;
   std::vector<double> s;        // smoothed
   std::vector<double> area_to;  // integral of s from the first point to each point
   std::optional<CurvePoint> first_nonfinite;
@@ -109,28 +170,23 @@ struct Series {
   // doubling of the points), at the first mark at or past the points up to `at`: within 1/16 of
   // them, and a few more points rather than fewer. The marks depend on the points alone.
   std::pair<double, size_t> NoiseAt(double at) const;
-  const std::vector<float>& marks() const {
-    SettleMarks();
-    return marks_;
-  }
+  const std::vector<float>& marks() const { return marks_; }
   // Heap bytes held (capacities).
   size_t MemoryBytes() const {
-    return (t.capacity() + s.capacity() + area_to.capacity() + d2_.capacity() + window_.capacity() +
-            recent_.capacity()) *
+    return (t.capacity() + s.capacity() + area_to.capacity() + window_.capacity() + recent_.capacity()) *
                sizeof(double) +
-           step.capacity() * sizeof(int64_t) + d2_hist_.MemoryBytes() + per_hist_.MemoryBytes() +
+           step.MemoryBytes() + d2_bins_.capacity() * sizeof(d2_bins_[0]) + d2_median_.MemoryBytes() +
+           per_median_.MemoryBytes() + d2_hist_.MemoryBytes() + per_hist_.MemoryBytes() +
            slow_.capacity() * sizeof(slow_[0]) + marks_.capacity() * sizeof(marks_[0]);
   }
 
  private:
   void Push(double at, int64_t n, double smoothed, double area);
   void LeaveExact();
-  // Takes the marks due while every point is kept (exact), from d2_: when first read (NoiseAt), so that
-  // a restart, and a tick, settle only the marks of the curves rule (6) reads at an earlier time.
-  void SettleMarks() const;
-  double ExactNoiseOf(size_t m, double whole_median) const;
   // The noise of every point so far, as Refresh sets `noise`.
   double NoiseNow() const;
+  // Refresh's rate spread and stall period while every point is kept.
+  void RefreshRateExact();
 
   Smoothing smoothing;
   double scale, sign;
@@ -143,7 +199,13 @@ struct Series {
   double raw1_ = 0, raw2_ = 0;  // the last two raw finite values (raw1_ the latest)
   double last_at_ = 0, last_s_ = 0, area_ = 0;
   int64_t last_step_ = 0;
-  std::vector<double> d2_;  // exact: absolute second differences of the raw values
+  // Exact: the median of the absolute second differences of the raw values (at most kExactPoints - 2 of
+  // them while exact), and each one's LogHistogram bin for d2_hist_ when the curve leaves exact.
+  RunningMedian d2_median_{kExactPoints - 2};
+  std::vector<uint16_t> d2_bins_;
+  // Exact: the median of the seconds per iteration of the intervals whose step advances.
+  RunningMedian per_median_{kExactPoints - 1};
+  bool per_built_ = false;  // per_median_ holds every interval's (built at the first Refresh)
   static constexpr size_t kRecent = 256;
   std::vector<double> recent_;  // the last kRecent of them, a ring from recent_next_
   size_t recent_next_ = 0, d2_count_ = 0;
@@ -152,8 +214,9 @@ struct Series {
   double per_n_ = 0, per_mean_ = 0, per_m2_ = 0;  // Welford over the per-interval seconds per iteration
   double per_ref_ = 0;                            // median seconds per iteration of the exact points
   std::vector<std::pair<int64_t, double>> slow_;  // intervals (end step, s/it) slower than 1.5 x per_ref_
-  // NoiseAt's marks: the noise of the first MarkPoints(k) points, for k = 0, 1, ...
-  mutable std::vector<float> marks_;
+  // NoiseAt's marks: the noise of the first MarkPoints(k) points, for k = 0, 1, ..., taken as the
+  // curve reaches them.
+  std::vector<float> marks_;
   static size_t MarkPoints(size_t k);
 };
 

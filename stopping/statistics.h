@@ -25,14 +25,26 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // would be were the xs evenly spaced (knots of a curve logged at a steady pace nearly are) and
 // walking from there; a binary search when that guess is far off. The rules look up every trial's
 // curve at many times per tick, and a binary search over 1024 knots misses the cache at each step.
-template <class X>
-size_t UpperBound(const std::vector<X>& xs, double x) {
-  auto above = [](double v, X e) { return v < static_cast<double>(e); };
+// (xs: a std::vector, or Series' StepColumn: anything with size() and operator[].)
+template <class Xs>
+size_t UpperBound(const Xs& xs, double x) {
+  // std::upper_bound's halving, on indices.
+  auto search = [&xs, x] {
+    size_t first = 0, count = xs.size();
+    while (count > 0) {
+      size_t half = count / 2;
+      if (x < static_cast<double>(xs[first + half])) {
+        count = half;
+      } else {
+        first += half + 1;
+        count -= half + 1;
+      }
+    }
+    return first;
+  };
   size_t n = xs.size();
-  double lo = static_cast<double>(xs.front()), span = static_cast<double>(xs.back()) - lo;
-  if (n < 16 || !(span > 0) || x < lo || x >= static_cast<double>(xs.back())) {
-    return std::upper_bound(xs.begin(), xs.end(), x, above) - xs.begin();
-  }
+  double lo = static_cast<double>(xs[0]), span = static_cast<double>(xs[n - 1]) - lo;
+  if (n < 16 || !(span > 0) || x < lo || x >= static_cast<double>(xs[n - 1])) return search();
   size_t g = std::min(n - 1, static_cast<size_t>((x - lo) / span * static_cast<double>(n - 1)));
   for (int walk = 0; walk < 8; ++walk) {
     if (static_cast<double>(xs[g]) <= x) {
@@ -43,13 +55,13 @@ size_t UpperBound(const std::vector<X>& xs, double x) {
       return g;
     }
   }
-  return std::upper_bound(xs.begin(), xs.end(), x, above) - xs.begin();
+  return search();
 }
 
-template <class X, class Y>
-double Lerp(const std::vector<X>& xs, const std::vector<Y>& ys, double x) {
-  if (x <= static_cast<double>(xs.front())) return static_cast<double>(ys.front());
-  if (x >= static_cast<double>(xs.back())) return static_cast<double>(ys.back());
+template <class Xs, class Ys>
+double Lerp(const Xs& xs, const Ys& ys, double x) {
+  if (x <= static_cast<double>(xs[0])) return static_cast<double>(ys[0]);
+  if (x >= static_cast<double>(xs[xs.size() - 1])) return static_cast<double>(ys[ys.size() - 1]);
   size_t hi = UpperBound(xs, x);
   size_t lo = hi - 1;
   double x0 = static_cast<double>(xs[lo]), span = static_cast<double>(xs[hi]) - x0;
@@ -64,9 +76,11 @@ double Lerp(const std::vector<X>& xs, const std::vector<Y>& ys, double x) {
 // histogram however they arrived.
 class LogHistogram {
  public:
-  void Add(double v) {
+  void Add(double v) { AddToBin(Bin(v)); }
+  // Add(v) as Bin(v) and AddToBin: a curve keeps two bytes of a value it may add later, not eight.
+  void AddToBin(size_t bin) {
     if (counts_.empty()) counts_.assign(kBins + 1, 0);
-    ++counts_[Bin(v)];
+    ++counts_[bin];
     ++total_;
   }
   bool empty() const { return total_ == 0; }
@@ -81,10 +95,10 @@ class LogHistogram {
     }
     return 0;
   }
-
- private:
+  // The bin of a value: kBins + 1 of them (zero's, then the log bins).
   static constexpr int kBinsPerOctave = 16, kMinOctave = -48, kMaxOctave = 32;
   static constexpr size_t kBins = static_cast<size_t>((kMaxOctave - kMinOctave) * kBinsPerOctave);
+  static_assert(kBins <= 0xffff, "a bin fits in two bytes (Series keeps them)");
   static size_t Bin(double v) {
     if (!(v > 0)) return 0;
     double x = (std::log2(v) - kMinOctave) * kBinsPerOctave;
@@ -92,6 +106,8 @@ class LogHistogram {
     if (x >= static_cast<double>(kBins)) return kBins;
     return 1 + static_cast<size_t>(x);
   }
+
+ private:
   std::vector<uint32_t> counts_;  // [0]: zeros; then the log bins
   uint64_t total_ = 0;
 };
