@@ -33,18 +33,10 @@ Result<size_t> CurveLoader::Load(const std::vector<int64_t>& ids) {
 }
 
 Result<int64_t> CurveLoader::LoadOne(int64_t trial_id) {
-  std::vector<CurvePoint> curves[2];
-  const std::string names[2] = {ctx_.study.objective.metric, "nan_iters"};
-  int64_t rows = 0;
-  for (int k = 0; k < 2; ++k) {
-    auto read = ctx_.store.MetricSeries(trial_id, names[k]);
-    if (!read.ok()) return read.status();
-    curves[k].reserve(read->size());
-    for (const auto& m : *read) curves[k].push_back({m.step, m.time_s, m.value});
-    rows += static_cast<int64_t>(read->size());
-  }
-  stopping_.Append(trial_id, ctx_.Gpus(), curves[0], curves[1]);
-  return rows;
+  auto curves = ctx_.store.MetricCurves(trial_id, {ctx_.study.objective.metric, "nan_iters"});
+  if (!curves.ok()) return curves.status();
+  stopping_.Append(trial_id, ctx_.Gpus(), (*curves)[0], (*curves)[1]);
+  return static_cast<int64_t>((*curves)[0].size() + (*curves)[1].size());
 }
 
 }  // namespace sweep::run
