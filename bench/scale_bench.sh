@@ -8,8 +8,11 @@
 # submit: wall time to submit 1000 held trials as job arrays vs one sbatch each (local transport,
 #         as on a login node; over SSH one-by-one costs a round trip more per trial).
 # rss:    peak RSS of `slurmsweep run` tracking 10,000 trials (held array tasks), against 64 MB.
-# stopping: peak RSS of `slurmsweep run` (3 ticks) with 1000 running trials of 10k stored points each
-#         and every stopping rule on (issue 20), against 256 MB. Needs no cluster: the database is
+# stopping: a restarted `slurmsweep run` on 1000 running trials of 10k stored points each and every
+#         stopping rule on (issues 20, 42): the time from its start to the end of its first tick (issue 42:
+#         1 s; the stand-in squeue's own time apart), the tick at which early stopping, having read every
+#         stored curve, has decided once (the run is stopped by SIGINT after that tick, and not before
+#         tick 3), and its peak RSS against 256 MB. Needs no cluster: the database is
 #         written by build/bin/stopping_tick_bench --write-study, and a stand-in squeue first on PATH
 #         reports every job running and logs one more iteration in each trial's log per call (a
 #         tick's new points); scancel is a no-op. SLURMSWEEP_BIN_BEFORE=/path/to/an/older/slurmsweep
@@ -35,7 +38,7 @@ trap 'rm -rf "$WORK"' EXIT
 if [[ $what == stopping ]]; then
   TRIALS=${SLURMSWEEP_STOP_TRIALS:-1000} STORED=${SLURMSWEEP_STOP_STORED:-10000}
   LIMIT_MB=$(( TRIALS > 1000 ? 512 : 256 ))
-  echo "== peak RSS of run: $TRIALS running trials x $STORED points, every stopping rule on, 3 ticks (no cluster) =="
+  echo "== a restarted run: $TRIALS running trials x $STORED stored points, every stopping rule on (no cluster) =="
   TICK_BENCH=${SLURMSWEEP_TICK_BENCH:-$ROOT/build/bin/stopping_tick_bench}
   [[ -x $TICK_BENCH ]] || { echo "scale_bench: build stopping_tick_bench first: $TICK_BENCH" >&2; exit 1; }
   "$TICK_BENCH" --write-study "$WORK/study" --trials "$TRIALS" --stored "$STORED"
@@ -43,30 +46,70 @@ if [[ $what == stopping ]]; then
   mkdir -p "$WORK/stub"
   cat >"$WORK/stub/squeue" <<'STUB'
 #!/bin/bash
-# Every job of jobs.txt is running; each call logs the next iteration (10 steps on) in every log.
+# Every job of jobs.txt is running; each call logs the next iteration (10 steps on) in every log
+# (awk: a bash loop over 10,000 logs took a second of the tick) and records how long it took.
 dir=$(dirname "$(dirname "$0")")/study
+start=$(date +%s.%N)
 n=$(( $(cat "$dir/ticks" 2>/dev/null || echo 0) + 1 ))
 echo "$n" >"$dir/ticks"
-it=$(( 100000 + 10 * n ))
-while IFS='|' read -r id comment name log; do
-  printf ' [2026-12-03 10:00:00] iteration %8d/%8d | consumed samples: %8d | elapsed time per iteration (ms): 400.0 | lm loss: %.6E | number of nan iterations:   0 |\n' \
-    "$it" 1000000 $(( it * 8 )) 2.1 >>"$log"
-  echo "$id|RUNNING|None|0|$name|2026-12-03T10:00:00|N/A|$comment|0"
-done <"$dir/jobs.txt"
+awk -F'|' -v it=$(( 100000 + 10 * n )) '{
+  printf " [2026-12-03 10:00:00] iteration %8d/%8d | consumed samples: %8d | elapsed time per iteration (ms): 400.0 | lm loss: %.6E | number of nan iterations:   0 |\n", it, 1000000, it * 8, 2.1 >>$4
+  close($4)
+  print $1 "|RUNNING|None|0|" $3 "|2026-12-03T10:00:00|N/A|" $2 "|0"
+}' "$dir/jobs.txt"
+echo "$(date +%s.%N) - $start" | bc -l >>"$dir/squeue.s"
 STUB
   printf '#!/bin/bash\nexit 0\n' >"$WORK/stub/scancel"
   chmod +x "$WORK/stub/squeue" "$WORK/stub/scancel"
+  # Runs `slurmsweep run`, timing each line of its output from the start, until the tick in which early
+  # stopping has every stored curve and has decided once (a binary that reads them all in its first tick:
+  # tick 1), and at least 3 ticks; then SIGINT ends it after that tick. Prints the figures as shell words.
+  cat >"$WORK/timed.py" <<'PY'
+import re, resource, signal, subprocess, sys, time
+log, argv = sys.argv[1], sys.argv[2:]
+start = time.monotonic()
+p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+first = resumed_at = resumed_tick = None
+waited = stopped = False
+ticks = 0
+with open(log, "w") as out:
+    for line in p.stdout:
+        t = time.monotonic() - start
+        out.write(f"{t:9.3f} {line}")
+        if "early stopping resumes once" in line:
+            waited = True
+        m = re.search(r" tick (\d+): ", line)
+        if not m:
+            continue
+        ticks = int(m.group(1))
+        if first is None:
+            first = t
+        if resumed_tick is None and "early stopping waits" not in line:
+            resumed_tick, resumed_at = ticks, t
+        if resumed_tick is not None and ticks >= 3 and not stopped:
+            stopped = True
+            p.send_signal(signal.SIGINT)
+rc = p.wait()
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"first={first or 0:.3f} resumed_tick={resumed_tick or 0} resumed={resumed_at or 0:.3f} ticks={ticks} "
+      f"waited={int(waited)} kb={ru.ru_maxrss} cpu={ru.ru_utime + ru.ru_stime:.2f} wall={time.monotonic() - start:.2f} rc={rc}")
+PY
   # measure LABEL BINARY: the study as written, afresh for each binary (a run records its stop requests).
   measure() {
     rm -rf "$WORK/study"
     cp -a "$WORK/pristine" "$WORK/study"
-    PATH="$WORK/stub:$PATH" /usr/bin/time -f '%M %e' -o "$WORK/$1.time" "$2" run --max-ticks 3 "$WORK/study/study.toml" \
-      >"$WORK/$1.log" 2>&1 || true
-    read -r kb secs <"$WORK/$1.time"
-    ticks=$(grep -c " tick [0-9]*: $TRIALS running" "$WORK/$1.log" || true)
+    local first resumed_tick resumed ticks waited kb cpu wall rc
+    eval "$(PATH="$WORK/stub:$PATH" python3 "$WORK/timed.py" "$WORK/$1.log" "$2" run --max-ticks 1000 \
+      "$WORK/study/study.toml")"
+    squeue1=$(head -n 1 "$WORK/study/squeue.s" 2>/dev/null || echo 0)
     pruned=$(grep -o 'trial [0-9]*: pruned by the' "$WORK/$1.log" | sort -u | wc -l)
-    printf '%-8s peak RSS %7.1f MB (limit %s MB: ratio %.2f), %.1f s, %s ticks with %s running, %s trials pruned\n' \
-      "$1" "$(echo "$kb / 1024" | bc -l)" "$LIMIT_MB" "$(echo "$kb / 1024 / $LIMIT_MB" | bc -l)" "$secs" "$ticks" "$TRIALS" "$pruned"
+    printf '%-8s restart: first tick ends %.2f s after start (%.2f s without the stand-in squeue; limit 1 s: ratio %.2f)\n' \
+      "$1" "$first" "$(echo "$first - $squeue1" | bc -l)" "$(echo "($first - $squeue1) / 1" | bc -l)"
+    printf '%-8s early stopping decided on every curve at tick %s (%.1f s)%s; %s ticks, %.1f s CPU, %s trials pruned\n' \
+      "$1" "$resumed_tick" "$resumed" "$([[ $waited == 1 ]] && echo ', waiting for the stored curves before' || echo '')" \
+      "$ticks" "$cpu" "$pruned"
+    printf '%-8s peak RSS %7.1f MB (limit %s MB: ratio %.2f)\n' \
+      "$1" "$(echo "$kb / 1024" | bc -l)" "$LIMIT_MB" "$(echo "$kb / 1024 / $LIMIT_MB" | bc -l)"
   }
   measure this "$BIN"
   [[ -n ${SLURMSWEEP_BIN_BEFORE:-} ]] && measure before "$SLURMSWEEP_BIN_BEFORE"

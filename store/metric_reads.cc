@@ -221,6 +221,31 @@ Result<std::vector<MetricRow>> SqliteStore::MetricSeries(int64_t trial_id, const
   }
 }
 
+Result<std::vector<std::vector<CurvePoint>>> SqliteStore::MetricCurves(int64_t trial_id,
+                                                                       const std::vector<std::string>& names) {
+  std::vector<std::vector<CurvePoint>> curves(names.size());
+  std::vector<int> slot;  // by metric number: index into curves, -1 for a metric not asked for
+  for (size_t k = 0; k < names.size(); ++k) {
+    auto id = ExistingNameId(names[k]);
+    if (!id.ok()) return id.status();
+    if (!*id) continue;  // no trial logged it
+    if (static_cast<size_t>(**id) >= slot.size()) slot.resize(static_cast<size_t>(**id) + 1, -1);
+    slot[**id] = static_cast<int>(k);
+  }
+  if (slot.empty()) return curves;
+  // In key order (step, then metric number): each curve comes out in step order.
+  Query q = Use(stmts_.metrics, "read curves of trial " + std::to_string(trial_id));
+  q.BindInt(1, trial_id);
+  for (;;) {
+    auto row = q.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return curves;
+    int64_t id = q.Int(0);
+    if (id < 0 || static_cast<size_t>(id) >= slot.size() || slot[id] < 0) continue;
+    curves[slot[id]].push_back({q.Int(1), q.Real(2), q.Real(3)});
+  }
+}
+
 Result<std::optional<MetricRow>> SqliteStore::LastMetric(int64_t trial_id, const std::string& name) {
   Query q = Use(stmts_.last_metric, "read last " + name + " of trial " + std::to_string(trial_id));
   q.BindInt(1, trial_id);

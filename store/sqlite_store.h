@@ -40,6 +40,8 @@ class SqliteStore final : public Store {
   Result<TrialSummary> Summary(int64_t trial_id, const std::vector<std::string>& series_of) override;
   Result<std::vector<TrialSummary>> Summaries(int64_t study_id, const std::vector<std::string>& series_of) override;
   Result<std::vector<MetricRow>> MetricSeries(int64_t trial_id, const std::string& name) override;
+  Result<std::vector<std::vector<CurvePoint>>> MetricCurves(int64_t trial_id,
+                                                            const std::vector<std::string>& names) override;
   Result<std::optional<MetricRow>> LastMetric(int64_t trial_id, const std::string& name) override;
   Result<std::vector<double>> MetricTail(int64_t trial_id, const std::string& name, size_t n) override;
   Result<std::vector<CurvePoint>> MetricRange(int64_t trial_id, const std::string& name, int64_t first_step,

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
+#include <random>
 #include <string>
 
 #include "tests/test_util.h"
@@ -643,4 +644,45 @@ TEST_CASE("Store: a lock held past the busy timeout is kUnavailable, not an erro
 }
 
 }  // namespace
+TEST_CASE("Store: MetricCurves reads each named metric as MetricSeries does, on random rows", "[store]") {
+  TempDir dir;
+  auto store = MustOpen(dir.file("study.db"));
+  std::vector<TrialRecord> trials;
+  Seed(*store, &trials);
+  std::mt19937 rng(42);
+  const std::vector<std::string> logged = {"lm_loss", "nan_iters", "grad_norm", "lr"};
+  for (int round = 0; round < 20; ++round) {
+    // Rows in random order across steps and metrics, some NaN, some steps missing a metric, some
+    // rows replayed; the other trial's rows must not leak in.
+    for (const TrialRecord& t : trials) {
+      std::vector<MetricRow> rows;
+      for (int k = 0; k < 30; ++k) {
+        int64_t step = std::uniform_int_distribution<int64_t>(0, 400)(rng);
+        const std::string& name = logged[rng() % logged.size()];
+        double value = rng() % 9 == 0 ? std::nan("") : std::uniform_real_distribution<double>(0, 5)(rng);
+        rows.push_back({step, 0.5 * static_cast<double>(step), name, value});
+      }
+      REQUIRE(store->AppendMetrics(t.id, rows, 10 * (round + 1)).ok());
+    }
+    for (const TrialRecord& t : trials) {
+      const std::vector<std::string> names = {"nan_iters", "never_logged", "lm_loss", "lr"};
+      auto curves = store->MetricCurves(t.id, names);
+      REQUIRE(curves.ok());
+      REQUIRE(curves->size() == names.size());
+      for (size_t k = 0; k < names.size(); ++k) {
+        auto series = store->MetricSeries(t.id, names[k]);
+        REQUIRE(series.ok());
+        const auto& got = (*curves)[k];
+        REQUIRE(got.size() == series->size());
+        for (size_t i = 0; i < got.size(); ++i) {
+          INFO(names[k] << " point " << i);
+          CHECK(got[i].step == (*series)[i].step);
+          CHECK(got[i].time_s == (*series)[i].time_s);
+          CHECK((got[i].value == (*series)[i].value || (std::isnan(got[i].value) && std::isnan((*series)[i].value))));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace sweep::store
