@@ -43,6 +43,17 @@ std::vector<CurvePoint> NanIters(const std::vector<CurvePoint>& loss) {
   return out;
 }
 
+// The indexed path's decisions are the reference path's, one for one: trial, rule, reason, value.
+void CheckSameDecisions(const std::vector<StopDecision>& indexed, const std::vector<StopDecision>& reference) {
+  REQUIRE(indexed.size() == reference.size());
+  for (size_t k = 0; k < indexed.size(); ++k) {
+    CHECK(indexed[k].trial_id == reference[k].trial_id);
+    CHECK(indexed[k].rule == reference[k].rule);
+    CHECK(indexed[k].reason == reference[k].reason);
+    CHECK((indexed[k].value == reference[k].value || (std::isnan(indexed[k].value) && std::isnan(reference[k].value))));
+  }
+}
+
 std::vector<CurvePoint> Slice(const std::vector<CurvePoint>& v, size_t from, size_t to) {
   return {v.begin() + static_cast<std::ptrdiff_t>(std::min(from, v.size())),
           v.begin() + static_cast<std::ptrdiff_t>(std::min(to, v.size()))};
@@ -263,13 +274,8 @@ TEST_CASE("stopping state: the indexed rules decide as the reference rules on ra
       auto reference = state.Evaluate(meta, RulePath::kReference);
       auto indexed = state.Evaluate(meta, RulePath::kIndexed);
       INFO("study " << study << ", tick " << tick << ", " << trials << " trials of " << points << " points");
-      REQUIRE(indexed.size() == reference.size());
+      CheckSameDecisions(indexed, reference);
       for (size_t k = 0; k < indexed.size(); ++k) {
-        CHECK(indexed[k].trial_id == reference[k].trial_id);
-        CHECK(indexed[k].rule == reference[k].rule);
-        CHECK(indexed[k].reason == reference[k].reason);
-        CHECK((indexed[k].value == reference[k].value ||
-               (std::isnan(indexed[k].value) && std::isnan(reference[k].value))));
         phase[indexed[k].trial_id] = TrialPhase::kStopped;
         ++decided;
         median_stops += indexed[k].rule == "median";
@@ -337,10 +343,8 @@ TEST_CASE("stopping state: the median rule's batches decide as the reference nea
       auto reference = state.Evaluate(meta, RulePath::kReference);
       auto indexed = state.Evaluate(meta, RulePath::kIndexed);
       INFO("study " << study << ", tick " << tick << ", " << trials << " trials of " << points << " points");
-      REQUIRE(indexed.size() == reference.size());
+      CheckSameDecisions(indexed, reference);
       for (size_t k = 0; k < indexed.size(); ++k) {
-        CHECK(indexed[k].trial_id == reference[k].trial_id);
-        CHECK(indexed[k].reason == reference[k].reason);
         // Applied one tick in two, so that the next ones judge a crowd near the median again.
         if (tick % 2 == 0) phase[indexed[k].trial_id] = TrialPhase::kStopped;
       }
