@@ -86,6 +86,19 @@ class SharedClusterStudy {
   std::unique_ptr<run::Runner> runner_;
 };
 
+// One tick of a run started afresh on the study's database as it is now (the tests below delete it
+// between ticks); `log` gets what the run printed.
+Result<run::TickReport> TickFresh(const study::Study& study, testing::FakeSlurm& slurm, testing::FakeClock& clock,
+                                  std::string& log) {
+  auto db = store::Store::Open(study.database);
+  REQUIRE(db.ok());
+  std::ostringstream out;
+  run::Runner runner(study, **db, slurm, clock, out);
+  auto r = runner.Tick();
+  log = out.str();
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("two studies of one space in one workdir: each runs its own scripts and stores only its own points",
@@ -264,15 +277,7 @@ TEST_CASE(
   REQUIRE(loaded.ok());
   const study::Study& study = *loaded;
   std::string log;
-  auto tick = [&]() -> Result<run::TickReport> {
-    auto db = store::Store::Open(study.database);
-    REQUIRE(db.ok());
-    std::ostringstream out;
-    run::Runner runner(study, **db, slurm, clock, out);
-    auto r = runner.Tick();
-    log = out.str();
-    return r;
-  };
+  auto tick = [&] { return TickFresh(study, slurm, clock, log); };
   auto remove_db = [&] {
     for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(study.database + suffix);
   };
@@ -326,15 +331,7 @@ TEST_CASE(
     return *loaded;
   };
   std::string log;
-  auto tick = [&](const study::Study& study) -> Result<run::TickReport> {
-    auto db = store::Store::Open(study.database);
-    REQUIRE(db.ok());
-    std::ostringstream out;
-    run::Runner runner(study, **db, slurm, clock, out);
-    auto r = runner.Tick();
-    log = out.str();
-    return r;
-  };
+  auto tick = [&](const study::Study& study) { return TickFresh(study, slurm, clock, log); };
   study::Study first = write("first.toml", "same", "/fake/one", "one.db");
   study::Study other = write("other.toml", "same-b", "/fake/three", "three.db");
   REQUIRE(tick(first).ok());
