@@ -163,6 +163,12 @@ Status Submitter::SubmitNew(std::vector<store::TrialRecord>& trials, int free_sl
     auto site = ctx_.client.ReadSiteLimits();
     if (!site.ok()) return site.status();
     site_ = *site;
+    if (!site_->unread.empty()) {
+      ctx_.Event(std::nullopt, "site_limits_unread",
+                 fmt::format("the site's limits could not be read ({}): arrays are not split by MaxArraySize and "
+                             "the study's share of MaxJobCount is not kept; a refused sbatch is still waited out",
+                             site_->unread));
+    }
   }
   if (site_) room = std::min(room, ShareRoom(trials, room));
   std::vector<Rendered> rendered;

@@ -357,7 +357,11 @@ SiteLimits ParseSiteLimits(std::string_view config) {
 Result<SiteLimits> SlurmClient::ReadSiteLimits() {
   auto r = RunSlurm("scontrol show config", &stats_.scontrol);
   if (!r.ok()) return r.status();
-  if (r->exit_code != 0) return SiteLimits();
+  if (r->exit_code != 0) {
+    SiteLimits none;
+    none.unread = fmt::format("scontrol show config exited {}: {}", r->exit_code, Trim(r->err));
+    return none;
+  }
   return ParseSiteLimits(r->out);
 }
 

@@ -54,6 +54,7 @@ struct SiteLimits {
   // among them until it is MinJobAge seconds old; beyond, sbatch waits ("temporarily unable").
   int max_job_count = 0;
   int min_job_age_s = 300;  // Slurm's default when not read
+  std::string unread;       // why `scontrol show config` answered nothing (its exit and stderr); empty: read
 };
 SiteLimits ParseSiteLimits(std::string_view config);
 

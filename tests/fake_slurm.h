@@ -71,6 +71,7 @@ class FakeSlurm final : public slurm::Transport {
   // `scontrol show config`'s MaxJobCount: as slurmctld, sbatch takes no job that would bring the jobs it
   // holds (each array task one, ended ones until purged) to it; sbatch retries until `timeout` kills it.
   int max_job_count = 10000;
+  int config_exit = 0;                  // `scontrol show config`'s exit (nonzero: a site that does not show it)
   int min_job_age = 300;                // `scontrol show config`'s MinJobAge; the test purges (PurgeEnded, purged)
   std::set<std::string> missing_nodes;  // nodes `scontrol show node` does not know
   // Called before each squeue answer: a test's scheduler, moving jobs on as time passes.
@@ -369,6 +370,7 @@ class FakeSlurm final : public slurm::Transport {
 
   Result<slurm::CommandOutput> Scontrol(const std::string& command) {
     if (command == "scontrol show config") {
+      if (config_exit != 0) return slurm::CommandOutput{config_exit, "", "slurm_load_ctl_conf error: Access denied"};
       return slurm::CommandOutput{
           0,
           fmt::format("MaxArraySize            = {}\nMaxJobCount             = {}\nMinJobAge               = {} sec\n",

@@ -99,6 +99,22 @@ TEST_CASE("a group larger than the site's MaxArraySize goes as several arrays; n
   CHECK(s.Events("submit_failed") == 0);
 }
 
+// A site whose scontrol does not show its configuration: the run goes on without the limits it could not
+// read, and says so once, at the first submission, naming what is off and scontrol's answer.
+TEST_CASE("site limits that cannot be read are said once, with scontrol's answer; the study still runs", "[runner]") {
+  FakeSweep s("[space]\nlr = [0.1, 0.2, 0.3]\n", 10);
+  s.slurm.config_exit = 1;
+  s.Tick();
+  s.clock.Advance(30);
+  s.Tick();
+  INFO(s.log());
+  CHECK(s.Events("site_limits_unread") == 1);
+  CHECK_THAT(s.log(), Catch::Contains("arrays are not split by MaxArraySize") && Catch::Contains("Access denied"));
+  CHECK(s.slurm.job_ids().size() == 3);
+  auto scontrol = s.slurm.issued("scontrol");
+  CHECK(std::count(scontrol.begin(), scontrol.end(), "scontrol show config") == 1);  // once a run, not a tick
+}
+
 // Issue 38's node check costs a few scontrol calls per job looked at: a study whose every job waits
 // behind a drained node (ReqNodeNotAvail) looks at one job per half minute, the one looked at
 // longest ago, not at every job each tick; a node the cluster does not have then stops the run.
