@@ -89,6 +89,7 @@ Runner::Runner(const study::Study& study, store::Store& store, slurm::Transport&
       log_(log),
       ctx_(study, store, transport_, client_, clock),
       stopping_(study.stopping),
+      curves_(ctx_, stopping_),
       submitter_(ctx_),
       ingester_(ctx_, stopping_),
       reconciler_(ctx_, submitter_, ingester_),
@@ -257,9 +258,9 @@ Result<TickReport> Runner::Tick() {
   if (!tick_lines_) return report;
   log_ << fmt::format(
       "[{}] tick {}: {} running, {} queued, {} submitted, {} ended, {} points, {} squeue/sacct call(s), "
-      "{} cluster call(s)\n",
+      "{} cluster call(s){}\n",
       FormatUtc(clock_.Now()), tick_, report.running, report.queued, report.submitted, report.ended, report.points,
-      report.slurm_queries, report.cluster_calls);
+      report.slurm_queries, report.cluster_calls, curves_note_);
   log_.flush();
   return report;
 }
@@ -562,19 +563,26 @@ bool Runner::StopRequested() {
   return true;
 }
 
-// The objective's curve (and Megatron's NaN-iteration counts) of a trial, read from the store
-// once into stopping_'s series, which Ingest then extends, so the rules cost no database scan and
-// no copy per tick.
-Status Runner::LoadCurve(int64_t trial_id) {
-  if (stopping_.Has(trial_id)) return Status::OK();
-  // Both metrics in one pass over the trial's rows (a restart at 10,000 x 1,000 reads 20M rows here).
-  auto curves = store_.MetricCurves(trial_id, {study_.objective.metric, "nan_iters"});
-  if (!curves.ok()) return curves.status();
-  stopping_.Append(trial_id, ctx_.Gpus(), (*curves)[0], (*curves)[1]);
-  return Status::OK();
+void Runner::NoteCurvesRead(size_t read, size_t needed) {
+  if (read < needed) {
+    curves_note_ = fmt::format("; early stopping waits for the stored curves: {} of {} trials read", read, needed);
+    if (curves_waiting_since_) return;
+    curves_waiting_since_ = tick_;
+    Event(std::nullopt, "stopping_waits",
+          fmt::format("early stopping resumes once the stored curves are read: {} of {} trials read; the rules decide "
+                      "nothing until they have every curve they weigh",
+                      read, needed));
+    return;
+  }
+  curves_note_.clear();
+  if (!curves_waiting_since_) return;
+  Event(std::nullopt, "stopping_resumed",
+        fmt::format("early stopping resumed: the stored curves of {} trials read, over {} tick(s)", needed,
+                    tick_ - *std::exchange(curves_waiting_since_, std::nullopt) + 1));
 }
 
-// Early stopping: the rules see every trial's stored curve; the losers get their reason recorded
+// Early stopping: the rules see every trial's stored curve, once read (after a restart, over a few
+// ticks: curve_loader.h; until then they decide nothing); the losers get their reason recorded
 // first (so the end is classed "pruned" even after a crash), then one scancel for all of them.
 Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport& report) {
   const StoppingConfig& cfg = study_.stopping;
@@ -582,6 +590,7 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
   std::vector<stopping::TrialProgress> progress;
   std::vector<std::string> config_of;  // of each progress entry
   std::map<int64_t, store::TrialRecord*> by_id;
+  std::vector<int64_t> ids;  // of each progress entry
   for (auto& t : trials) {
     bool live = t.state == "running" && t.stop_request.empty();
     bool done = t.state == "completed";
@@ -603,11 +612,15 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
     for (const auto& [name, v] : spec->second.params) {
       if (name != study_.seed_var) p.params.emplace_back(name, ParamToString(v));  // repeats: one configuration
     }
-    SWEEP_RETURN_IF_ERROR(LoadCurve(t.id));  // its curves are stopping_'s: not copied
+    ids.push_back(t.id);  // its curves are stopping_'s: not copied
     by_id[t.id] = &t;
     progress.push_back(std::move(p));
     config_of.push_back(study::ConfigIdentity(study_, t.params_json));
   }
+  auto read = curves_.Load(ids);
+  if (!read.ok()) return read.status();
+  NoteCurvesRead(*read, ids.size());
+  if (*read < ids.size()) return Status::OK();
   std::vector<std::string> jobs;
   // A repeat is never judged against its siblings (stopping/siblings.h).
   for (const stopping::StopDecision& d :

@@ -19,6 +19,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "run/curve_loader.h"
 #include "run/start_failures.h"
 #include "run/ingester.h"
 #include "run/memory_feedback.h"
@@ -109,6 +110,8 @@ class Runner {
   int64_t study_id() const { return ctx_.study_id; }
   // What the stopping rules see of each trial (tests).
   stopping::StoppingState& stopping_state() { return stopping_; }
+  // How much of the stored curves a tick reads after a restart (curve_loader.h); tests slice by rows.
+  void set_curve_slice(double first_s, double then_s, int64_t rows) { curves_.set_slice(first_s, then_s, rows); }
   const slurm::SlurmClient::Stats& slurm_stats() const { return client_.stats(); }
   const slurm::CountingTransport::Counts& cluster_calls() const { return transport_.counts(); }
 
@@ -130,9 +133,9 @@ class Runner {
   Status ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport& report);
   // Keeps the tick's trials for the tick hook (TickReport::trials): this study file's.
   void ViewOf(std::vector<store::TrialRecord> trials, TickReport& report);
-  // Gives stopping_ the trial's stored curves, read once (after a start, a restart or a reset);
-  // Ingester extends them from then on.
-  Status LoadCurve(int64_t trial_id);
+  // Says, once, that the rules wait for the stored curves (`read` of `needed` trials' so far), and
+  // once they are all read, that the rules decide again.
+  void NoteCurvesRead(size_t read, size_t needed);
   // Fills the free slots: tpe proposals first, then the Submitter.
   Status SubmitNew(std::vector<store::TrialRecord>& trials, TickReport& report);
   // A `cancel` requested since this run started (cancel_request.h): cancels every trial once,
@@ -174,6 +177,11 @@ class Runner {
   // Early stopping's series of each trial it has seen: rebuilt from the store on first use (a
   // restarted run decides as the one that stopped), then extended by each tick's new points.
   stopping::StoppingState stopping_;
+  // Gives stopping_ each trial's stored curves, read once (after a start, a restart or a reset) in
+  // slices across ticks; Ingester extends them from then on.
+  CurveLoader curves_;
+  std::optional<int> curves_waiting_since_;  // the tick whose rules first waited for stored curves
+  std::string curves_note_;                  // the tick line's note while they wait
   Submitter submitter_;
   Ingester ingester_;
   Reconciler reconciler_;
