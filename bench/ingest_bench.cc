@@ -343,13 +343,13 @@ DbPtr OpenRaw(const fs::path& path) {
 
 // A database with the store's schema, pragmas, study and trials, but written by hand. The schema
 // is copied from the one Store::Open just created (sqlite_master), not retyped, so it stays the
-// store's own while the store changes. The pragmas are store/sql.h's kSqlConnectionPragmas and
-// kSqlEnableWal; foreign_keys matters, it makes every metric row look up its trial.
+// store's own while the store changes. The pragmas are store/sql.h's kSqlConnectionPragmas,
+// kSqlWriterCache and kSqlEnableWal; foreign_keys matters, it makes every metric row look up its trial.
 DbPtr SetUpRaw(const fs::path& path, const fs::path& store_db, const std::vector<std::string>& names) {
   DbPtr db = OpenRaw(path);
   Exec(db.get(),
        "PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; "
-       "PRAGMA wal_autocheckpoint = 10000; PRAGMA cache_size = -32768;");
+       "PRAGMA wal_autocheckpoint = 10000; PRAGMA cache_size = -8192;");
   // The journal the store picks there: a rollback journal on a network filesystem.
   if (NetworkFilesystem(path.string()).empty()) {
     if (Query(db.get(), "PRAGMA journal_mode = WAL").at(0).at(0) != "wal") Fail(path.string() + ": no WAL");

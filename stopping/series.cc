@@ -191,22 +191,27 @@ void Series::Push(double at, int64_t n, double smoothed, double area) {
     t.pop_back(), step.pop_back(), s.pop_back(), area_to.pop_back();
     tail_ = false;
   }
+  // Room for every knot and the tail, taken once a curve is half that long: growing by doubling,
+  // the 1,025th point would take room for 2,048 (issue 42: 10,000 curves past 1,024 points).
+  if (t.size() == t.capacity() && t.size() >= kMaxKnots / 2) {
+    for (auto* v : {&t, &s, &area_to}) v->reserve(kMaxKnots + 2);
+    step.reserve(kMaxKnots + 2);
+  }
   t.push_back(at), step.push_back(n), s.push_back(smoothed), area_to.push_back(area);
   tail_ = points % static_cast<size_t>(stride_) != 0;
   size_t knots = t.size() - (tail_ ? 1 : 0);
   if (knots <= kMaxKnots) return;
-  // Every other knot goes (knot j is point j * stride); the latest point stays as the tail.
-  std::vector<double> t2, s2, a2;
-  StepColumn n2;
-  for (auto* v : {&t2, &s2, &a2}) v->reserve(kMaxKnots + 2);
-  n2.reserve(kMaxKnots + 2);
+  // Every other knot goes (knot j is point j * stride); the latest point stays as the tail. In place:
+  // knot j moves to j / 2 <= j, after what was there has moved.
+  size_t kept = 0;
   for (size_t j = 0; j < t.size(); ++j) {
     if (j % 2 != 0 && j + 1 != t.size()) continue;
-    t2.push_back(t[j]), n2.push_back(step[j]), s2.push_back(s[j]), a2.push_back(area_to[j]);
+    t[kept] = t[j], step.Set(kept, step[j]), s[kept] = s[j], area_to[kept] = area_to[j];
+    ++kept;
   }
+  t.resize(kept), step.Truncate(kept), s.resize(kept), area_to.resize(kept);
   stride_ *= 2;
   tail_ = points % static_cast<size_t>(stride_) != 0;
-  t.swap(t2), std::swap(step, n2), s.swap(s2), area_to.swap(a2);
 }
 
 // From here on the statistics are kept in bounded memory (see the struct's comment); they start
@@ -214,6 +219,7 @@ void Series::Push(double at, int64_t n, double smoothed, double area) {
 void Series::LeaveExact() {
   exact_ = false;
   for (uint16_t b : d2_bins_) d2_hist_.AddToBin(b);
+  d2_hist_.Compact();
   std::vector<uint16_t>().swap(d2_bins_);
   d2_median_.Release(), per_median_.Release();
   std::vector<double> per = PerInterval(t, step.ToVector());
@@ -229,6 +235,7 @@ void Series::LeaveExact() {
     per_m2_ += delta * (v - per_mean_);
     if (v > 1.5 * per_ref_) slow_.emplace_back(step[j], v);
   }
+  per_hist_.Compact();
 }
 
 void Series::Refresh() {

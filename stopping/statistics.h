@@ -79,19 +79,36 @@ class LogHistogram {
   void Add(double v) { AddToBin(Bin(v)); }
   // Add(v) as Bin(v) and AddToBin: a curve keeps two bytes of a value it may add later, not eight.
   void AddToBin(size_t bin) {
-    if (counts_.empty()) counts_.assign(kBins + 1, 0);
-    ++counts_[bin];
     ++total_;
+    if (bin == 0) {
+      ++zeros_;
+      return;
+    }
+    // Only the log bins from the lowest to the highest used are held (a loss's second differences
+    // span a few decades: a few hundred bins of the 1,280, about 1 KB instead of 5; issue 42's
+    // 10,000 curves hold two each).
+    if (counts_.empty()) {
+      lo_ = bin;
+      counts_.push_back(0);
+    } else if (bin < lo_) {
+      counts_.insert(counts_.begin(), lo_ - bin, 0);
+      lo_ = bin;
+    } else if (bin >= lo_ + counts_.size()) {
+      counts_.resize(bin - lo_ + 1, 0);
+    }
+    ++counts_[bin - lo_];
   }
+  // Frees what the bins' growth reserved.
+  void Compact() { counts_.shrink_to_fit(); }
   bool empty() const { return total_ == 0; }
   size_t MemoryBytes() const { return counts_.capacity() * sizeof(uint32_t); }
   // The value of rank total / 2 (the upper median, as MedianOf).
   double Median() const {
-    if (total_ == 0) return 0;
-    uint64_t rank = total_ / 2, seen = 0;
-    for (size_t b = 0; b < counts_.size(); ++b) {
-      seen += counts_[b];
-      if (seen > rank) return b == 0 ? 0 : std::exp2(kMinOctave + (static_cast<double>(b - 1) + 0.5) / kBinsPerOctave);
+    uint64_t rank = total_ / 2, seen = zeros_;
+    if (seen > rank) return 0;  // and when there is nothing
+    for (size_t k = 0; k < counts_.size(); ++k) {
+      seen += counts_[k];
+      if (seen > rank) return std::exp2(kMinOctave + (static_cast<double>(lo_ + k - 1) + 0.5) / kBinsPerOctave);
     }
     return 0;
   }
@@ -108,8 +125,9 @@ class LogHistogram {
   }
 
  private:
-  std::vector<uint32_t> counts_;  // [0]: zeros; then the log bins
-  uint64_t total_ = 0;
+  std::vector<uint32_t> counts_;  // of the log bins lo_, lo_ + 1, ...
+  size_t lo_ = 1;
+  uint64_t zeros_ = 0, total_ = 0;
 };
 
 double MedianOf(std::vector<double> v);

@@ -9,13 +9,18 @@ namespace sweep::store {
 // ---- Connection setup --------------------------------------------------------------------------
 
 // busy_timeout comes first so that the statements after it wait for a lock instead of failing.
-// Ingestion commits one small transaction per trial per tick, each touching a page per metric
-// series: with SQLite's defaults (checkpoint every 1000 WAL pages, 2 MB cache) it spent most of
-// its time flushing checkpoints and re-reading pages (bench/ingest_bench.cc). A checkpoint every
-// 10000 pages (~40 MB of WAL) and a 32 MB cache cut that, at a bounded cost in memory and disk.
+// Ingestion touches a page per metric series per tick: with SQLite's defaults (checkpoint every
+// 1000 WAL pages, 2 MB cache) it spent most of its time flushing checkpoints and re-reading pages
+// (bench/ingest_bench.cc). A checkpoint every 10000 pages (~40 MB of WAL) and a larger cache for
+// the connection that writes cut that, at a bounded cost in memory and disk.
 inline constexpr const char* kSqlConnectionPragmas =
     "PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; "
-    "PRAGMA wal_autocheckpoint = 10000; PRAGMA cache_size = -32768;";
+    "PRAGMA wal_autocheckpoint = 10000;";
+// The page cache: what `run` holds beside its stopping curves (issue 42: 512 MB at 10,000 trials).
+// The writer's 8 MB keeps the metrics' index pages a tick touches; a reader (`status`, `report`,
+// the run's report refresher beside the loop) reads each page about once, so SQLite's default 2 MB.
+inline constexpr const char* kSqlWriterCache = "PRAGMA cache_size = -8192";
+inline constexpr const char* kSqlReaderCache = "PRAGMA cache_size = -2000";
 inline constexpr const char* kSqlEnableWal = "PRAGMA journal_mode = WAL";
 // On a network filesystem: SQLite's WAL keeps its index in shared memory (-shm), which only
 // processes of one host share; the rollback journal needs nothing but the file's locks. TRUNCATE,

@@ -89,6 +89,8 @@ Result<std::unique_ptr<Store>> SqliteStore::Create(const std::string& path, bool
   // Extended codes let SqliteError tell a foreign-key failure from other constraint failures.
   sqlite3_extended_result_codes(raw, 1);
   SWEEP_RETURN_IF_ERROR(ExecScript(raw, path, kSqlConnectionPragmas, "configure connection"));
+  SWEEP_RETURN_IF_ERROR(
+      ExecScript(raw, path, read_only ? kSqlReaderCache : kSqlWriterCache, "configure the connection's cache"));
 
   auto version = QueryInt(raw, path, kSqlReadUserVersion, "read schema version");
   if (!version.ok()) return version.status();
