@@ -12,7 +12,8 @@
 #         stopping rule on (issues 20, 42): the time from its start to the end of its first tick (issue 42:
 #         1 s; the stand-in squeue's own time apart), the tick at which early stopping, having read every
 #         stored curve, has decided once (the run is stopped by SIGINT after that tick, and not before
-#         tick 3), and its peak RSS against 256 MB. Needs no cluster: the database is
+#         tick 3, nor before the curves pass 1,024 points), and its peak RSS against 256 MB, the report
+#         refreshed beside the loop every 6 s. Needs no cluster: the database is
 #         written by build/bin/stopping_tick_bench --write-study, and a stand-in squeue first on PATH
 #         reports every job running and logs one more iteration in each trial's log per call (a
 #         tick's new points); scancel is a no-op. SLURMSWEEP_BIN_BEFORE=/path/to/an/older/slurmsweep
@@ -42,6 +43,13 @@ if [[ $what == stopping ]]; then
   TICK_BENCH=${SLURMSWEEP_TICK_BENCH:-$ROOT/build/bin/stopping_tick_bench}
   [[ -x $TICK_BENCH ]] || { echo "scale_bench: build stopping_tick_bench first: $TICK_BENCH" >&2; exit 1; }
   "$TICK_BENCH" --write-study "$WORK/study" --trials "$TRIALS" --stored "$STORED"
+  # The report refreshed in the background every 6 s (the least refresh_minutes), so that its memory
+  # counts beside the loop's at every stage, not only in tick 1.
+  printf '\n[report]\nrefresh_minutes = 0.1\n' >>"$WORK/study/study.toml"
+  # Enough ticks for the curves to pass 1,024 points (one point a tick), where each series leaves its
+  # exact phase (stopping/series.h): the memory of a run that goes on, not only of a restart.
+  MIN_TICKS=$(( STORED < 1025 ? 1025 - STORED + 2 : 3 ))
+  export MIN_TICKS
   cp -a "$WORK/study" "$WORK/pristine"
   mkdir -p "$WORK/stub"
   cat >"$WORK/stub/squeue" <<'STUB'
@@ -65,7 +73,7 @@ STUB
   # stopping has every stored curve and has decided once (a binary that reads them all in its first tick:
   # tick 1), and at least 3 ticks; then SIGINT ends it after that tick. Prints the figures as shell words.
   cat >"$WORK/timed.py" <<'PY'
-import re, resource, signal, subprocess, sys, time
+import os, re, resource, signal, subprocess, sys, time
 log, argv = sys.argv[1], sys.argv[2:]
 start = time.monotonic()
 p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
@@ -86,7 +94,7 @@ with open(log, "w") as out:
             first = t
         if resumed_tick is None and "early stopping waits" not in line:
             resumed_tick, resumed_at = ticks, t
-        if resumed_tick is not None and ticks >= 3 and not stopped:
+        if resumed_tick is not None and ticks >= max(3, int(os.environ.get("MIN_TICKS", "3"))) and not stopped:
             stopped = True
             p.send_signal(signal.SIGINT)
 rc = p.wait()
