@@ -14,7 +14,10 @@
 #pragma once
 
 #include <cmath>
+#include <algorithm>
 #include <cstddef>
+#include <optional>
+#include <tuple>
 #include <vector>
 
 #include "stopping/series.h"
@@ -32,14 +35,33 @@ class LowerRivals {
   // lower there by a margin at least `least_margin` is listed. Valid until the next call, as found().
   const std::vector<size_t>& Of(const Series& me, double least_margin);
   const std::vector<size_t>& found() const { return found_; }
+  // The trials Of(me, least_margin) lists, without listing them: best first by an upper bound of how much
+  // lower than me each can be, so that a rule after the one rival that is lowest by some measure at most
+  // that bound (rule (6)'s largest projected gap) looks at the few that can beat the best found so far.
+  // Each one is first given to `refine(j)`, which returns a tighter bound for it (nullopt: it is none of
+  // the caller's), then, in the order of that bound, to `take(j)`. The search ends once the largest bound
+  // left is below `enough()` (the best the caller has found; -inf before): every one whose bound is at
+  // least that is taken, ties included.
+  template <class Refine, class Take, class Enough>
+  void MostBelowFirst(const Series& me, double least_margin, Refine refine, Take take, Enough enough);
   // For a trial found by the last Of: at least me's value at a minus its own there, as the rules
   // compute both (rounding allowed for): how much lower than me it can be.
-  double MostBelow(size_t j) const {
-    return (ceiling_[j] - floor_[j]) + 1e-9 * (std::abs(ceiling_[j]) + std::abs(floor_[j])) + 1e-300;
-  }
+  double MostBelow(size_t j) const { return Below(ceiling_[j], floor_[j]); }
 
  private:
+  // The places [from, to) in order_ of the rivals compared with me within one stretch of my curve, where
+  // my value is at most `ceiling`; a rival there is listed when its floor is below `bar`.
+  struct Stretch {
+    size_t from, to;
+    double ceiling, bar;
+  };
+  const std::vector<Stretch>& Stretches(const Series& me, double least_margin);
+  static double Below(double ceiling, double floor) {
+    return (ceiling - floor) + 1e-9 * (std::abs(ceiling) + std::abs(floor)) + 1e-300;
+  }
   void Collect(size_t node, size_t lo, size_t hi, size_t from, size_t to, double bar, double ceiling);
+  std::vector<Stretch> stretches_;
+  std::vector<size_t> edges_;
   std::vector<size_t> order_;    // indexed trials by the end time of their curve
   std::vector<double> end_;      // that time, in the same order
   std::vector<size_t> where_;    // per trial: its place in order_, or npos
@@ -48,6 +70,52 @@ class LowerRivals {
   std::vector<double> tree_;     // minima of the lowest knots (rounding allowed for), leaves from width_
   size_t width_ = 1;
   std::vector<size_t> found_;
+  // MostBelowFirst's queue: a node of the tree within a stretch (its bound: Below of the stretch's ceiling
+  // and the lowest floor under the node, at least that of any rival under it, as Below falls as the floor
+  // rises), or a rival already refined (node 0: order_[lo]).
+  struct Entry {
+    double bound;
+    size_t node, lo, hi, stretch;
+  };
+  std::vector<Entry> heap_;
 };
+
+template <class Refine, class Take, class Enough>
+void LowerRivals::MostBelowFirst(const Series& me, double least_margin, Refine refine, Take take, Enough enough) {
+  if (me.empty() || order_.empty()) return;
+  auto lower = [](const Entry& a, const Entry& b) { return a.bound < b.bound; };
+  std::vector<Entry>& heap = heap_;
+  heap.clear();
+  auto push = [&](Entry e) {
+    heap.push_back(e);
+    std::push_heap(heap.begin(), heap.end(), lower);
+  };
+  const std::vector<Stretch>& stretches = Stretches(me, least_margin);
+  for (size_t r = 0; r < stretches.size(); ++r) {
+    const Stretch& st = stretches[r];
+    if (st.from < st.to && tree_[1] < st.bar) push({Below(st.ceiling, tree_[1]), 1, 0, width_, r});
+  }
+  while (!heap.empty() && !(heap.front().bound < enough())) {
+    std::pop_heap(heap.begin(), heap.end(), lower);
+    Entry e = heap.back();
+    heap.pop_back();
+    if (e.node == 0) {
+      take(order_[e.lo]);
+      continue;
+    }
+    if (e.node >= width_) {
+      // A rival Of lists: refined, and back in the queue by that bound.
+      std::optional<double> bound = refine(order_[e.lo]);
+      if (bound && !(*bound < enough())) push({*bound, 0, e.lo, e.hi, e.stretch});
+      continue;
+    }
+    const Stretch& st = stretches[e.stretch];
+    size_t mid = e.lo + (e.hi - e.lo) / 2;
+    for (auto [node, lo, hi] : {std::tuple{2 * e.node, e.lo, mid}, std::tuple{2 * e.node + 1, mid, e.hi}}) {
+      if (hi <= st.from || st.to <= lo || !(tree_[node] < st.bar)) continue;
+      push({Below(st.ceiling, tree_[node]), node, lo, hi, e.stretch});
+    }
+  }
+}
 
 }  // namespace sweep::stopping
