@@ -15,9 +15,10 @@
 
 #include <cmath>
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cstddef>
 #include <optional>
-#include <tuple>
 #include <vector>
 
 #include "stopping/series.h"
@@ -70,13 +71,16 @@ class LowerRivals {
   std::vector<double> tree_;     // minima of the lowest knots (rounding allowed for), leaves from width_
   size_t width_ = 1;
   std::vector<size_t> found_;
-  // MostBelowFirst's queue: a node of the tree within a stretch (its bound: Below of the stretch's ceiling
-  // and the lowest floor under the node, at least that of any rival under it, as Below falls as the floor
-  // rises), or a rival already refined (node 0: order_[lo]).
+  // MostBelowFirst's queue, 16 bytes an entry: a node of the tree within a stretch (its bound: Below of the
+  // stretch's ceiling and the lowest floor under the node, at least that of any rival under it, as Below falls
+  // as the floor rises), or a rival already refined (kRefined | its place in order_).
   struct Entry {
     double bound;
-    size_t node, lo, hi, stretch;
+    uint32_t node, stretch;
   };
+  static constexpr uint32_t kRefined = 0x80000000u;
+  // Nodes over at most this many places are not queued: their rivals are refined at once.
+  static constexpr size_t kScan = 8;
   std::vector<Entry> heap_;
 };
 
@@ -91,30 +95,41 @@ void LowerRivals::MostBelowFirst(const Series& me, double least_margin, Refine r
     std::push_heap(heap.begin(), heap.end(), lower);
   };
   const std::vector<Stretch>& stretches = Stretches(me, least_margin);
-  for (size_t r = 0; r < stretches.size(); ++r) {
+  // Node n's places [lo, hi): node 1 spans all width_ of them, each level halves.
+  auto span = [&](size_t n, size_t& lo, size_t& hi) {
+    int depth = std::bit_width(n) - 1;
+    size_t size = width_ >> depth;
+    lo = (n - (size_t{1} << depth)) * size, hi = lo + size;
+  };
+  // A node of a stretch: queued by its bound, or, when small, each rival under it Of would list refined now
+  // (one that cannot reach enough() is passed over: its bound only falls when refined, enough() only rises).
+  auto visit = [&](size_t n, uint32_t r) {
     const Stretch& st = stretches[r];
-    if (st.from < st.to && tree_[1] < st.bar) push({Below(st.ceiling, tree_[1]), 1, 0, width_, r});
-  }
+    size_t lo, hi;
+    span(n, lo, hi);
+    if (hi <= st.from || st.to <= lo || !(tree_[n] < st.bar)) return;
+    if (hi - lo > kScan) {
+      push({Below(st.ceiling, tree_[n]), static_cast<uint32_t>(n), r});
+      return;
+    }
+    for (size_t p = std::max(lo, st.from); p < std::min(hi, st.to); ++p) {
+      double floor = tree_[width_ + p];
+      if (!(floor < st.bar) || Below(st.ceiling, floor) < enough()) continue;
+      std::optional<double> bound = refine(order_[p]);
+      if (bound && !(*bound < enough())) push({*bound, kRefined | static_cast<uint32_t>(p), r});
+    }
+  };
+  for (size_t r = 0; r < stretches.size(); ++r) visit(1, static_cast<uint32_t>(r));
   while (!heap.empty() && !(heap.front().bound < enough())) {
     std::pop_heap(heap.begin(), heap.end(), lower);
     Entry e = heap.back();
     heap.pop_back();
-    if (e.node == 0) {
-      take(order_[e.lo]);
+    if (e.node & kRefined) {
+      take(order_[e.node & ~kRefined]);
       continue;
     }
-    if (e.node >= width_) {
-      // A rival Of lists: refined, and back in the queue by that bound.
-      std::optional<double> bound = refine(order_[e.lo]);
-      if (bound && !(*bound < enough())) push({*bound, 0, e.lo, e.hi, e.stretch});
-      continue;
-    }
-    const Stretch& st = stretches[e.stretch];
-    size_t mid = e.lo + (e.hi - e.lo) / 2;
-    for (auto [node, lo, hi] : {std::tuple{2 * e.node, e.lo, mid}, std::tuple{2 * e.node + 1, mid, e.hi}}) {
-      if (hi <= st.from || st.to <= lo || !(tree_[node] < st.bar)) continue;
-      push({Below(st.ceiling, tree_[node]), node, lo, hi, e.stretch});
-    }
+    visit(2 * e.node, e.stretch);
+    visit(2 * e.node + 1, e.stretch);
   }
 }
 

@@ -32,7 +32,7 @@ class ThroughputModel {
       }
       std::sort(kept.begin(), kept.end());
       std::string key;
-      for (const auto& [k, v] : kept) key += fmt::format("{}={};", k, v);
+      for (const auto& [k, v] : kept) key.append(k).append(1, '=').append(v).append(1, ';');
       int g = ids.emplace(key, static_cast<int>(ids.size())).first->second;
       group_.push_back(g);
       // A rate only from trials with the evidence to be compared (enough points, enough of the budget).
@@ -178,8 +178,14 @@ class ThroughputModel {
     double first = std::max(MinStep(a, judged), MinStep(b, judged));
     double last = std::min(MaxStep(a, judged), MaxStep(b, judged));
     if (!(last > first)) return std::nullopt;
-    auto a0 = Pooled(a, first, view), b0 = Pooled(b, first, view), a1 = Pooled(a, last, view),
-         b1 = Pooled(b, last, view);
+    // Whole groups' pooled curves, read at the same few iterations for every pair: kept.
+    auto pooled = [&](int g, double n) {
+      if (view) return Pooled(g, n, view);
+      auto [at, fresh] = pooled_.try_emplace({g, n});
+      if (fresh) at->second = Pooled(g, n);
+      return at->second;
+    };
+    auto a0 = pooled(a, first), b0 = pooled(b, first), a1 = pooled(a, last), b1 = pooled(b, last);
     if (a0 && b0 && a1 && b1) it->second = std::pair{(*b0 - *b1) - (*a0 - *a1), last};
     return it->second;
   }
@@ -249,7 +255,8 @@ class ThroughputModel {
   mutable std::map<std::pair<int, int>, std::optional<std::pair<double, double>>> gaps_;
   mutable std::map<std::pair<int, int>, std::optional<std::pair<double, double>>> gaps_apart_;  // of gaps_of_
   mutable size_t gaps_of_ = 0;
-  mutable std::vector<std::optional<double>> upper_;  // UpperBoundAtBudget at budget_s, per trial
+  mutable std::map<std::pair<int, double>, std::optional<double>> pooled_;  // Pooled(g, n) of whole groups
+  mutable std::vector<std::optional<double>> upper_;                        // UpperBoundAtBudget at budget_s, per trial
   double fastest_ = -kInf;
   mutable std::optional<double> lowest_;
   bool noise_known_ = true;
@@ -387,17 +394,25 @@ std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i, LowerRivals* low
     }
     return best;
   }
-  // A projected gap is at most the gap at equal time (it only closes), which is at most MostBelow: the rivals
-  // are taken most below first, each refined to its gap at equal time, until none left can beat the best.
-  auto gap_of = [&](size_t j) -> std::optional<double> {
+  // A lead's projected gap is at most the gap at equal time (it only closes), which is at most MostBelow: the
+  // rivals are taken most below first, each refined to what lead_of would project for it (the same numbers
+  // from the same expressions; the gap itself at the budget) before the bend and the margin are weighed, until
+  // none left can beat the best.
+  auto projected_of = [&](size_t j) -> std::optional<double> {
     if (!takes(j)) return std::nullopt;
     const Series& them = c.series[j];
     double at = std::min({me.last_t(), them.last_t(), budget});
     double from = std::max(me.first_t(), them.first_t());
     if (!(at > from) || CannotLead(c, i, j, at)) return std::nullopt;
-    double gap = me.At(at) - them.At(at);                          // as lead_of computes it
+    double gap = me.At(at) - them.At(at);
     if (!(gap > c.config.throughput.margin)) return std::nullopt;  // lead_of's margin is at least that
-    return gap;
+    if (at >= budget) return gap;
+    double b = from + 2 * (at - from) / 3;
+    double closing =
+        std::max(0.0, (me.At(b) - them.At(b)) - gap + std::sqrt(2.0) * std::hypot(c.Se(i), c.Se(j))) / (at - b);
+    double projected = gap - closing * (budget - at);
+    if (!(projected > c.config.throughput.margin)) return std::nullopt;
+    return projected;
   };
   auto weigh = [&](size_t j) {
     auto lead = lead_of(j);
@@ -406,7 +421,7 @@ std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i, LowerRivals* low
       best = lead;
     }
   };
-  lower->MostBelowFirst(me, LeastMargin(c, i), gap_of, weigh, [&] { return best ? best->projected : -kInf; });
+  lower->MostBelowFirst(me, LeastMargin(c, i), projected_of, weigh, [&] { return best ? best->projected : -kInf; });
   return best;
 }
 
