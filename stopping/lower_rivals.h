@@ -39,10 +39,10 @@ class LowerRivals {
   // The trials Of(me, least_margin) lists, without listing them: best first by an upper bound of how much
   // lower than me each can be, so that a rule after the one rival that is lowest by some measure at most
   // that bound (rule (6)'s largest projected gap) looks at the few that can beat the best found so far.
-  // Each one is first given to `refine(j)`, which returns a tighter bound for it (nullopt: it is none of
-  // the caller's), then, in the order of that bound, to `take(j)`. The search ends once the largest bound
-  // left is below `enough()` (the best the caller has found; -inf before): every one whose bound is at
-  // least that is taken, ties included.
+  // Each one whose bound reaches `enough()` (the best the caller has found; -inf before) is given to
+  // `refine(j)`, which returns a tighter bound for it (nullopt: it is none of the caller's), and, when that
+  // still reaches enough(), at once to `take(j)` (which may raise enough()). The search ends once no bound
+  // left reaches enough(): every rival whose bound is at least the final enough() is taken, ties included.
   template <class Refine, class Take, class Enough>
   void MostBelowFirst(const Series& me, double least_margin, Refine refine, Take take, Enough enough);
   // For a trial found by the last Of: at least me's value at a minus its own there, as the rules
@@ -71,14 +71,13 @@ class LowerRivals {
   std::vector<double> tree_;     // minima of the lowest knots (rounding allowed for), leaves from width_
   size_t width_ = 1;
   std::vector<size_t> found_;
-  // MostBelowFirst's queue, 16 bytes an entry: a node of the tree within a stretch (its bound: Below of the
-  // stretch's ceiling and the lowest floor under the node, at least that of any rival under it, as Below falls
-  // as the floor rises), or a rival already refined (kRefined | its place in order_).
+  // MostBelowFirst's queue, 16 bytes an entry: a node of the tree within a stretch, by its bound (Below of
+  // the stretch's ceiling and the lowest floor under the node, at least that of any rival under it, as Below
+  // falls as the floor rises).
   struct Entry {
     double bound;
     uint32_t node, stretch;
   };
-  static constexpr uint32_t kRefined = 0x80000000u;
   // Nodes over at most this many places are not queued: their rivals are refined at once.
   static constexpr size_t kScan = 8;
   std::vector<Entry> heap_;
@@ -101,8 +100,9 @@ void LowerRivals::MostBelowFirst(const Series& me, double least_margin, Refine r
     size_t size = width_ >> depth;
     lo = (n - (size_t{1} << depth)) * size, hi = lo + size;
   };
-  // A node of a stretch: queued by its bound, or, when small, each rival under it Of would list refined now
-  // (one that cannot reach enough() is passed over: its bound only falls when refined, enough() only rises).
+  // A node of a stretch: queued by its bound, or, when small, each rival under it Of would list refined and
+  // taken now (one that cannot reach enough() is passed over: its bound only falls when refined, enough()
+  // only rises). Taken as soon as found, a lead raises enough() early and prunes the nodes left.
   auto visit = [&](size_t n, uint32_t r) {
     const Stretch& st = stretches[r];
     size_t lo, hi;
@@ -116,7 +116,7 @@ void LowerRivals::MostBelowFirst(const Series& me, double least_margin, Refine r
       double floor = tree_[width_ + p];
       if (!(floor < st.bar) || Below(st.ceiling, floor) < enough()) continue;
       std::optional<double> bound = refine(order_[p]);
-      if (bound && !(*bound < enough())) push({*bound, kRefined | static_cast<uint32_t>(p), r});
+      if (bound && !(*bound < enough())) take(order_[p]);
     }
   };
   for (size_t r = 0; r < stretches.size(); ++r) visit(1, static_cast<uint32_t>(r));
@@ -124,10 +124,6 @@ void LowerRivals::MostBelowFirst(const Series& me, double least_margin, Refine r
     std::pop_heap(heap.begin(), heap.end(), lower);
     Entry e = heap.back();
     heap.pop_back();
-    if (e.node & kRefined) {
-      take(order_[e.node & ~kRefined]);
-      continue;
-    }
     visit(2 * e.node, e.stretch);
     visit(2 * e.node + 1, e.stretch);
   }
