@@ -10,7 +10,9 @@
 // those that end within its curve at a time in one of a few stretches of its knots (single knots near
 // its end, wider ones further back), where i's value is at most the highest knot of the stretch. Each
 // stretch is one descent of the tree to the rivals below its bar: a superset of those that can be lower,
-// which the rules then compare in full, as before. Rounding is allowed for on both sides.
+// which the rules then compare in full, as before. Rounding is allowed for on both sides. Rule (6), which
+// wants only the rival with the largest projected gap, does not list them: it searches the tree best first
+// (MostBelowFirst) and stops once no rival left can beat the best lead found.
 #pragma once
 
 #include <cmath>
