@@ -321,9 +321,9 @@ bool CannotLead(const Context& c, size_t i, size_t j, double at) {
   return widest_gap * (1 + 1e-9) + 1e-300 < least_margin * (1 - 1e-9);
 }
 
-// `lower`: on the indexed path, the rivals LowerRivals listed for trial i at LeastMargin (null: every
-// live one is looked at). They are compared at min(i's end, theirs), as here while i has not run past the
-// budget; then they are taken by how much lower they can be, most first, until no other can beat the best.
+// `lower`: on the indexed path, the index of the live rivals (null: every live one is looked at). Those it
+// would list for trial i at LeastMargin are compared at min(i's end, theirs), as here while i has not run past
+// the budget; they are taken by how much lower they can be, most first, until no other can beat the best.
 std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i, LowerRivals* lower) {
   const Series& me = c.series[i];
   const double budget = c.config.budget_s;
