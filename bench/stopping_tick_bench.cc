@@ -296,7 +296,7 @@ int Main(int argc, char** argv) {
   (void)state.Evaluate(meta);
   double first_tick_cpu = CpuNow() - c0;
 
-  std::vector<double> inc_s, old_s, inc_wall, view_s, ref_s;  // CPU seconds; wall seconds
+  std::vector<double> inc_s, old_s, inc_wall, view_s, ref_s, append_s;  // CPU seconds; wall seconds
   size_t decisions_inc = 0, decisions_old = 0, decisions_view = 0, decisions_ref = 0, differing = 0;
   for (int r = 0; r < rounds; ++r) {
     std::vector<std::vector<CurvePoint>> news(trials);
@@ -307,6 +307,7 @@ int Main(int argc, char** argv) {
     t0 = std::chrono::steady_clock::now();
     c0 = CpuNow();
     for (int i = 0; i < trials; ++i) state.Append(i, 8, news[i], {});
+    append_s.push_back(CpuNow() - c0);
     std::vector<stopping::StopDecision> got = state.Evaluate(meta);
     decisions_inc += got.size();
     inc_s.push_back(CpuNow() - c0);
@@ -345,6 +346,7 @@ int Main(int argc, char** argv) {
       "  incremental tick (StoppingState: append the new points, decide)   {:8.4f} s  ({} stops decided; wall {:.4f} "
       "s)\n",
       inc, decisions_inc / static_cast<size_t>(rounds), Median(inc_wall));
+  fmt::print("    of which appending the new points (Series::AppendLoss)          {:8.4f} s\n", Median(append_s));
   if (rebuild) {
     double old = Median(old_s);
     fmt::print("  rebuilding tick (copy every curve, EvaluateStopping from scratch) {:8.4f} s  ({} stops decided)\n",

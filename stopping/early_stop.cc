@@ -111,12 +111,23 @@ std::vector<StopDecision> Decide(const StoppingConfig& config, const std::vector
   if (config.patience.enabled) Patience(c);
   // Last, so that the rivals it stops trials for are known to live on.
   if (config.throughput.enabled) Throughput(c);
-  std::map<int64_t, size_t> position;
-  for (size_t i = 0; i < trials.size(); ++i) position.emplace(trials[i].id, i);
-  std::stable_sort(c.decisions.begin(), c.decisions.end(), [&](const StopDecision& a, const StopDecision& b) {
-    return position[a.trial_id] < position[b.trial_id];
-  });
-  return std::move(c.decisions);
+  // In the order of `trials` (an id's first place), decisions of one trial in the order made: each decision's
+  // place is looked up once, not at each comparison (at 10,000 trials that was 0.02 s a tick).
+  std::vector<std::pair<int64_t, size_t>> by_id;
+  by_id.reserve(trials.size());
+  for (size_t i = 0; i < trials.size(); ++i) by_id.emplace_back(trials[i].id, i);
+  std::sort(by_id.begin(), by_id.end());
+  std::vector<std::pair<size_t, size_t>> order;  // (place, decision), sorted
+  order.reserve(c.decisions.size());
+  for (size_t k = 0; k < c.decisions.size(); ++k) {
+    auto it = std::lower_bound(by_id.begin(), by_id.end(), std::pair{c.decisions[k].trial_id, size_t{0}});
+    order.emplace_back(it != by_id.end() && it->first == c.decisions[k].trial_id ? it->second : 0, k);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<StopDecision> sorted;
+  sorted.reserve(order.size());
+  for (const auto& [place, k] : order) sorted.push_back(std::move(c.decisions[k]));
+  return sorted;
 }
 
 }  // namespace

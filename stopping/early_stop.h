@@ -126,7 +126,8 @@ namespace sweep::stopping {
 // How the rules that weigh each trial against every other find them (issue 42): kIndexed, the default,
 // with what one evaluation shares across the trials judged (the median rule sweeps the curves once in
 // the order of the times it judges at, and settles most trials by counting bounds in batches; the
-// throughput rule looks only at the rivals that may be lower, stopping/lower_rivals.h); kReference, the
+// throughput rule looks only at the rivals that may be lower, stopping/lower_rivals.h, rule (6) at those
+// that can beat the best lead found, and skips comparisons that no rival can pass); kReference, the
 // same rules pair by pair, as they were written first. Both decide the same, bit for bit: kReference is kept to check
 // that (stopping_state_test.cc on random studies, `stopping_tick_bench --check`, `stopping_bench --reference`).
 enum class RulePath { kIndexed, kReference };

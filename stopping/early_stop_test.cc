@@ -253,6 +253,14 @@ TEST_CASE("race: past the best time to target without reaching it, a trial can n
   c.target_loss = 3.0;
   std::vector<TrialProgress> nan_first = {Trial(1, {{1, 0, 9}, {2, 10, kNaN}, {3, 20, 8}}), Trial(2, slow)};
   CHECK(EvaluateStopping(c, nan_first).empty());
+
+  // A curve that touches the target only at its lowest point has reached it (a curve is walked for its
+  // crossing unless its lowest point is above the target), and one a hair above it has not.
+  auto touch = [](double lowest) {
+    return Curve(1, 50, [lowest](int64_t step) { return step == 44 ? lowest : std::max(3.0 + 1e-9, Loss(step)); });
+  };
+  CHECK(StoppedIds(EvaluateStopping(c, {Trial(1, touch(3.0)), Trial(2, slow)})) == std::vector<int64_t>{2});
+  CHECK(EvaluateStopping(c, {Trial(1, touch(3.0 + 1e-12)), Trial(2, slow)}).empty());
 }
 
 TEST_CASE("halving: at each rung the best 1/eta of those that reached it go on") {

@@ -58,9 +58,8 @@ void LowerRivals::Collect(size_t node, size_t lo, size_t hi, size_t from, size_t
   Collect(2 * node + 1, mid, hi, from, to, bar, ceiling);
 }
 
-const std::vector<size_t>& LowerRivals::Of(const Series& me, double least_margin) {
-  found_.clear();
-  if (me.empty() || order_.empty()) return found_;
+const std::vector<LowerRivals::Stretch>& LowerRivals::Stretches(const Series& me, double least_margin) {
+  stretches_.clear();
   auto bar = [&](double ceiling) {
     // The rival must be below ceiling - least_margin; the subtraction's rounding and the rules' own allowed for.
     return (ceiling - least_margin) + 1e-9 * (std::abs(ceiling) + std::abs(least_margin)) + 1e-300;
@@ -70,12 +69,13 @@ const std::vector<size_t>& LowerRivals::Of(const Series& me, double least_margin
   };
   // Rivals that end at or past me are compared at my end, where my value is my last knot (Lerp clamps).
   size_t past = place(me.last_t());
-  Collect(1, 0, width_, past, order_.size(), bar(me.s.back()), me.s.back());
+  stretches_.push_back({past, order_.size(), me.s.back(), bar(me.s.back())});
   // Those that end within my curve, at a time in the stretch of knots [e, f): my value there is between
   // two knots of [e, f], so at most the highest of them. Stretches of single knots near my end, doubling
   // backwards, and at most 1/16 of the knots each.
   size_t k = me.t.size();
-  std::vector<size_t> edges = {0, k - 1};
+  std::vector<size_t>& edges = edges_;
+  edges = {0, k - 1};
   for (size_t back = 1; back < k; back *= 2) edges.push_back(k - 1 - back);
   for (size_t e = 0; e < 16; ++e) edges.push_back(e * (k - 1) / 16);
   std::sort(edges.begin(), edges.end());
@@ -87,7 +87,16 @@ const std::vector<size_t>& LowerRivals::Of(const Series& me, double least_margin
     if (from >= to) continue;
     double ceiling = *std::max_element(me.s.begin() + static_cast<std::ptrdiff_t>(e),
                                        me.s.begin() + static_cast<std::ptrdiff_t>(f) + 1);
-    Collect(1, 0, width_, from, to, bar(ceiling + rounding), ceiling + rounding);
+    stretches_.push_back({from, to, ceiling + rounding, bar(ceiling + rounding)});
+  }
+  return stretches_;
+}
+
+const std::vector<size_t>& LowerRivals::Of(const Series& me, double least_margin) {
+  found_.clear();
+  if (me.empty() || order_.empty()) return found_;
+  for (const Stretch& st : Stretches(me, least_margin)) {
+    Collect(1, 0, width_, st.from, st.to, st.bar, st.ceiling);
   }
   std::sort(found_.begin(), found_.end());
   return found_;

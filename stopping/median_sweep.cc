@@ -90,7 +90,10 @@ struct Segments {
   }
 };
 
-constexpr size_t kBatch = 64;
+// Each batch bounds every evident curve once, so fewer, wider batches cost fewer bounds and judge a few more
+// trials in full: at 10,000 trials x 1,000 points the rule took 0.09 s a tick in batches of 64, 0.07 s in
+// batches of 128 and of 256, 0.09 s of 512 (stopping_tick_bench, load ~5).
+constexpr size_t kBatch = 256;
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -354,6 +355,110 @@ TEST_CASE("stopping state: the median rule's batches decide as the reference nea
   }
   CHECK(stops >= 100);
   CHECK(stays >= 100);
+}
+
+// Issue 42: on the indexed path the throughput rule passes over what cannot decide: rule (1)'s siblings slower
+// than 1 + rate_margin times the trial, rules (2) and (3) when no group progressed more per iteration than the
+// trial's least margin and none is rival_speedup times as fast (with few groups), rules (4) and (5) when no
+// rival's bound can be below their value, and rule (6)'s rivals whose gap at equal time cannot beat the best
+// lead found. Each must decide as the reference. Groups fall at different paces per iteration (so (3) fires
+// and (2) does not always), speeds spread 4x (so (1) and (2) fire), some trials complete early (measured
+// curves and bounds for (4) and (5)); a few groups or more than the few (the rivals then listed); repeats.
+// A curve logged every 10 iterations, `per_step` seconds an iteration, for `seconds` of training time.
+std::vector<CurvePoint> ShapedCurve(double seconds, uint64_t seed, double level, double drop, double pace,
+                                    double per_step) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0, 0.01);
+  std::vector<CurvePoint> out;
+  double t = 0;
+  for (int64_t step = 10; t <= seconds; step += 10) {
+    out.push_back({step, t, level + drop * std::exp(-static_cast<double>(step) / pace) + noise(rng)});
+    t += 10 * per_step * (1 + 0.02 * noise(rng));
+  }
+  return out;
+}
+
+TEST_CASE("stopping state: the throughput rule's pruned comparisons decide as the reference on random studies",
+          "[stopping]") {
+  std::mt19937_64 rng(4242);
+  std::map<std::string, int> stops;  // by the rule's part, as its reason reads
+  for (int study = 0; study < 40; ++study) {
+    const bool many_groups = rng() % 4 == 0;
+    const int groups = many_groups ? 70 + static_cast<int>(rng() % 20) : 2 + static_cast<int>(rng() % 12);
+    const int per_group = many_groups ? 1 + static_cast<int>(rng() % 2) : 2 + static_cast<int>(rng() % 5);
+    const int repeats = rng() % 4 == 0 ? 2 : 1, ticks = 3 + static_cast<int>(rng() % 5);
+    const double seconds = 200 + static_cast<double>(rng() % 800);
+    StoppingConfig config;
+    config.budget_s = seconds * (0.5 + 0.01 * static_cast<double>(rng() % 70));
+    config.throughput.enabled = true;
+    config.throughput.params = {"mbs"};
+    config.throughput.lead = rng() % 3 != 0;
+    config.throughput.extrapolate = rng() % 3 != 0;
+    config.throughput.rival_speedup = std::vector<double>{0, 1.2, 1.5}[rng() % 3];
+    config.throughput.rate_horizon = rng() % 2 == 0 ? 1 : 9;
+    config.throughput.margin = rng() % 2 == 0 ? 0.005 : 0.02;
+    config.evidence.min_points = 3 + static_cast<int>(rng() % 6);
+    config.evidence.min_fraction = 0.05;
+    config.maximize = rng() % 5 == 0;
+    std::vector<std::vector<CurvePoint>> curves;
+    std::vector<TrialProgress> meta;
+    for (int g = 0; g < groups; ++g) {
+      double level = 1.8 + 0.005 * static_cast<double>(rng() % 20), drop = 1 + 0.02 * static_cast<double>(rng() % 10);
+      double pace = 400 + 20 * static_cast<double>(rng() % 20);
+      for (int m = 0; m < per_group * repeats; ++m) {
+        int mbs = m / repeats;
+        double per_step = 0.02 * (1 + static_cast<double>(rng() % 4)) / std::sqrt(1.0 + mbs % 4);
+        curves.push_back(ShapedCurve(seconds, rng(), level, drop, pace, per_step));
+        if (config.maximize) {
+          for (CurvePoint& p : curves.back()) p.value = -p.value;
+        }
+        TrialProgress p;
+        p.id = static_cast<int64_t>(meta.size());
+        p.name = "t" + std::to_string(p.id);
+        p.params = {{"model", std::to_string(g)}, {"mbs", std::to_string(mbs)}};
+        if (repeats > 1) p.configuration = "c" + std::to_string(g) + "-" + std::to_string(mbs);
+        meta.push_back(p);
+      }
+    }
+    const size_t trials = meta.size();
+    StoppingState state(config);
+    std::vector<size_t> shown(trials, 0);
+    for (int tick = 1; tick <= ticks; ++tick) {
+      // Equal wall time: the points each trial logged by then (a completed one logs no more).
+      for (size_t i = 0; i < trials; ++i) {
+        size_t upto = shown[i];
+        while (meta[i].phase == TrialPhase::kRunning && upto < curves[i].size() &&
+               curves[i][upto].time_s <= seconds * tick / ticks) {
+          ++upto;
+        }
+        state.Append(meta[i].id, 1, Slice(curves[i], shown[i], upto), {});
+        shown[i] = upto;
+        if (meta[i].phase == TrialPhase::kRunning && tick < ticks && rng() % 8 == 0) {
+          meta[i].phase = TrialPhase::kCompleted;
+        }
+      }
+      auto reference = state.Evaluate(meta, RulePath::kReference);
+      auto indexed = state.Evaluate(meta, RulePath::kIndexed);
+      INFO("study " << study << ", tick " << tick << ", " << trials << " trials in " << groups << " groups");
+      CheckSameDecisions(indexed, reference);
+      for (const StopDecision& d : indexed) {
+        meta[static_cast<size_t>(d.trial_id)].phase = TrialPhase::kStopped;
+        for (const char* part : {"differs only in throughput", "improved", "predicted value at the budget",
+                                 "straight line", "at equal time (margin", "at the budget t="}) {
+          if (d.reason.find(part) != std::string::npos) ++stops[part];
+        }
+      }
+    }
+  }
+  // Every part of the rule decided some trials, so each pruning was weighed against the reference.
+  INFO("stops by part: (1) " << stops["differs only in throughput"] << ", (2)/(3) " << stops["improved"] << ", (4) "
+                             << stops["predicted value at the budget"] << ", (5) " << stops["straight line"] << ", (6) "
+                             << stops["at equal time (margin"] << " + " << stops["at the budget t="]);
+  CHECK(stops["differs only in throughput"] >= 10);
+  CHECK(stops["improved"] >= 10);
+  CHECK(stops["predicted value at the budget"] >= 3);
+  CHECK(stops["straight line"] >= 3);
+  CHECK(stops["at equal time (margin"] >= 10);
 }
 
 // The noise marks a restart settles from the kept second differences in one pass (Series::SettleMarks)

@@ -32,11 +32,13 @@ class ThroughputModel {
       }
       std::sort(kept.begin(), kept.end());
       std::string key;
-      for (const auto& [k, v] : kept) key += fmt::format("{}={};", k, v);
+      for (const auto& [k, v] : kept) key.append(k).append(1, '=').append(v).append(1, ';');
       int g = ids.emplace(key, static_cast<int>(ids.size())).first->second;
       group_.push_back(g);
       // A rate only from trials with the evidence to be compared (enough points, enough of the budget).
       rate_.push_back(c.Evident(i) ? c.series[i].Rate(std::max(2, c.config.throughput.min_points)) : std::nullopt);
+      if (rate_.back()) fastest_ = std::max(fastest_, *rate_.back());
+      noise_known_ = noise_known_ && !std::isnan(c.Noise(i)) && !std::isnan(c.Se(i));
       if (static_cast<size_t>(g) == members_.size()) {
         members_.emplace_back();
         min_step_.push_back(kInf);
@@ -51,6 +53,10 @@ class ThroughputModel {
   }
 
   int group(size_t i) const { return group_[i]; }
+  size_t groups() const { return members_.size(); }
+  // Up to this many groups, ProgressMayStop weighs each trial judged against every other group: a few
+  // dozen configurations times throughput knobs is the common study; beyond, the rivals are listed.
+  static constexpr size_t kFewGroups = 64;
   // Whether group g holds a sibling of trial i (then its pooled curve differs in i's view).
   bool HoldsSibling(int g, size_t i) const {
     if (!c_.HasSiblings(i)) return false;
@@ -77,6 +83,23 @@ class ThroughputModel {
     return most;
   }
   std::optional<double> rate(size_t i) const { return rate_[i]; }
+  // The highest rate of any trial.
+  double fastest() const { return fastest_; }
+  // No trial's Noise or Se is NaN.
+  bool noise_known() const { return noise_known_; }
+  // Group g's trials with a rate, fastest first (ties by index).
+  const std::vector<size_t>& FastestFirst(int g) const {
+    if (by_rate_.empty()) by_rate_.resize(members_.size());
+    std::optional<std::vector<size_t>>& out = by_rate_[g];
+    if (!out) {
+      out.emplace();
+      for (size_t j : members_[g]) {
+        if (rate_[j]) out->push_back(j);
+      }
+      std::stable_sort(out->begin(), out->end(), [&](size_t a, size_t b) { return *rate_[a] > *rate_[b]; });
+    }
+    return *out;
+  }
   // Group g's trials with a curve, in order.
   const std::vector<size_t>& members(int g) const { return members_[g]; }
 
@@ -107,6 +130,38 @@ class ThroughputModel {
     return static_cast<double>(s.step.back()) + *rate_[i] * (budget - s.last_t());
   }
 
+  // At most any trial's UpperBoundAtBudget: each is a smoothed value of a curve, read at a time or
+  // averaged over a group, so at least the lowest smoothed value of any curve, but for rounding (a
+  // lookup's and an average's, a few units in the last place of the largest value they read).
+  double Lowest() const {
+    if (!lowest_) {
+      double least = kInf, scale = 0;
+      for (size_t j = 0; j < c_.trials.size(); ++j) {
+        const Series& s = c_.series[j];
+        if (s.empty()) continue;
+        least = std::min(least, s.min_s);
+        for (double v : s.s) scale = std::max(scale, std::abs(v));
+      }
+      lowest_ = least - 1e-9 * std::max(scale, std::abs(least)) - 1e-300;
+    }
+    return *lowest_;
+  }
+
+  // The largest GapPerIteration(a, b).first over the other groups b (-inf: none), for a trial of group a
+  // without siblings (whose view is every group whole); cached per group.
+  double MostProgressOver(int a, size_t judged) const {
+    if (most_progress_.empty()) most_progress_.resize(members_.size());
+    std::optional<double>& out = most_progress_[a];
+    if (!out) {
+      out = -kInf;
+      for (size_t b = 0; b < members_.size(); ++b) {
+        if (static_cast<int>(b) == a || members_[b].empty()) continue;
+        if (auto g = GapPerIteration(a, static_cast<int>(b), judged); g && g->first > *out) out = g->first;
+      }
+    }
+    return *out;
+  }
+
   // How much less group a's loss has fallen than group b's, from the first iteration both
   // logged to the furthest both reached, and that iteration: progress per iteration. Levels are
   // not compared because first losses differ by initialisation and data order alone (up to 0.1
@@ -126,8 +181,14 @@ class ThroughputModel {
     double first = std::max(MinStep(a, judged), MinStep(b, judged));
     double last = std::min(MaxStep(a, judged), MaxStep(b, judged));
     if (!(last > first)) return std::nullopt;
-    auto a0 = Pooled(a, first, view), b0 = Pooled(b, first, view), a1 = Pooled(a, last, view),
-         b1 = Pooled(b, last, view);
+    // Whole groups' pooled curves, read at the same few iterations for every pair: kept.
+    auto pooled = [&](int g, double n) {
+      if (view) return Pooled(g, n, view);
+      auto [at, fresh] = pooled_.try_emplace({g, n});
+      if (fresh) at->second = Pooled(g, n);
+      return at->second;
+    };
+    auto a0 = pooled(a, first), b0 = pooled(b, first), a1 = pooled(a, last), b1 = pooled(b, last);
     if (a0 && b0 && a1 && b1) it->second = std::pair{(*b0 - *b1) - (*a0 - *a1), last};
     return it->second;
   }
@@ -198,7 +259,13 @@ class ThroughputModel {
   mutable std::map<std::pair<int, int>, std::optional<std::pair<double, double>>> gaps_;
   mutable std::map<std::pair<int, int>, std::optional<std::pair<double, double>>> gaps_apart_;  // of gaps_of_
   mutable size_t gaps_of_ = 0;
-  mutable std::vector<std::optional<double>> upper_;  // UpperBoundAtBudget at budget_s, per trial
+  mutable std::map<std::pair<int, double>, std::optional<double>> pooled_;  // Pooled(g, n) of whole groups
+  mutable std::vector<std::optional<double>> upper_;                        // UpperBoundAtBudget at budget_s, per trial
+  double fastest_ = -kInf;
+  mutable std::optional<double> lowest_;
+  bool noise_known_ = true;
+  mutable std::vector<std::optional<std::vector<size_t>>> by_rate_;  // FastestFirst, per group
+  mutable std::vector<std::optional<double>> most_progress_;         // MostProgressOver, per group
 };
 
 // Rule (1) stops a trial on rates alone: its sibling's faster rate says it will be further along
@@ -217,6 +284,18 @@ bool RatesSeenAsFarAsTheBudget(const Context& c, size_t i, size_t j) {
   const Series& them = c.series[j];
   double seen = std::min(me.last_t() - me.first_t(), them.last_t() - them.first_t());
   return seen * c.config.throughput.rate_horizon >= c.config.budget_s - me.last_t();
+}
+
+// Whether rules (2) and (3) can stop trial i (rate `mine`, no siblings) for any rival: (3) needs a group
+// that progressed more than the progress margin, which is at least max(margin, sqrt(Noise(i)^2 + Se(i)^2))
+// (the rival's terms only add; a NaN among them leaves the margin itself); (2) a rival rival_speedup times
+// as fast, so at least the fastest trial.
+bool ProgressMayStop(const Context& c, const ThroughputModel& model, size_t i, double mine) {
+  const ThroughputRuleConfig& cfg = c.config.throughput;
+  if (cfg.rival_speedup > 0 && model.fastest() / mine >= cfg.rival_speedup) return true;
+  double own = std::sqrt(c.Noise(i) * c.Noise(i) + c.Se(i) * c.Se(i));
+  double least = model.noise_known() ? std::max(cfg.margin, own) : cfg.margin;
+  return !(model.MostProgressOver(model.group(i), i) <= least);
 }
 
 // Rule (6) of the throughput rule (early_stop.h): the rival of trial i it is stopped for, if any.
@@ -246,10 +325,10 @@ bool CannotLead(const Context& c, size_t i, size_t j, double at) {
   return widest_gap * (1 + 1e-9) + 1e-300 < least_margin * (1 - 1e-9);
 }
 
-// `lower`: on the indexed path, the rivals LowerRivals listed for trial i at LeastMargin (null: every
-// live one is looked at). They are compared at min(i's end, theirs), as here while i has not run past the
-// budget; then they are taken by how much lower they can be, most first, until no other can beat the best.
-std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i, const LowerRivals* lower) {
+// `lower`: on the indexed path, the index of the live rivals (null: every live one is looked at). Those it
+// would list for trial i at LeastMargin are compared at min(i's end, theirs), as here while i has not run past
+// the budget; they are taken by how much lower they can be, most first, until no other can beat the best.
+std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i, LowerRivals* lower) {
   const Series& me = c.series[i];
   const double budget = c.config.budget_s;
   if (budget <= 0 || !c.LossEvident(i)) return std::nullopt;
@@ -319,30 +398,38 @@ std::optional<Lead> LeadAtEqualTime(const Context& c, size_t i, const LowerRival
     }
     return best;
   }
-  // A projected gap is at most the gap at equal time (it only closes), which is at most MostBelow.
-  std::vector<std::pair<double, size_t>> most;
-  for (size_t j : lower->found()) {
-    if (takes(j)) most.emplace_back(lower->MostBelow(j), j);
-  }
-  // Most first (ties: the first by index), taken one by one from a heap: usually only the first few are.
-  auto after = [](const auto& x, const auto& y) {
-    return x.first < y.first || (x.first == y.first && x.second > y.second);
+  // A lead's projected gap is at most the gap at equal time (it only closes), which is at most MostBelow: the
+  // rivals are taken most below first, each refined to what lead_of would project for it (the same numbers
+  // from the same expressions; the gap itself at the budget) before the bend and the margin are weighed, until
+  // none left can beat the best.
+  auto projected_of = [&](size_t j) -> std::optional<double> {
+    if (!takes(j)) return std::nullopt;
+    const Series& them = c.series[j];
+    double at = std::min({me.last_t(), them.last_t(), budget});
+    double from = std::max(me.first_t(), them.first_t());
+    if (!(at > from) || CannotLead(c, i, j, at)) return std::nullopt;
+    double gap = me.At(at) - them.At(at);
+    if (!(gap > c.config.throughput.margin)) return std::nullopt;  // lead_of's margin is at least that
+    if (at >= budget) return gap;
+    double b = from + 2 * (at - from) / 3;
+    double closing =
+        std::max(0.0, (me.At(b) - them.At(b)) - gap + std::sqrt(2.0) * std::hypot(c.Se(i), c.Se(j))) / (at - b);
+    double projected = gap - closing * (budget - at);
+    if (!(projected > c.config.throughput.margin)) return std::nullopt;
+    return projected;
   };
-  std::make_heap(most.begin(), most.end(), after);
-  for (auto end = most.end(); end != most.begin(); --end) {
-    std::pop_heap(most.begin(), end, after);
-    auto [bound, j] = end[-1];
-    if (best && bound < best->projected) break;
+  auto weigh = [&](size_t j) {
     auto lead = lead_of(j);
     if (lead &&
         (!best || lead->projected > best->projected || (lead->projected == best->projected && j < best->rival))) {
       best = lead;
     }
-  }
+  };
+  lower->MostBelowFirst(me, LeastMargin(c, i), projected_of, weigh, [&] { return best ? best->projected : -kInf; });
   return best;
 }
 
-void StopForLead(Context& c, size_t i, const LowerRivals* lower) {
+void StopForLead(Context& c, size_t i, LowerRivals* lower) {
   if (!c.config.throughput.lead) return;
   if (auto lead = LeadAtEqualTime(c, i, lower)) {
     std::string reason =
@@ -363,23 +450,28 @@ void StopForLead(Context& c, size_t i, const LowerRivals* lower) {
 void Throughput(Context& c) {
   const ThroughputRuleConfig& cfg = c.config.throughput;
   ThroughputModel model(c);
-  // Indexed path: the live rivals that may be lower at equal time, listed per trial judged, for the
-  // comparisons that need one lower by at least LeastMargin (lower_now, rule (6)).
+  // Indexed path: the live rivals that may be lower at equal time, for the comparisons that need one lower
+  // by at least LeastMargin (lower_now, rule (6)); listed for a trial only when a rule needs the list.
   std::optional<LowerRivals> index;
   if (c.floors) index.emplace(c.series.of, c.live);
-  auto lower = [&](size_t i) -> const LowerRivals* {
-    if (!index) return nullptr;
-    index->Of(c.series[i], LeastMargin(c, i));
-    return &*index;
+  auto may_be_lower = [&](size_t i) -> const std::vector<size_t>& {
+    if (!index) return c.MaybeLive();
+    return index->Of(c.series[i], LeastMargin(c, i));
   };
   // Every stop below: the index forgets the trial.
   auto stop = [&](size_t i, std::string rule, std::string reason, double value, double threshold, int refs) {
     c.Stop(i, std::move(rule), std::move(reason), value, threshold, refs);
     if (index) index->Remove(i);
   };
-  auto lead = [&](size_t i, const LowerRivals* rivals) {
-    StopForLead(c, i, rivals);
+  auto lead = [&](size_t i) {
+    StopForLead(c, i, index ? &*index : nullptr);
     if (index && c.decided[i]) index->Remove(i);
+  };
+  // Indexed path: whether rules (2) and (3) can stop trial i at all (see ProgressMayStop); when not, its
+  // rivals are not listed for them.
+  auto progress_may_stop = [&](size_t i, double mine) {
+    if (!index || model.groups() > ThroughputModel::kFewGroups || c.HasSiblings(i)) return true;
+    return ProgressMayStop(c, model, i, mine);
   };
   // Slowest first, so that a chain of siblings collapses onto the fastest one.
   std::vector<size_t> order;
@@ -389,7 +481,7 @@ void Throughput(Context& c) {
   for (size_t i : order) {
     if (!c.Candidate(i) || c.series[i].last_t() < cfg.grace_s) continue;
     if (!model.rate(i)) {
-      lead(i, lower(i));  // (6) needs no rate
+      lead(i);  // (6) needs no rate
       continue;
     }
     const Series& me = c.series[i];
@@ -400,12 +492,26 @@ void Throughput(Context& c) {
     // not trusted at all: see Evident).
     std::optional<size_t> rival;
     double needed = 0;
-    // Only its group's trials can be such siblings (on the indexed path, only they are walked).
-    for (size_t j : c.floors ? model.members(model.group(i)) : c.MaybeLive()) {
-      if (!c.Rival(i, j) || !c.live[j] || model.group(j) != model.group(i) || !model.rate(j)) continue;
-      if (!RatesSeenAsFarAsTheBudget(c, i, j)) continue;
-      double need = 1 + cfg.rate_margin + std::hypot(c.RateSe(i), c.RateSe(j));
-      if (*model.rate(j) >= mine * need && (!rival || *model.rate(j) > *model.rate(*rival))) rival = j, needed = need;
+    auto sibling_need = [&](size_t j) { return 1 + cfg.rate_margin + std::hypot(c.RateSe(i), c.RateSe(j)); };
+    if (index) {
+      // Only its group's trials can be such siblings, fastest first (ties by index): the first fast enough is
+      // the fastest, and none slower than 1 + rate_margin times its rate is (the need is at least that).
+      double least = mine * (1 + cfg.rate_margin);
+      for (size_t j : model.FastestFirst(model.group(i))) {
+        if (*model.rate(j) < least) break;
+        if (!c.Rival(i, j) || !c.live[j] || !RatesSeenAsFarAsTheBudget(c, i, j)) continue;
+        if (double need = sibling_need(j); *model.rate(j) >= mine * need) {
+          rival = j, needed = need;
+          break;
+        }
+      }
+    } else {
+      for (size_t j : c.MaybeLive()) {
+        if (!c.Rival(i, j) || !c.live[j] || model.group(j) != model.group(i) || !model.rate(j)) continue;
+        if (!RatesSeenAsFarAsTheBudget(c, i, j)) continue;
+        double need = sibling_need(j);
+        if (*model.rate(j) >= mine * need && (!rival || *model.rate(j) > *model.rate(*rival))) rival = j, needed = need;
+      }
     }
     if (rival) {
       double theirs = *model.rate(*rival);
@@ -440,28 +546,28 @@ void Throughput(Context& c) {
     // to end lower: the iterations this trial lacks, or its deficit per iteration, would have to
     // reverse by more than the margin before the budget.
     // The rivals that may be lower at equal time by LeastMargin (every live one on the reference path):
-    // lower_now needs one lower by its margin, at least that.
-    const LowerRivals* near = lower(i);
-    const std::vector<size_t>& may_be_lower = near ? near->found() : c.MaybeLive();
+    // lower_now needs one lower by its margin, at least that. It is asked last, the dearest.
     std::optional<size_t> rival_group;
     std::pair<double, double> gap;
     double gap_margin = 0;
-    for (size_t j : may_be_lower) {
-      if (!c.Rival(i, j) || !c.live[j] || model.group(j) == model.group(i) || !model.rate(j)) continue;
-      double speedup = *model.rate(j) / mine;
-      if (speedup < 1) continue;
-      auto g = model.GapPerIteration(model.group(i), model.group(j), i);
-      if (!g) continue;
-      auto m = lower_now(j, cfg.margin);
-      if (!m) continue;
-      // Progress is a difference of differences: its first values are single raw points (the
-      // smoothing has nothing to average yet), so its noise is the raw noise of both curves at
-      // the start plus the smoothed noise at the end.
-      double progress_margin = std::max(cfg.margin, std::sqrt(c.Noise(i) * c.Noise(i) + c.Noise(j) * c.Noise(j) +
-                                                              c.Se(i) * c.Se(i) + c.Se(j) * c.Se(j)));
-      bool much_faster = cfg.rival_speedup > 0 && speedup >= cfg.rival_speedup && g->first >= -progress_margin;
-      bool better = g->first > progress_margin;
-      if ((much_faster || better) && (!rival_group || *model.rate(j) > *model.rate(*rival_group))) {
+    if (progress_may_stop(i, mine)) {
+      for (size_t j : may_be_lower(i)) {
+        if (!c.Rival(i, j) || !c.live[j] || model.group(j) == model.group(i) || !model.rate(j)) continue;
+        double speedup = *model.rate(j) / mine;
+        if (speedup < 1) continue;
+        if (rival_group && !(*model.rate(j) > *model.rate(*rival_group))) continue;
+        auto g = model.GapPerIteration(model.group(i), model.group(j), i);
+        if (!g) continue;
+        // Progress is a difference of differences: its first values are single raw points (the
+        // smoothing has nothing to average yet), so its noise is the raw noise of both curves at
+        // the start plus the smoothed noise at the end.
+        double progress_margin = std::max(cfg.margin, std::sqrt(c.Noise(i) * c.Noise(i) + c.Noise(j) * c.Noise(j) +
+                                                                c.Se(i) * c.Se(i) + c.Se(j) * c.Se(j)));
+        bool much_faster = cfg.rival_speedup > 0 && speedup >= cfg.rival_speedup && g->first >= -progress_margin;
+        bool better = g->first > progress_margin;
+        if (!much_faster && !better) continue;
+        auto m = lower_now(j, cfg.margin);
+        if (!m) continue;
         rival_group = j, gap = *g, gap_margin = *m;
       }
     }
@@ -478,48 +584,63 @@ void Throughput(Context& c) {
     // Across groups: only with a measured prediction for this trial, against the upper bounds of
     // rivals that are lower at equal time already.
     if (c.config.budget_s <= 0) continue;
+    const double budget = c.config.budget_s;
+    // (4) and (5) stop the trial only when their value is above the best rival's bound plus margin. On the
+    // indexed path a rival whose bound plus margin is not below either value cannot make either stop it,
+    // nor be the best when one does (the best is the least), so it is passed over; and without either
+    // value, or when no bound can be low enough (Lowest), no rival is looked for. Bounds and margins are
+    // finite (smoothed losses are), so the least of those left, the first of them that ties, is the
+    // reference path's best whenever it matters.
+    std::optional<double> predicted = model.MeasuredAtBudget(i, budget);
+    std::optional<double> line = cfg.extrapolate ? model.ConvexLowerBound(i, budget) : std::nullopt;
+    double worst = index ? -kInf : kInf;
+    if (index) {
+      for (const std::optional<double>& v : {predicted, line}) worst = v && *v > worst ? *v : worst;
+    }
+    if (worst == -kInf || (index && !(model.Lowest() + cfg.margin < worst))) {
+      lead(i);  // (6) compares at equal time with its own margins, and needs no rival here
+      continue;
+    }
     std::optional<size_t> best;
     double best_bound = kInf, best_margin = 0;
-    for (size_t j : may_be_lower) {
+    for (size_t j : may_be_lower(i)) {
       if (!c.Rival(i, j) || !c.live[j] || c.series[j].empty()) continue;
+      double bound = model.UpperBoundAtBudget(j, budget, i);
+      if (index && bound + c.Margin(i, j, cfg.margin) >= worst) continue;  // lower_now's margin, as below
       auto m = lower_now(j, cfg.margin);
       if (!m) continue;
-      double bound = model.UpperBoundAtBudget(j, c.config.budget_s, i);
       if (bound + *m < best_bound + best_margin || !best) best_bound = bound, best_margin = *m, best = j;
     }
     if (!best) {
-      lead(i, near);  // (6) compares at equal time with its own margins, and needs no rival here
+      lead(i);  // (6) compares at equal time with its own margins, and needs no rival here
       continue;
     }
-    if (auto predicted = model.MeasuredAtBudget(i, c.config.budget_s);
-        predicted && *predicted > best_bound + best_margin) {
+    if (predicted && *predicted > best_bound + best_margin) {
       stop(i, "throughput",
            fmt::format("at t={}: predicted value at the budget {} (its group's at iteration {:.0f}) is worse than "
                        "{} that trial {}, already better at equal time, will at most have, by more than {}",
-                       Secs(me.last_t()), Num(c.User(*predicted)), *model.StepAt(i, c.config.budget_s),
-                       Num(c.User(best_bound)), Name(c.trials[*best]), Num(best_margin)),
+                       Secs(me.last_t()), Num(c.User(*predicted)), *model.StepAt(i, budget), Num(c.User(best_bound)),
+                       Name(c.trials[*best]), Num(best_margin)),
            c.User(*predicted), c.User(best_bound), 1);
       continue;
     }
     // (5) Its own descent continued in a straight line to the budget: once a curve bends (its
     // recent slope per iteration no steeper than the one before), a loss that is convex in the
     // iteration lies above that line, so the line is a lower bound for the loss at the budget.
-    if (cfg.extrapolate) {
-      if (auto bound = model.ConvexLowerBound(i, c.config.budget_s); bound && *bound > best_bound + best_margin) {
-        stop(i, "throughput",
-             fmt::format("at t={}: even its recent descent continued in a straight line to iteration {:.0f} "
-                         "ends at {}, worse than {} that trial {}, already better at equal time, will at most have "
-                         "at the budget, by more than {}",
-                         Secs(me.last_t()), *model.StepAt(i, c.config.budget_s), Num(c.User(*bound)),
-                         Num(c.User(best_bound)), Name(c.trials[*best]), Num(best_margin)),
-             c.User(*bound), c.User(best_bound), 1);
-        continue;
-      }
+    if (line && *line > best_bound + best_margin) {
+      stop(i, "throughput",
+           fmt::format("at t={}: even its recent descent continued in a straight line to iteration {:.0f} "
+                       "ends at {}, worse than {} that trial {}, already better at equal time, will at most have "
+                       "at the budget, by more than {}",
+                       Secs(me.last_t()), *model.StepAt(i, budget), Num(c.User(*line)), Num(c.User(best_bound)),
+                       Name(c.trials[*best]), Num(best_margin)),
+           c.User(*line), c.User(best_bound), 1);
+      continue;
     }
     // (6) A rival lower at equal time that this trial is not catching up with fast enough: its
     // own curve has bent (so it will not suddenly descend faster), and the gap, closing at most
     // at its recent rate (plus the noise of that rate), is still above the margin at the budget.
-    lead(i, near);
+    lead(i);
   }
 }
 
