@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "store/checkpointer.h"
 #include "store/sqlite_db.h"
 #include "store/store.h"
 
@@ -133,6 +134,9 @@ class SqliteStore final : public Store {
   // them: `run` holds the study's lock), dropped whole when a transaction rolls back, so nothing
   // a rollback undid outlives it. Reading them again every tick cost a query per trial per tick.
   std::unordered_map<int64_t, SummaryCache> summaries_;
+  // The WAL's checkpoints off the commits, once AppendMetricsMany (a run's ticks) writes; declared last, so that
+  // it stops before the connection closes.
+  std::unique_ptr<Checkpointer> checkpointer_;
 };
 
 }  // namespace sweep::store
