@@ -22,7 +22,7 @@
 //   controller_lease(id = 1, token, host, pid, boot_id, started_at, heartbeat_at): who runs the
 //     study (run/lease.h)
 // Exactly-once ingestion: metric rows and the log offset they came from are written in one
-// transaction (AppendMetrics; the run loop wraps a whole tick's appends in one InTransaction),
+// transaction (AppendMetrics; the run loop writes a whole tick's rows with AppendMetricsMany in one InTransaction),
 // and the metrics key makes a replay of the same bytes harmless. In the sqlite3 shell:
 //   SELECT m.step, n.name, m.value FROM metrics m JOIN metric_names n ON n.id = m.name_id;
 // States are stored as text (the names in orchestrator's trial state list) so the database
