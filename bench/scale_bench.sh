@@ -80,6 +80,7 @@ p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, tex
 first = resumed_at = resumed_tick = None
 waited = stopped = False
 ticks = 0
+at = []  # when each tick line came
 with open(log, "w") as out:
     for line in p.stdout:
         t = time.monotonic() - start
@@ -90,6 +91,7 @@ with open(log, "w") as out:
         if not m:
             continue
         ticks = int(m.group(1))
+        at.append(t)
         if first is None:
             first = t
         if resumed_tick is None and "early stopping waits" not in line:
@@ -100,13 +102,14 @@ with open(log, "w") as out:
 rc = p.wait()
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(f"first={first or 0:.3f} resumed_tick={resumed_tick or 0} resumed={resumed_at or 0:.3f} ticks={ticks} "
-      f"waited={int(waited)} kb={ru.ru_maxrss} cpu={ru.ru_utime + ru.ru_stime:.2f} wall={time.monotonic() - start:.2f} rc={rc}")
+      f"waited={int(waited)} kb={ru.ru_maxrss} cpu={ru.ru_utime + ru.ru_stime:.2f} wall={time.monotonic() - start:.2f} rc={rc} "
+      f"at={','.join(f'{x:.3f}' for x in at)}")
 PY
   # measure LABEL BINARY: the study as written, afresh for each binary (a run records its stop requests).
   measure() {
     rm -rf "$WORK/study"
     cp -a "$WORK/pristine" "$WORK/study"
-    local first resumed_tick resumed ticks waited kb cpu wall rc
+    local first resumed_tick resumed ticks waited kb cpu wall rc at
     eval "$(PATH="$WORK/stub:$PATH" python3 "$WORK/timed.py" "$WORK/$1.log" "$2" run --max-ticks 1000 \
       "$WORK/study/study.toml")"
     squeue1=$(head -n 1 "$WORK/study/squeue.s" 2>/dev/null || echo 0)
@@ -118,6 +121,11 @@ PY
       "$ticks" "$cpu" "$pruned"
     printf '%-8s peak RSS %7.1f MB (limit %s MB: ratio %.2f)\n' \
       "$1" "$(echo "$kb / 1024" | bc -l)" "$LIMIT_MB" "$(echo "$kb / 1024 / $LIMIT_MB" | bc -l)"
+    # Ticks 2+ (issue 42: a steady tick, mostly ingesting each log's new line): the time from one tick line
+    # to the next, less the poll interval's 1 s (jittered +-0.1 s) and the stand-in squeue's own time.
+    printf '%-8s ticks 2+ (tick line to tick line, less 1 s poll and the squeue stand-in):' "$1"
+    paste -d' ' <(tr ',' '\n' <<<"$at") <(cat "$WORK/study/squeue.s") |
+      awk 'NR > 1 && $1 != "" { printf " %.2f", $1 - prev - 1 - $2 } { prev = $1 } END { print " s" }'
   }
   measure this "$BIN"
   [[ -n ${SLURMSWEEP_BIN_BEFORE:-} ]] && measure before "$SLURMSWEEP_BIN_BEFORE"

@@ -52,8 +52,11 @@ class Ingester {
   // points in `report`. Rolled back, the trials' offsets and parsers are as before.
   Status IngestAll(const std::vector<store::TrialRecord*>& trials, Reads& reads, TickReport& report);
 
-  // Stores the log's new lines; `first`: the first chunk, already read, else read here.
-  Result<int64_t> Ingest(store::TrialRecord& trial, const Result<std::string>* first = nullptr);
+  // Stores the log's new lines; `first`: the first chunk, already read, else read here. With `batch`, the rows
+  // are added to it instead, for the caller to store in its transaction (Store::AppendMetricsMany), and the
+  // trial's offset and parser move on at once: the caller undoes them if that fails (IngestAll).
+  Result<int64_t> Ingest(store::TrialRecord& trial, const Result<std::string>* first = nullptr,
+                         std::vector<store::Store::LogAppend>* batch = nullptr);
   // Stores the telemetry file's new samples ([job] monitor = true), as Ingest does the log's.
   Result<int64_t> IngestTelemetry(store::TrialRecord& trial, const Result<std::string>* first = nullptr);
   // Whether the telemetry file starting with `head` was written by the trial's current run (its header).

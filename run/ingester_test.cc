@@ -4,6 +4,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "run/job_marks.h"
 #include "run/submitter.h"
 #include "tests/fake_run.h"
@@ -133,6 +141,143 @@ TEST_CASE("ingester: the log's tail, and telemetry only from the current run's s
   t.job_id = "7";
   t.job_restarts = 1;
   CHECK_FALSE(Ingester::TelemetryOfThisRun(t, ""));
+}
+
+TEST_CASE(
+    "ingester: after random interleavings of new lines over many trials and ticks, with crashes before and "
+    "after commits, every point is stored once and each summary equals a recomputation",
+    "[ingester][summary]") {
+  // Property, over random seeds: each tick some trials log a few more lines (the last one sometimes cut in
+  // two across ticks); the tick is ingested, or fails before its commit (the same bytes are read again next
+  // tick), or commits and the run restarts (the store opened again, a new ingester). At the end each trial's
+  // stored points are exactly its log's lines, one row per metric and line, and each metric's summary is the
+  // one computed from its stored points.
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    INFO("seed " << seed);
+    std::string values;
+    for (int k = 1; k <= 40; ++k) values += (k > 1 ? ", " : "") + std::to_string(k);
+    FakeRun run("", "[space]\nlr = [" + values + "]\n", "#!/bin/bash\necho {{lr}}\n", 40);
+    Submitter submitter(run.ctx());
+    TickReport submitted;
+    auto trials = run.Trials();
+    REQUIRE(submitter.SubmitNew(trials, submitter.FreeSlots(trials), submitted).ok());
+    for (auto& t : trials) run.slurm.Start(t.job_id);
+    std::mt19937_64 rng(seed);
+    auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    std::map<int64_t, std::map<int64_t, double>> logged;  // by trial: lm loss by iteration, as printed
+    std::map<int64_t, std::string> cut;                   // the rest of a line cut in two
+    auto stopping = std::make_unique<stopping::StoppingState>(run.study().stopping);
+    auto ingester = std::make_unique<Ingester>(run.ctx(), *stopping);
+    int64_t points = 0;
+    for (int tick = 0; tick < 40; ++tick) {
+      trials = run.Trials();
+      for (const auto& t : trials) {
+        std::string text = std::exchange(cut[t.id], "");
+        if (text.empty() && pick(0, 2) == 0) continue;
+        for (int n = pick(0, 3); n > 0; --n) {
+          int64_t it = 10 * (static_cast<int64_t>(logged[t.id].size()) + 1);
+          double loss = std::stod(fmt::format("{:.6E}", 2.0 + 8.0 / (1.0 + 0.01 * it) + 0.001 * pick(0, 99)));
+          logged[t.id][it] = loss;
+          text += MegatronLine(static_cast<int>(it), 1000000, loss);
+        }
+        if (!text.empty() && pick(0, 4) == 0) {
+          size_t at = static_cast<size_t>(pick(1, static_cast<int>(text.size()) - 1));
+          if (text.find('\n', at) != std::string::npos) cut[t.id] = text.substr(at), text.resize(at);
+        }
+        run.slurm.AppendLog(t.job_id, text);
+      }
+      auto jobs = Jobs(run, trials);
+      Ingester::Reads reads = ingester->Read(trials, jobs);
+      REQUIRE(ingester->HoldForeignLogs(trials, reads).ok());
+      std::vector<store::TrialRecord*> all;
+      for (auto& t : trials) all.push_back(&t);
+      TickReport report;
+      int fate = pick(0, 5);
+      if (fate == 0) {
+        // A crash before the commit: what the tick wrote is rolled back, and the run starts again.
+        Status crashed = run.db().InTransaction([&]() -> Status {
+          SWEEP_RETURN_IF_ERROR(ingester->IngestAll(all, reads, report));
+          return Status::Unavailable("the machine went down");
+        });
+        REQUIRE(!crashed.ok());
+      } else {
+        REQUIRE(ingester->IngestAll(all, reads, report).ok());
+        points += report.points;
+      }
+      if (fate <= 1) {
+        run.ReopenStore();
+        stopping = std::make_unique<stopping::StoppingState>(run.study().stopping);
+        ingester = std::make_unique<Ingester>(run.ctx(), *stopping);
+      }
+    }
+    // The rest of every cut line, then a last tick with nothing left behind.
+    trials = run.Trials();
+    for (const auto& t : trials) run.slurm.AppendLog(t.job_id, cut[t.id]);
+    auto jobs = Jobs(run, trials);
+    Ingester::Reads reads = ingester->Read(trials, jobs);
+    REQUIRE(ingester->HoldForeignLogs(trials, reads).ok());
+    std::vector<store::TrialRecord*> all;
+    for (auto& t : trials) all.push_back(&t);
+    TickReport report;
+    REQUIRE(ingester->IngestAll(all, reads, report).ok());
+    points += report.points;
+
+    run.ReopenStore();
+    int64_t rows = 0;
+    const std::vector<std::string> names = {"consumed_samples", "iter_time_ms", "lm_loss", "nan_iters"};
+    for (const auto& t : run.Trials()) {
+      INFO("trial " << t.id);
+      CHECK(t.log_offset == static_cast<int64_t>(run.slurm.file(t.log_path)->size()));
+      auto count = run.db().CountMetrics(t.id);
+      REQUIRE(count.ok());
+      rows += *count;
+      auto loss = run.db().MetricSeries(t.id, "lm_loss");
+      REQUIRE(loss.ok());
+      std::map<int64_t, double> stored;
+      for (const auto& r : *loss) stored[r.step] = r.value;
+      CHECK(loss->size() == logged[t.id].size());  // once each
+      CHECK(stored == logged[t.id]);
+      auto summary = run.db().Summary(t.id, names);
+      REQUIRE(summary.ok());
+      for (const std::string& name : names) {
+        auto series = run.db().MetricSeries(t.id, name);
+        REQUIRE(series.ok());
+        CHECK(series->size() == logged[t.id].size());
+        const store::MetricSummary* got = summary->Find(name);
+        if (series->empty()) {
+          CHECK(got == nullptr);
+          continue;
+        }
+        REQUIRE(got != nullptr);
+        std::vector<CurvePoint> curve;
+        for (const auto& r : *series) curve.push_back({r.step, r.time_s, r.value});
+        store::MetricSummary want = store::SummarizeSeries(name, curve);
+        auto same = [](double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; };
+        CHECK(got->points == want.points);
+        CHECK(got->finite == want.finite);
+        CHECK(got->first_step == want.first_step);
+        CHECK(got->last_step == want.last_step);
+        CHECK(same(got->last_time_s, want.last_time_s));
+        CHECK(same(got->last_value, want.last_value));
+        CHECK(same(got->sum, want.sum));
+        CHECK(same(got->min, want.min));
+        CHECK(same(got->max, want.max));
+        CHECK(got->stride == want.stride);
+        CHECK(got->complete == want.complete);
+        CHECK(got->open.points == want.open.points);
+        CHECK(same(got->open.sum, want.open.sum));
+        CHECK(same(got->open.smooth_min, want.open.smooth_min));
+        CHECK(got->recent.size() == want.recent.size());
+        REQUIRE(got->buckets.size() == want.buckets.size());
+        for (size_t i = 0; i < want.buckets.size(); ++i) {
+          CHECK(got->buckets[i].last_step == want.buckets[i].last_step);
+          CHECK(same(got->buckets[i].sum, want.buckets[i].sum));
+          CHECK(same(got->buckets[i].smooth_max, want.buckets[i].smooth_max));
+        }
+      }
+    }
+    CHECK(rows == points);  // what the committed ticks counted is what is stored
+  }
 }
 
 }  // namespace

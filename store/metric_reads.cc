@@ -123,6 +123,12 @@ Status SqliteStore::FillStudySeries(int64_t study_id, std::vector<TrialSummary>&
 }
 
 Result<TrialSummary> SqliteStore::Summary(int64_t trial_id, const std::vector<std::string>& series_of) {
+  // A writer's kept summaries are what the database holds (as of the end of its current transaction).
+  if (series_of.empty()) {
+    auto kept = SummaryFromCache(trial_id);
+    if (!kept.ok()) return kept.status();
+    if (*kept) return std::move(**kept);
+  }
   std::vector<TrialSummary> one;
   {
     Query q = Use(stmts_.trial_summary, "read metric summaries of trial " + std::to_string(trial_id));

@@ -12,7 +12,8 @@ namespace sweep::store {
 // Ingestion touches a page per metric series per tick: with SQLite's defaults (checkpoint every
 // 1000 WAL pages, 2 MB cache) it spent most of its time flushing checkpoints and re-reading pages
 // (bench/ingest_bench.cc). A checkpoint every 10000 pages (~40 MB of WAL) and a larger cache for
-// the connection that writes cut that, at a bounded cost in memory and disk.
+// the connection that writes cut that, at a bounded cost in memory and disk. A run's ticks
+// checkpoint on a thread of their own instead (checkpointer.h: at 10,000 trials a tick passes 10000 pages).
 inline constexpr const char* kSqlConnectionPragmas =
     "PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; "
     "PRAGMA wal_autocheckpoint = 10000;";
@@ -78,6 +79,12 @@ inline constexpr const char* kSqlDeleteMetrics = "DELETE FROM metrics WHERE tria
 inline constexpr const char* kSqlInsertMetric =
     "INSERT INTO metrics (trial_id, name_id, step, time_s, value) VALUES (?1, ?2, ?3, ?4, ?5) "
     "ON CONFLICT (trial_id, step, name_id) DO NOTHING";
+// kSqlInsertMetric for many rows at once (AppendMetricsMany): this, then kSqlInsertMetricsRow once per row joined by
+// commas, then kSqlInsertMetricsEnd (SqliteStore prepares it for a fixed number of rows).
+inline constexpr const char* kSqlInsertMetricsBegin =
+    "INSERT INTO metrics (trial_id, name_id, step, time_s, value) VALUES ";
+inline constexpr const char* kSqlInsertMetricsRow = "(?, ?, ?, ?, ?)";
+inline constexpr const char* kSqlInsertMetricsEnd = " ON CONFLICT (trial_id, step, name_id) DO NOTHING";
 inline constexpr const char* kSqlInsertMetricName =
     "INSERT INTO metric_names (name) VALUES (?1) ON CONFLICT (name) DO NOTHING";
 inline constexpr const char* kSqlMetricNameId = "SELECT id FROM metric_names WHERE name = ?1";
@@ -125,6 +132,11 @@ inline constexpr const char* kSqlWriteSummary =
     "REPLACE INTO metric_summaries (trial_id, name_id, " SWEEP_SUMMARY_COLUMNS
     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, "
     "?22, ?23, ?24, ?25)";
+// kSqlWriteSummary for many rows at once, as kSqlInsertMetricsBegin is built.
+inline constexpr const char* kSqlWriteSummariesBegin =
+    "REPLACE INTO metric_summaries (trial_id, name_id, " SWEEP_SUMMARY_COLUMNS ") VALUES ";
+inline constexpr const char* kSqlWriteSummariesRow =
+    "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 #undef SWEEP_SUMMARY_COLUMNS
 inline constexpr const char* kSqlWriteBucket =
     "REPLACE INTO metric_buckets (trial_id, name_id, bucket, first_step, last_step, last_time_s, points, finite, sum, "

@@ -142,33 +142,38 @@ void ReadSummary(const Query& q, int col, MetricSummary& m) {
   m.recent = q.Doubles(col + 22);
 }
 
+// Binds one summary row's values from parameter `first` on.
+void BindSummaryRow(Query& q, int first, int64_t trial_id, int64_t name_id, const MetricSummary& m) {
+  q.BindInt(first, trial_id);
+  q.BindInt(first + 1, name_id);
+  q.BindInt(first + 2, m.points);
+  q.BindInt(first + 3, m.finite);
+  q.BindInt(first + 4, m.first_step);
+  q.BindReal(first + 5, m.first_time_s);
+  q.BindReal(first + 6, m.first_value);
+  q.BindInt(first + 7, m.last_step);
+  q.BindReal(first + 8, m.last_time_s);
+  q.BindReal(first + 9, m.last_value);
+  q.BindReal(first + 10, m.max_time_s);
+  q.BindReal(first + 11, m.sum);
+  q.BindReal(first + 12, m.min);
+  q.BindReal(first + 13, m.max);
+  q.BindInt(first + 14, m.stride);
+  q.BindInt(first + 15, m.complete);
+  q.BindInt(first + 16, m.open.first_step);
+  q.BindInt(first + 17, m.open.last_step);
+  q.BindReal(first + 18, m.open.last_time_s);
+  q.BindInt(first + 19, m.open.points);
+  q.BindInt(first + 20, m.open.finite);
+  q.BindReal(first + 21, m.open.sum);
+  q.BindReal(first + 22, m.open.smooth_min);
+  q.BindReal(first + 23, m.open.smooth_max);
+  q.BindDoubles(first + 24, m.recent);
+}
+
 // Writes one summary row (kSqlWriteSummary).
 Status WriteSummaryRow(Query& q, int64_t trial_id, int64_t name_id, const MetricSummary& m) {
-  q.BindInt(1, trial_id);
-  q.BindInt(2, name_id);
-  q.BindInt(3, m.points);
-  q.BindInt(4, m.finite);
-  q.BindInt(5, m.first_step);
-  q.BindReal(6, m.first_time_s);
-  q.BindReal(7, m.first_value);
-  q.BindInt(8, m.last_step);
-  q.BindReal(9, m.last_time_s);
-  q.BindReal(10, m.last_value);
-  q.BindReal(11, m.max_time_s);
-  q.BindReal(12, m.sum);
-  q.BindReal(13, m.min);
-  q.BindReal(14, m.max);
-  q.BindInt(15, m.stride);
-  q.BindInt(16, m.complete);
-  q.BindInt(17, m.open.first_step);
-  q.BindInt(18, m.open.last_step);
-  q.BindReal(19, m.open.last_time_s);
-  q.BindInt(20, m.open.points);
-  q.BindInt(21, m.open.finite);
-  q.BindReal(22, m.open.sum);
-  q.BindReal(23, m.open.smooth_min);
-  q.BindReal(24, m.open.smooth_max);
-  q.BindDoubles(25, m.recent);
+  BindSummaryRow(q, 1, trial_id, name_id, m);
   Status s = q.Run();
   q.Rewind();
   return s;

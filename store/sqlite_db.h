@@ -181,6 +181,8 @@ MetricRow ReadMetric(const Query& q);
 // Columns of kSqlTrialSummary / kSqlStudySummaries from `col` on (after name_id).
 void ReadSummary(const Query& q, int col, MetricSummary& m);
 
+// Binds one summary row's 25 values (kSqlWriteSummary's order) from parameter `first` on.
+void BindSummaryRow(Query& q, int first, int64_t trial_id, int64_t name_id, const MetricSummary& m);
 // Writes one summary row (kSqlWriteSummary).
 Status WriteSummaryRow(Query& q, int64_t trial_id, int64_t name_id, const MetricSummary& m);
 

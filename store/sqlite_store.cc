@@ -184,14 +184,26 @@ Status SqliteStore::PrepareStatements() {
       {&stmts_.delete_summaries, kSqlDeleteSummaries},
       {&stmts_.delete_buckets, kSqlDeleteBuckets},
   };
-  for (const auto& [slot, sql] : all) {
+  auto prepare = [&](StmtPtr* slot, const char* sql) -> Status {
     sqlite3_stmt* raw = nullptr;
     // PERSISTENT: these live as long as the connection, so SQLite may allocate them accordingly.
     int rc = sqlite3_prepare_v3(db_.get(), sql, -1, SQLITE_PREPARE_PERSISTENT, &raw, nullptr);
     slot->reset(raw);
     if (rc != SQLITE_OK) return SqliteError(db_.get(), path_, std::string("prepare \"") + sql + "\"", rc);
-  }
-  return Status::OK();
+    return Status::OK();
+  };
+  for (const auto& [slot, sql] : all) SWEEP_RETURN_IF_ERROR(prepare(slot, sql));
+  // The statements of many rows: one VALUES tuple a row.
+  auto many = [](const char* begin, const char* row, int n, const char* end) {
+    std::string sql = begin;
+    for (int i = 0; i < n; ++i) (sql += i ? ", " : "") += row;
+    return sql + end;
+  };
+  SWEEP_RETURN_IF_ERROR(
+      prepare(&stmts_.insert_metrics,
+              many(kSqlInsertMetricsBegin, kSqlInsertMetricsRow, kRowsPerInsert, kSqlInsertMetricsEnd).c_str()));
+  return prepare(&stmts_.write_summaries,
+                 many(kSqlWriteSummariesBegin, kSqlWriteSummariesRow, kSummariesPerWrite, "").c_str());
 }
 
 Status SqliteStore::CheckWritable(std::string_view what) const {

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "store/checkpointer.h"
 #include "store/sqlite_db.h"
 #include "store/store.h"
 
@@ -31,10 +32,17 @@ class SqliteStore final : public Store {
   Status UpdateTrial(const TrialRecord& trial) override;
   Status AppendMetrics(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset) override;
   Status AppendTelemetry(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset) override;
+  Status AppendMetricsMany(const std::vector<LogAppend>& appends) override;
+  Status KeepSummaries(int64_t study_id, const std::vector<int64_t>& trial_ids) override;
   Status ResetMetrics(int64_t trial_id) override;
-  // AppendMetrics and AppendTelemetry: the rows, and the offset `set_offset` moves.
-  Status Append(int64_t trial_id, const std::vector<MetricRow>& rows, int64_t new_offset, const StmtPtr& set_offset,
-                const char* source);
+  // What Append writes for one trial: its rows, and the offset they end at.
+  struct AppendRef {
+    int64_t trial_id;
+    const std::vector<MetricRow>* rows;
+    int64_t new_offset;
+  };
+  // AppendMetrics, AppendTelemetry and AppendMetricsMany: the rows, and the offset `set_offset` moves, of each.
+  Status Append(const std::vector<AppendRef>& appends, const StmtPtr& set_offset, const char* source);
   Result<std::vector<MetricRow>> Metrics(int64_t trial_id) override;
   Result<std::vector<MetricColumns>> MetricTable(int64_t trial_id) override;
   Result<TrialSummary> Summary(int64_t trial_id, const std::vector<std::string>& series_of) override;
@@ -72,7 +80,11 @@ class SqliteStore final : public Store {
     StmtPtr read_lease, write_lease, renew_lease, release_lease;
     StmtPtr metric_tail, metric_range, metric_before, series_by_id, trial_summary, study_summaries, write_summary,
         write_bucket, buckets, study_buckets, delete_buckets_of, delete_summaries, delete_buckets;
+    // kRowsPerInsert metric rows, kSummariesPerWrite summary rows in one statement (AppendMetricsMany).
+    StmtPtr insert_metrics, write_summaries;
   };
+  static constexpr int kRowsPerInsert = 64;      // 5 parameters each
+  static constexpr int kSummariesPerWrite = 32;  // 25 each: 800, under the 999 of SQLite before 3.32
   // A trial's summaries as the database has them, by metric number (see summaries_).
   using SummaryCache = std::unordered_map<int64_t, MetricSummary>;
 
@@ -89,6 +101,8 @@ class SqliteStore final : public Store {
   Result<const std::string*> MetricName(int64_t name_id);
   // The trial's summaries from summaries_, read from the database on first use.
   Result<SummaryCache*> CachedSummaries(int64_t trial_id);
+  // Summary() from summaries_ (no series), when the trial is there.
+  Result<std::optional<TrialSummary>> SummaryFromCache(int64_t trial_id);
   // Recomputes one metric's summary and buckets from its rows (an out-of-order row).
   Status RebuildSummary(int64_t trial_id, int64_t name_id, MetricSummary& m);
   // Reads the summary rows of `q` (trial's or study's) into `out`; `trial_col`: the trial id's column or -1.
@@ -120,6 +134,9 @@ class SqliteStore final : public Store {
   // them: `run` holds the study's lock), dropped whole when a transaction rolls back, so nothing
   // a rollback undid outlives it. Reading them again every tick cost a query per trial per tick.
   std::unordered_map<int64_t, SummaryCache> summaries_;
+  // The WAL's checkpoints off the commits, once AppendMetricsMany (a run's ticks) writes; declared last, so that
+  // it stops before the connection closes.
+  std::unique_ptr<Checkpointer> checkpointer_;
 };
 
 }  // namespace sweep::store

@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -430,6 +431,135 @@ TEST_CASE("Summary: MetricRange reads a step range and the points before it", "[
   // Near the start there are fewer before; a metric not logged has none.
   CHECK(store->MetricRange(trial, "loss", 10, 20, 9)->size() == 2);
   CHECK(store->MetricRange(trial, "never_logged", 10, 20, 9)->empty());
+}
+
+// Every row of a table of `path` in key order, as text: two databases whose tables print the same hold the same.
+std::vector<std::string> TableText(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr) == SQLITE_OK);
+  std::vector<std::string> rows;
+  while (sqlite3_step(stmt) == SQLITE_ROW) {
+    std::string row;
+    for (int c = 0; c < sqlite3_column_count(stmt); ++c) {
+      const unsigned char* text = sqlite3_column_text(stmt, c);
+      int n = sqlite3_column_bytes(stmt, c);
+      row += (text ? std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(n)) : "NULL") + "|";
+    }
+    rows.push_back(std::move(row));
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return rows;
+}
+
+TEST_CASE(
+    "Summary: a tick's appends of many trials at once (AppendMetricsMany), with replays, gaps, rollbacks and "
+    "restarts, leave the tables one AppendMetrics a chunk leaves",
+    "[store][summary]") {
+  // Property, over random seeds: ticks of random chunks of many trials' logs (a chunk may start up to 3 lines
+  // back: a replay; some lines are held back and come later, out of step order; a trial may come twice in a
+  // tick: a log read in chunks), appended all at once to one database and one AppendMetrics a chunk to another
+  // (the reference). Some ticks fail before their commit and are sent again; after some commits the database is
+  // closed and opened again (a restart: nothing kept in memory). The metrics, offsets, summaries and buckets end
+  // the same, and each summary equals one computed from its stored rows.
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    INFO("seed " << seed);
+    TempDir dir;
+    std::string batch_path = dir.file("batch.db"), one_path = dir.file("one.db");
+    auto batch = MustOpen(batch_path);
+    auto one = MustOpen(one_path);
+    constexpr int kTrials = 12;
+    std::vector<int64_t> ids;
+    int64_t study_id = 0;
+    for (Store* store : {batch.get(), one.get()}) {
+      auto study = store->UpsertStudy("s", "s.toml", "h", 0);
+      REQUIRE(study.ok());
+      study_id = *study;
+      std::vector<TrialRecord> trials(kTrials);
+      for (int k = 0; k < kTrials; ++k) {
+        trials[k].trial_key = "t" + std::to_string(k);
+        trials[k].params_json = "{}";
+        trials[k].state = "running";
+      }
+      REQUIRE(store->InsertTrialsIfAbsent(*study, trials).ok());
+      ids.clear();
+      for (const auto& t : trials) ids.push_back(t.id);
+    }
+    std::mt19937_64 rng(seed);
+    std::vector<std::vector<std::vector<MetricRow>>> logs;
+    for (int k = 0; k < kTrials; ++k) logs.push_back(MakeLines(1500 + 300 * k, seed * 100 + k));
+    std::vector<size_t> read(kTrials, 0);
+    std::vector<int64_t> offset(kTrials, 0);
+    std::vector<std::vector<size_t>> held(kTrials);  // lines left out, sent in a later tick
+    auto pick = [&](size_t lo, size_t hi) { return std::uniform_int_distribution<size_t>(lo, hi)(rng); };
+    for (int tick = 0; tick < 60; ++tick) {
+      std::vector<Store::LogAppend> appends;
+      for (int k = 0; k < kTrials; ++k) {
+        for (int chunk = 0, chunks = static_cast<int>(pick(0, 2)); chunk < chunks; ++chunk) {
+          Store::LogAppend a;
+          a.trial_id = ids[k];
+          if (!held[k].empty() && pick(0, 3) == 0) {  // the held lines, out of step order
+            for (size_t line : held[k]) a.rows.insert(a.rows.end(), logs[k][line].begin(), logs[k][line].end());
+            held[k].clear();
+          } else if (read[k] < logs[k].size()) {
+            size_t from = read[k] - std::min(read[k], pick(0, 3));
+            size_t to = std::min(logs[k].size(), read[k] + pick(1, 60));
+            for (size_t line = from; line < to; ++line) {
+              if (line >= read[k] && pick(0, 40) == 0) {
+                held[k].push_back(line);
+                continue;
+              }
+              a.rows.insert(a.rows.end(), logs[k][line].begin(), logs[k][line].end());
+            }
+            read[k] = to;
+          }
+          a.new_offset = ++offset[k];
+          appends.push_back(std::move(a));
+        }
+      }
+      // Trials interleaved at random; a trial's chunks keep their order (its offsets grow).
+      std::vector<Store::LogAppend> mixed;
+      while (!appends.empty()) {
+        size_t k = pick(0, appends.size() - 1);
+        auto first = std::find_if(appends.begin(), appends.end(),
+                                  [&](const Store::LogAppend& a) { return a.trial_id == appends[k].trial_id; });
+        mixed.push_back(std::move(*first));
+        appends.erase(first);
+      }
+      appends = std::move(mixed);
+      if (pick(0, 5) == 0) {
+        // Fails before the commit: nothing of it stays, then the same bytes are read again.
+        Status failed = batch->InTransaction([&]() -> Status {
+          SWEEP_RETURN_IF_ERROR(batch->KeepSummaries(study_id, ids));
+          SWEEP_RETURN_IF_ERROR(batch->AppendMetricsMany(appends));
+          return Status::Unavailable("cluster unreachable");
+        });
+        REQUIRE(!failed.ok());
+      }
+      if (pick(0, 1) == 0) REQUIRE(batch->KeepSummaries(study_id, ids).ok());
+      REQUIRE(batch->AppendMetricsMany(appends).ok());
+      for (const auto& a : appends) REQUIRE(one->AppendMetrics(a.trial_id, a.rows, a.new_offset).ok());
+      if (pick(0, 6) == 0) {
+        batch.reset();  // a restart: what the store kept in memory is gone
+        batch = MustOpen(batch_path);
+      }
+    }
+    batch.reset();
+    one.reset();
+    for (const char* sql :
+         {"SELECT * FROM metrics ORDER BY trial_id, step, name_id", "SELECT id, log_offset FROM trials ORDER BY id",
+          "SELECT * FROM metric_summaries ORDER BY trial_id, name_id",
+          "SELECT * FROM metric_buckets ORDER BY trial_id, name_id, bucket"}) {
+      INFO(sql);
+      auto got = TableText(batch_path, sql);
+      CHECK(!got.empty());
+      CHECK(got == TableText(one_path, sql));
+    }
+    auto reopened = MustOpen(batch_path);
+    for (int k = 0; k < kTrials; ++k) CheckAgainstRecomputation(*reopened, ids[k], kNames);
+  }
 }
 
 }  // namespace

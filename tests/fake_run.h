@@ -102,6 +102,21 @@ class FakeRun {
     std::string kind, message;
   };
 
+  // A restart: the store closed and opened again (nothing it kept in memory survives), and a context on it with
+  // the same study, trials and event sink. Collaborators made on the old context must be made again.
+  void ReopenStore() {
+    std::unique_ptr<run::RunContext> old = std::move(ctx_);
+    db_.reset();
+    auto db = store::Store::Open(dir_.file("fr.db"));
+    REQUIRE(db.ok());
+    db_ = std::move(*db);
+    ctx_ = std::make_unique<run::RunContext>(study_, *db_, *counting_, *client_, clock);
+    ctx_->event = old->event;
+    ctx_->study_id = old->study_id;
+    ctx_->files = old->files;
+    ctx_->specs = old->specs;
+  }
+
   run::RunContext& ctx() { return *ctx_; }
   store::Store& db() { return *db_; }
   const study::Study& study() const { return study_; }
