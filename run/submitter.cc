@@ -130,8 +130,15 @@ Result<int64_t> Submitter::UserRoom(const std::vector<store::TrialRecord>& trial
   int uncounted = std::max(1, static_cast<int>(share * kUncountedShare));
   if (room <= 0 || own + room <= uncounted) return room;  // a small study: no count
   int64_t without_count = std::clamp<int64_t>(uncounted - own, 0, room);
-  if (ctx_.clock.Now() - user_counted_at_ < kUserCountIntervalS) return without_count;
+  if (ctx_.clock.Now() - user_counted_at_ < kUserCountIntervalS) {
+    // Between counts: within the uncounted part, and never beyond what the last count left (it may
+    // have found the share full).
+    int64_t granted = std::min(without_count, counted_left_);
+    counted_left_ -= granted;
+    return granted;
+  }
   user_counted_at_ = ctx_.clock.Now();
+  counted_left_ = INT64_MAX;  // a count that cannot be read leaves the uncounted part only
   auto mine = ctx_.client.CountMyJobs();
   if (!mine.ok() && mine.status().IsUnavailable()) return mine.status();  // an outage: nothing goes in
   if (!mine.ok()) {
@@ -159,6 +166,7 @@ Result<int64_t> Submitter::UserRoom(const std::vector<store::TrialRecord>& trial
                            *mine, std::min(own, *mine), share, 100 * kMaxJobCountShare, site_->max_job_count, user_left,
                            room - user_left, kUserCountIntervalS));
   }
+  counted_left_ = user_left - std::min(room, user_left);
   return std::min(room, user_left);
 }
 

@@ -32,8 +32,9 @@ inline constexpr double kMaxJobCountShare = 0.5;
 // one job) submits without counting the user's other jobs: small studies pay no extra squeue, and
 // the other half of MaxJobCount absorbs them. Beyond it, a tick that submits counts them first
 // (SlurmClient::CountMyJobs), at most once per kUserCountIntervalS: a count can only drop when
-// slurmctld purges ended jobs, once a minute. A tick without a fresh count, or whose count could not
-// be read, submits only up to this part (fail closed). docs/sites.md.
+// slurmctld purges ended jobs, once a minute. A tick without a fresh count submits only up to this
+// part and within the room the last count left; one whose count could not be read, only up to this
+// part (fail closed). docs/sites.md.
 inline constexpr double kUncountedShare = 0.1;
 inline constexpr double kUserCountIntervalS = 60;
 
@@ -105,6 +106,7 @@ class Submitter {
   // The user's jobs (squeue --me): when last counted, and what was said once a run (the user's other
   // jobs shrank the study's room; the count could not be read).
   double user_counted_at_ = -1e300;
+  int64_t counted_left_ = 0;  // the room the last count found that this study has not filled since
   bool others_said_ = false;
   bool user_unread_said_ = false;
   // The study's jobs slurmctld holds now, as it counts them for MaxJobCount: each queued or running

@@ -378,22 +378,32 @@ TEST_CASE("the user's other jobs shrink the study's room, said once; a count tha
   FakeSweep s("[space]\nlr = [" + lr + "]\n", 30);
   s.slurm.max_job_count = 40;  // share 20, of which 2 without counting
   s.slurm.min_job_age = 0;
-  std::vector<std::string> others = s.slurm.AddOutside(15);
+  std::vector<std::string> others = s.slurm.AddOutside(20);  // the share is full before the study starts
   s.Tick();
   CHECK(UserCounts(s.slurm) == 1);
-  CHECK(s.slurm.HeldOwn() == 5);  // 20 - 15
+  CHECK(s.slurm.HeldOwn() == 0);
   CHECK(s.Events("submit_throttled_user") == 1);
   CHECK(s.Events("submit_throttled") == 1);  // the study's own share (20 of 30 trials) is said too
+  s.clock.Advance(5);
+  s.Tick();  // no count within a minute, and nothing goes in: not even the uncounted part
+  CHECK(UserCounts(s.slurm) == 1);
+  CHECK(s.slurm.HeldOwn() == 0);
 
+  for (int i = 0; i < 5; ++i) s.slurm.End(others[i], "COMPLETED");
+  s.slurm.PurgeEnded();
+  s.clock.Advance(56);
+  s.Tick();
+  CHECK(UserCounts(s.slurm) == 2);
+  CHECK(s.slurm.HeldOwn() == 5);  // what the user's other jobs leave
   for (const auto& id : others) s.slurm.End(id, "COMPLETED");
   s.slurm.PurgeEnded();  // gone: 20 for the study, but not before the next count
   s.clock.Advance(30);
   s.Tick();
-  CHECK(UserCounts(s.slurm) == 1);
+  CHECK(UserCounts(s.slurm) == 2);
   CHECK(s.slurm.HeldOwn() == 5);
   s.clock.Advance(31);
   s.Tick();
-  CHECK(UserCounts(s.slurm) == 2);
+  CHECK(UserCounts(s.slurm) == 3);
   CHECK(s.slurm.HeldOwn() == 20);
   CHECK(s.Events("submit_throttled_user") == 1);
 
