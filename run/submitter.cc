@@ -128,13 +128,14 @@ Result<int64_t> Submitter::ShareRoom(const std::vector<store::TrialRecord>& tria
 
 Result<int64_t> Submitter::UserRoom(const std::vector<store::TrialRecord>& trials, int share, int own, int64_t room) {
   int uncounted = std::max(1, static_cast<int>(share * kUncountedShare));
-  if (room <= 0 || own + room <= uncounted) return room;  // a small study: no count
+  if (room <= 0) return room;
   int64_t without_count = std::clamp<int64_t>(uncounted - own, 0, room);
-  if (ctx_.clock.Now() - user_counted_at_ < kUserCountIntervalS) {
-    // Between counts: within the uncounted part, and never beyond what the last count left (it may
-    // have found the share full).
-    int64_t granted = std::min(without_count, counted_left_);
-    counted_left_ -= granted;
+  bool fresh = ctx_.clock.Now() - user_counted_at_ < kUserCountIntervalS;
+  if (own + room <= uncounted || fresh) {
+    // No count now: within the uncounted part (all a small study wants), and within a minute of a
+    // count never beyond what it left (it may have found the share full).
+    int64_t granted = fresh ? std::min(without_count, counted_left_) : without_count;
+    if (fresh) counted_left_ -= granted;
     return granted;
   }
   user_counted_at_ = ctx_.clock.Now();
