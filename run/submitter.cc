@@ -106,23 +106,69 @@ int Submitter::ControllerJobs(const std::vector<store::TrialRecord>& trials) con
   return held;
 }
 
-int64_t Submitter::ShareRoom(const std::vector<store::TrialRecord>& trials, int64_t wanting) {
+Result<int64_t> Submitter::ShareRoom(const std::vector<store::TrialRecord>& trials, int64_t wanting) {
   if (site_->max_job_count <= 0) return wanting;
   int share = std::max(1, static_cast<int>(site_->max_job_count * kMaxJobCountShare));
-  int64_t left = std::max(0, share - ControllerJobs(trials));
+  int own = ControllerJobs(trials);
+  int64_t left = std::max(0, share - own);
   int64_t waiting = std::count_if(trials.begin(), trials.end(), [&](const store::TrialRecord& t) {
     return t.state == kTrialNew && ctx_.specs.count(t.trial_key);
   });
-  if (std::min(wanting, waiting) > left && !share_said_) {
+  int64_t want = std::min(wanting, waiting);
+  if (want > left && !share_said_) {
     share_said_ = true;
     ctx_.Event(std::nullopt, "submit_throttled",
                fmt::format("the study keeps at most {} of its jobs in the Slurm controller at once ({:.0f}% of the "
                            "site's MaxJobCount {}, the rest left to other users; an ended job counts until Slurm "
                            "forgets it, after MinJobAge {} s): {} trial(s) wait and go in as its jobs end",
-                           share, 100 * kMaxJobCountShare, site_->max_job_count, site_->min_job_age_s,
-                           std::min(wanting, waiting) - left));
+                           share, 100 * kMaxJobCountShare, site_->max_job_count, site_->min_job_age_s, want - left));
   }
-  return std::min(wanting, left);
+  return UserRoom(trials, share, own, std::min(want, left));
+}
+
+Result<int64_t> Submitter::UserRoom(const std::vector<store::TrialRecord>& trials, int share, int own, int64_t room) {
+  int uncounted = std::max(1, static_cast<int>(share * kUncountedShare));
+  if (room <= 0) return room;
+  int64_t without_count = std::clamp<int64_t>(uncounted - own, 0, room);
+  bool fresh = ctx_.clock.Now() - user_counted_at_ < kUserCountIntervalS;
+  if (own + room <= uncounted || fresh) {
+    // No count now: within the uncounted part (all a small study wants), and within a minute of a
+    // count never beyond what it left (it may have found the share full).
+    int64_t granted = fresh ? std::min(without_count, counted_left_) : without_count;
+    if (fresh) counted_left_ -= granted;
+    return granted;
+  }
+  user_counted_at_ = ctx_.clock.Now();
+  counted_left_ = INT64_MAX;  // a count that cannot be read leaves the uncounted part only
+  auto mine = ctx_.client.CountMyJobs();
+  if (!mine.ok() && mine.status().IsUnavailable()) return mine.status();  // an outage: nothing goes in
+  if (!mine.ok()) {
+    if (!user_unread_said_) {
+      user_unread_said_ = true;
+      ctx_.Event(std::nullopt, "user_jobs_unread",
+                 fmt::format("the user's jobs in the Slurm controller could not be counted ({}): the study keeps at "
+                             "most {} of its own jobs there (the part of the share of MaxJobCount {} a study fills "
+                             "without counting) until a count succeeds; it tries again each {:.0f} s",
+                             mine.status().message(), uncounted, site_->max_job_count, kUserCountIntervalS));
+    }
+    return without_count;
+  }
+  // A trial still "submitting" (sbatch in doubt) may hold a job the count missed: counted as held.
+  int in_doubt = static_cast<int>(std::count_if(
+      trials.begin(), trials.end(), [](const store::TrialRecord& t) { return t.state == kTrialSubmitting; }));
+  int64_t user_left = std::max(0, share - *mine - in_doubt);
+  if (user_left < room && !others_said_) {
+    others_said_ = true;
+    ctx_.Event(std::nullopt, "submit_throttled_user",
+               fmt::format("the user's jobs in the Slurm controller ({} counted with squeue --me, {} of them this "
+                           "study's) keep at most {} for all of the user's studies ({:.0f}% of the site's MaxJobCount "
+                           "{}): the user's other jobs leave this study room for {} more now; {} trial(s) wait, "
+                           "counted again at most each {:.0f} s",
+                           *mine, std::min(own, *mine), share, 100 * kMaxJobCountShare, site_->max_job_count, user_left,
+                           room - user_left, kUserCountIntervalS));
+  }
+  counted_left_ = user_left - std::min(room, user_left);
+  return std::min(room, user_left);
 }
 
 bool Submitter::Paused(const std::vector<store::TrialRecord>& trials) const {
@@ -170,7 +216,11 @@ Status Submitter::SubmitNew(std::vector<store::TrialRecord>& trials, int free_sl
                              site_->unread));
     }
   }
-  if (site_) room = std::min(room, ShareRoom(trials, room));
+  if (site_) {
+    auto share_room = ShareRoom(trials, room);
+    if (!share_room.ok()) return share_room.status();
+    room = std::min(room, *share_room);
+  }
   std::vector<Rendered> rendered;
   for (auto& t : trials) {
     if (static_cast<int64_t>(rendered.size()) >= room) break;

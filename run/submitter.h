@@ -3,8 +3,9 @@
 // throttled to the free slots (slurm::GroupByDirectives); the rest, or every trial with arrays off,
 // one job each. The intent is stored before sbatch runs (Reconciler finds the job after a crash);
 // a full submit quota pauses submission, a refusal of the study's settings stops the run, any other
-// refusal fails the trials. The study keeps at most a share of the site's MaxJobCount in the
-// controller (kMaxJobCountShare): the rest goes in as its jobs end.
+// refusal fails the trials. The user's jobs stay within a share of the site's MaxJobCount in the
+// controller (kMaxJobCountShare), counted with squeue --me when the study is large enough for it to
+// bind: the rest goes in as jobs end.
 // Layer run/ (namespace sweep::run): the run loop and its collaborators; uses results/ and the modules.
 #pragma once
 
@@ -26,6 +27,16 @@ namespace sweep::run {
 // (beyond MaxJobCount slurmctld takes no job from anybody) and for the slack of an ended job's record
 // (it counts until MinJobAge, and Slurm purges once a minute). docs/sites.md.
 inline constexpr double kMaxJobCountShare = 0.5;
+// The share is the user's, not each study's: two studies of one user must not fill MaxJobCount
+// together. A study whose own jobs in the controller stay within this part of the share (at least
+// one job) submits without counting the user's other jobs: small studies pay no extra squeue, and
+// the other half of MaxJobCount absorbs them. Beyond it, a tick that submits counts them first
+// (SlurmClient::CountMyJobs), at most once per kUserCountIntervalS: a count can only drop when
+// slurmctld purges ended jobs, once a minute. A tick without a fresh count submits only up to this
+// part and within the room the last count left; one whose count could not be read, only up to this
+// part (fail closed). docs/sites.md.
+inline constexpr double kUncountedShare = 0.1;
+inline constexpr double kUserCountIntervalS = 60;
 
 class Submitter {
  public:
@@ -92,12 +103,22 @@ class Submitter {
   // The site's limits (scontrol show config), read once, before the run's first submission.
   std::optional<slurm::SiteLimits> site_;
   bool share_said_ = false;  // the MaxJobCount share held trials back: said once a run
+  // The user's jobs (squeue --me): when last counted, and what was said once a run (the user's other
+  // jobs shrank the study's room; the count could not be read).
+  double user_counted_at_ = -1e300;
+  int64_t counted_left_ = 0;  // the room the last count found that this study has not filled since
+  bool others_said_ = false;
+  bool user_unread_said_ = false;
   // The study's jobs slurmctld holds now, as it counts them for MaxJobCount: each queued or running
   // job or array task, and each ended one until Slurm purges it (MinJobAge, checked each minute).
   int ControllerJobs(const std::vector<store::TrialRecord>& trials) const;
-  // How many more jobs may go in under the study's share of MaxJobCount (kMaxJobCountShare); said
-  // once a run when it holds `wanting` new trials back.
-  int64_t ShareRoom(const std::vector<store::TrialRecord>& trials, int64_t wanting);
+  // How many more jobs may go in under the share of MaxJobCount (kMaxJobCountShare): the study's own
+  // jobs within it, and the user's (counted, see kUncountedShare) too; said once a run when it holds
+  // `wanting` new trials back. kUnavailable: the count found slurmctld not answering.
+  Result<int64_t> ShareRoom(const std::vector<store::TrialRecord>& trials, int64_t wanting);
+  // The room the user's jobs leave under `share` when the study would hold more than the uncounted
+  // part of it: one count (rate-limited); without a fresh count, the uncounted part only.
+  Result<int64_t> UserRoom(const std::vector<store::TrialRecord>& trials, int share, int own, int64_t room);
 };
 
 // Back to "new" with the attempt and array fields undone, for a submission that never happened.

@@ -331,6 +331,22 @@ Result<std::vector<JobInfo>> SlurmClient::LiveJobsNamed(const std::string& prefi
   return live;
 }
 
+Result<int> SlurmClient::CountMyJobs() {
+  auto sq = RunSlurm("squeue -h -r --me -t all -o %i", &stats_.squeue);
+  if (!sq.ok()) return sq.status();
+  if (sq->exit_code != 0) {
+    return Status::FailedPrecondition(fmt::format("squeue exited {}: {}", sq->exit_code, Trim(sq->err)));
+  }
+  int jobs = 0;
+  std::string_view rest = sq->out;
+  while (!rest.empty()) {
+    size_t nl = rest.find('\n');
+    if (!Trim(rest.substr(0, nl)).empty()) ++jobs;
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+  }
+  return jobs;
+}
+
 SiteLimits ParseSiteLimits(std::string_view config) {
   SiteLimits limits;
   // "Name = value" lines; MinJobAge's value reads "300 sec". A line that does not parse keeps the default.

@@ -98,6 +98,13 @@ class SlurmClient {
   // beside the new one's.
   Result<std::vector<JobInfo>> LiveJobsNamed(const std::string& prefix, const std::string& comment_prefix = "");
 
+  // How many jobs of this user slurmctld holds, as it counts them toward MaxJobCount: every job and
+  // every array task (slurm.conf: each task counts as one job even before it has a record of its own;
+  // -r lists each pending task on a line of its own), ended ones until purged (-t all). One squeue
+  // call printing job ids only. kUnavailable when slurmctld does not answer, kFailedPrecondition
+  // (with squeue's answer) when squeue refuses the query.
+  Result<int> CountMyJobs();
+
   // The nodes job `job_id` asks for by name (its ReqNodeList, e.g. from --nodelist) that the
   // cluster does not have: `scontrol show node` does not find them (never declared, removed, or
   // State=FUTURE). One `scontrol show job` call, and one `scontrol show node` per node asked for.

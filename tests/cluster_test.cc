@@ -22,6 +22,8 @@
 #include "results/report_files.h"
 #include "results/study_trials.h"
 #include "run/runner.h"
+#include "slurm/slurm_client.h"
+#include "slurm/transport.h"
 #include "study/loader.h"
 #include "reports/study_report.h"
 #include "store/store.h"
@@ -365,6 +367,39 @@ TEST_CASE("one squeue call per tick however many trials are active", "[cluster]"
   CHECK(done);
   CHECK(max_active >= 20);
   for (const auto& t : h.Trials()) CHECK(t.state == "completed");
+}
+
+// Issue 42: the count of the user's jobs (SlurmClient::CountMyJobs, one squeue) is what slurmctld counts
+// toward MaxJobCount: each task of a pending array (slurm.conf: each task counts as one job before it
+// has a record of its own), and a cancelled job until it is purged. Taken as a difference around a held
+// array of 5 tasks: slurmctld purges older jobs once a minute, so a difference a purge disturbed is
+// taken again.
+TEST_CASE("the user's jobs are counted as slurmctld counts them for MaxJobCount: each array task, ended ones too",
+          "[cluster]") {
+  setenv("SLURM_CONF", testing::ClusterVar("SLURM_CONF").c_str(), 1);
+  auto transport = slurm::NewLocalTransport();
+  slurm::SlurmClient client(*transport);
+  testing::TempDir dir;
+  int held_more = -1, cancelled_more = -1;
+  for (int attempt = 0; attempt < 3 && !(held_more == 5 && cancelled_more == 5); ++attempt) {
+    auto before = client.CountMyJobs();
+    REQUIRE(before.ok());
+    std::string id =
+        testing::Capture(fmt::format("cd {} && sbatch --parsable --hold --array=0-4 -p {} -o /dev/null --wrap true",
+                                     dir.path().string(), testing::ClusterVar("SLURMSWEEP_PARTITION")));
+    id = id.substr(0, id.find('\n'));
+    REQUIRE_FALSE(id.empty());
+    auto held = client.CountMyJobs();
+    testing::Capture("scancel " + id);
+    auto cancelled = client.CountMyJobs();
+    REQUIRE(held.ok());
+    REQUIRE(cancelled.ok());
+    held_more = *held - *before;
+    cancelled_more = *cancelled - *before;
+  }
+  CHECK(held_more == 5);       // not 1: each pending task
+  CHECK(cancelled_more == 5);  // ended, still held until purged
+  CHECK(client.stats().squeue == client.stats().total());
 }
 
 // Issue 7's acceptance: a 50+ trial study goes to Slurm as arrays (one sbatch per array), with a

@@ -53,7 +53,8 @@ class FakeSlurm final : public slurm::Transport {
     std::string node;
     std::string reqnodes;  // scontrol show job's ReqNodeList (--nodelist), as Slurm prints it
     double start = 0, end = 0;
-    bool purged = false;  // gone from squeue (MinJobAge); accounting, if on, still has it
+    bool purged = false;   // gone from squeue (MinJobAge); accounting, if on, still has it
+    bool outside = false;  // the same user's, outside the study (another study, by hand): AddOutside
   };
 
   explicit FakeSlurm(const Clock& clock) : clock_(clock) {}
@@ -74,6 +75,11 @@ class FakeSlurm final : public slurm::Transport {
   int config_exit = 0;                  // `scontrol show config`'s exit (nonzero: a site that does not show it)
   int min_job_age = 300;                // `scontrol show config`'s MinJobAge; the test purges (PurgeEnded, purged)
   std::set<std::string> missing_nodes;  // nodes `scontrol show node` does not know
+  // `squeue --me -t all` (the user's jobs counted for MaxJobCount) exits with this and says `count_err`.
+  int count_exit = 0;
+  std::string count_err = "squeue: error: Invalid user: --me\n";
+  // Called after each sbatch slurmctld took: the jobs it holds then (a test checks a bound there).
+  std::function<void(FakeSlurm&)> after_sbatch;
   // Called before each squeue answer: a test's scheduler, moving jobs on as time passes.
   std::function<void(FakeSlurm&)> on_squeue;
 
@@ -124,6 +130,21 @@ class FakeSlurm final : public slurm::Transport {
     for (auto& [id, j] : jobs_) {
       if (j.node == host && j.state == "RUNNING") Requeue(id);
     }
+  }
+  // `n` jobs of the same user outside the study (another study's, or by hand), pending: squeue --me
+  // lists them and slurmctld counts them toward MaxJobCount; the study's own squeue (by id) never does.
+  // Their ids, for End and `purged`.
+  std::vector<std::string> AddOutside(int n) {
+    std::vector<std::string> ids;
+    for (int i = 0; i < n; ++i) {
+      Job j;
+      j.id = std::to_string(next_id_++);
+      j.name = "other-" + j.id;
+      j.outside = true;
+      jobs_[j.id] = j;
+      ids.push_back(j.id);
+    }
+    return ids;
   }
   // MinJobAge has passed: ended jobs leave squeue.
   void PurgeEnded() {
@@ -304,6 +325,7 @@ class FakeSlurm final : public slurm::Transport {
       --sbatch_hangs;
       return slurm::CommandOutput{124, "", ""};
     }
+    if (after_sbatch) after_sbatch(*this);
     if (lose_sbatch_answers > 0) {
       --lose_sbatch_answers;
       return Status::Unavailable("connection lost (injected) after sbatch ran");
@@ -322,6 +344,11 @@ class FakeSlurm final : public slurm::Transport {
   int Held() const {
     return static_cast<int>(std::count_if(jobs_.begin(), jobs_.end(), [](const auto& j) { return !j.second.purged; }));
   }
+  // Of those, the study's own (not AddOutside's).
+  int HeldOwn() const {
+    return static_cast<int>(
+        std::count_if(jobs_.begin(), jobs_.end(), [](const auto& j) { return !j.second.purged && !j.second.outside; }));
+  }
 
  private:
   std::string SqueueLine(const Job& j) const {
@@ -338,6 +365,15 @@ class FakeSlurm final : public slurm::Transport {
     slurm::CommandOutput out;
     auto ids = ListAfter(command, " -j ");
     auto names = ListAfter(command, "--name=");
+    // "squeue -h -r --me -t all -o %i": every job of the user slurmctld holds, one id a line (each
+    // array task on its own, as -r prints them), ended ones until purged.
+    if (command.find(" --me -t all -o %i") != std::string::npos) {
+      if (count_exit != 0) return slurm::CommandOutput{count_exit, "", count_err};
+      for (const auto& [id, j] : jobs_) {
+        if (!j.purged) out.out += id + "\n";
+      }
+      return out;
+    }
     // "squeue --me -t PENDING,RUNNING,...": every job of ours that has not ended.
     bool live = command.find(" --me ") != std::string::npos;
     for (const auto& [id, j] : jobs_) {

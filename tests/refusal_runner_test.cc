@@ -7,12 +7,25 @@
 #include <random>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "run/runner.h"
+#include "run/submitter.h"
 #include "tests/fake_sweep.h"
 
 using namespace sweep;
 using testing::FakeSweep;
+
+namespace {
+
+// The counts of the user's jobs in the controller (SlurmClient::CountMyJobs) issued so far.
+size_t UserCounts(const testing::FakeSlurm& slurm) {
+  auto sq = slurm.issued("squeue");
+  return std::count_if(sq.begin(), sq.end(),
+                       [](const std::string& c) { return c.find(" --me -t all ") != std::string::npos; });
+}
+
+}  // namespace
 
 TEST_CASE("a submit-quota refusal puts the trials back to new: no 'interrupted submission' follows", "[runner]") {
   FakeSweep s("[space]\nlr = [0.1, 0.2]\n", 2, "arrays = false");
@@ -209,13 +222,16 @@ TEST_CASE("a study keeps at most its share of MaxJobCount in the controller; eve
     };
     int ticks = 0;
     for (; ticks < 2000; ++ticks) {
-      size_t squeues = s.slurm.issued("squeue").size();
+      size_t squeues = s.slurm.issued("squeue").size(), counts_before = UserCounts(s.slurm);
       purge();
       bool done = s.Tick().done;
       peak = std::max(peak, s.slurm.Held());
       REQUIRE(s.slurm.Held() <= share);
-      // One squeue a tick; the first submitting tick also looks for live jobs of the study's name.
-      CHECK(s.slurm.issued("squeue").size() - squeues <= (ticks == 0 ? 2u : 1u));
+      // One squeue a tick; the first submitting tick also looks for live jobs of the study's name, and
+      // a tick that submits near the share may count the user's jobs once more.
+      size_t counts = UserCounts(s.slurm) - counts_before;
+      CHECK(counts <= 1);
+      CHECK(s.slurm.issued("squeue").size() - squeues - counts <= (ticks == 0 ? 2u : 1u));
       if (done) break;
       s.clock.Advance(draw(1, 30));
     }
@@ -229,5 +245,190 @@ TEST_CASE("a study keeps at most its share of MaxJobCount in the controller; eve
     CHECK(s.Events("submit_paused") == 0);
     CHECK(s.Events("submit_throttled") == (n > share ? 1 : 0));
     if (n > share && arrays) CHECK(peak == share);  // the share is filled, not merely respected
+  }
+}
+
+// Issue 42: the share of MaxJobCount is the user's, not each study's. Random studies beside random jobs
+// of the same user outside them (another study's, by hand: they come and go between ticks, ended ones
+// purged as slurmctld does), with MaxJobCount 4 to 80: every sbatch leaves the user's jobs in the
+// controller within the share, unless the study's own stay within the part it fills without counting
+// (kUncountedShare, at least one); sbatch never meets MaxJobCount; every trial runs once; a tick counts
+// the user's jobs at most once, the counts a minute apart or more.
+TEST_CASE("the user's jobs stay within the share of MaxJobCount beside jobs outside the study; every trial runs once",
+          "[runner]") {
+  std::mt19937 rng(4242);
+  auto draw = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int round = 0; round < 12; ++round) {
+    int n = draw(5, 80), max_concurrent = draw(1, n), max_job_count = draw(4, 80);
+    bool arrays = draw(0, 1) == 1;
+    int min_job_age = draw(0, 1) == 1 ? 0 : 120;
+    int share = std::max(1, max_job_count / 2);
+    int uncounted = std::max(1, static_cast<int>(share * run::kUncountedShare));
+    std::string lr;
+    for (int i = 1; i <= n; ++i) lr += (i > 1 ? ", " : "") + std::to_string(i);
+    FakeSweep s("[space]\nlr = [" + lr + "]\n", max_concurrent, arrays ? "" : "arrays = false");
+    s.slurm.max_job_count = max_job_count;
+    s.slurm.min_job_age = min_job_age;
+    INFO("round " << round << ": " << n << " trials, max_concurrent " << max_concurrent << ", arrays " << arrays
+                  << ", MaxJobCount " << max_job_count << ", MinJobAge " << min_job_age);
+    std::map<std::string, double> purge_at;
+    auto purge = [&] {
+      for (const auto& id : s.slurm.job_ids()) {
+        auto& j = s.slurm.job(id);
+        if (j.state == "COMPLETED" && !purge_at.count(id)) purge_at[id] = j.end + min_job_age + draw(0, 59);
+        if (purge_at.count(id) && s.clock.Now() >= purge_at[id]) j.purged = true;
+      }
+    };
+    s.slurm.on_squeue = [&](testing::FakeSlurm& slurm) {
+      int running = 0;
+      for (const auto& id : slurm.job_ids()) {
+        auto& j = slurm.job(id);
+        if (j.outside) continue;
+        if (j.state == "RUNNING" && draw(0, 2) == 0) slurm.End(id, "COMPLETED");
+        running += j.state == "RUNNING" ? 1 : 0;
+      }
+      purge();
+      for (const auto& id : slurm.job_ids()) {
+        if (!slurm.job(id).outside && slurm.job(id).state == "PENDING" && running < max_concurrent) {
+          slurm.Start(id);
+          ++running;
+        }
+      }
+    };
+    int sbatches = 0, over = 0;
+    s.slurm.after_sbatch = [&](testing::FakeSlurm& slurm) {
+      ++sbatches;
+      if (slurm.Held() > share && slurm.HeldOwn() > uncounted) ++over;
+    };
+    int outside = 0, peak_user = 0;
+    std::vector<double> counted_at;
+    int ticks = 0;
+    for (; ticks < 5000; ++ticks) {
+      // The user's other jobs, between ticks: some end, some come (up to the share; none after tick 300).
+      for (const auto& id : s.slurm.job_ids()) {
+        auto& j = s.slurm.job(id);
+        if (j.outside && j.state == "PENDING" && draw(0, 3) == 0) s.slurm.End(id, "COMPLETED");
+      }
+      purge();
+      int held_outside = s.slurm.Held() - s.slurm.HeldOwn();
+      if (ticks < 300 && draw(0, 2) == 0 && held_outside < share) {
+        outside += static_cast<int>(s.slurm.AddOutside(draw(1, share - held_outside)).size());
+      }
+      size_t squeues = s.slurm.issued("squeue").size(), counts_before = UserCounts(s.slurm);
+      bool done = s.Tick().done;
+      peak_user = std::max(peak_user, s.slurm.Held());
+      size_t counts = UserCounts(s.slurm) - counts_before;
+      REQUIRE(counts <= 1);
+      if (counts == 1) counted_at.push_back(s.clock.Now());
+      CHECK(s.slurm.issued("squeue").size() - squeues - counts <= (ticks == 0 ? 2u : 1u));
+      if (done) break;
+      s.clock.Advance(draw(1, 30));
+    }
+    INFO(s.log());
+    CHECK(ticks < 5000);
+    CHECK(over == 0);
+    CHECK(sbatches > 0);
+    CHECK(s.slurm.job_ids().size() == static_cast<size_t>(n + outside));  // one job each: none twice, none refused
+    for (const auto& t : s.Trials()) {
+      CHECK(t.state == "completed");
+      CHECK(t.attempt == 1);
+    }
+    CHECK(s.Events("submit_paused") == 0);
+    CHECK(s.Events("submit_throttled_user") <= 1);
+    for (size_t i = 1; i < counted_at.size(); ++i) CHECK(counted_at[i] - counted_at[i - 1] >= run::kUserCountIntervalS);
+    if (n > uncounted) CHECK_FALSE(counted_at.empty());  // a study beyond the uncounted part counts
+  }
+}
+
+// A small study (its jobs within a tenth of the share: 500 of MaxJobCount 10,000) never counts the
+// user's jobs: no squeue beyond the tick's own, even beside 4,000 of the user's jobs.
+TEST_CASE("a small study does not count the user's jobs: one squeue per tick", "[runner]") {
+  FakeSweep s(
+      "[space]\nlr = [" +
+          [] {
+            std::string lr;
+            for (int i = 1; i <= 40; ++i) lr += (i > 1 ? ", " : "") + std::to_string(i);
+            return lr;
+          }() +
+          "]\n",
+      40);
+  s.slurm.AddOutside(4000);
+  s.slurm.on_squeue = [](testing::FakeSlurm& slurm) {
+    for (const auto& id : slurm.job_ids()) {
+      auto& j = slurm.job(id);
+      if (j.outside) continue;
+      if (j.state == "RUNNING") slurm.End(id, "COMPLETED");
+      else if (j.state == "PENDING") slurm.Start(id);
+    }
+  };
+  for (int i = 0; i < 20 && !s.Tick().done; ++i) s.clock.Advance(5);
+  INFO(s.log());
+  for (const auto& t : s.Trials()) CHECK(t.state == "completed");
+  CHECK(UserCounts(s.slurm) == 0);
+  CHECK(s.Events("submit_throttled_user") == 0);
+}
+
+// The user's jobs beside the study fill the share: the study waits for them, says so once, and fills
+// what they leave; a count that cannot be read keeps the study within the uncounted part (fail closed)
+// and is said once.
+TEST_CASE("the user's other jobs shrink the study's room, said once; a count that cannot be read fails closed",
+          "[runner]") {
+  std::string lr;
+  for (int i = 1; i <= 30; ++i) lr += (i > 1 ? ", " : "") + std::to_string(i);
+  FakeSweep s("[space]\nlr = [" + lr + "]\n", 30);
+  s.slurm.max_job_count = 40;  // share 20, of which 2 without counting
+  s.slurm.min_job_age = 0;
+  std::vector<std::string> others = s.slurm.AddOutside(20);  // the share is full before the study starts
+  s.Tick();
+  CHECK(UserCounts(s.slurm) == 1);
+  CHECK(s.slurm.HeldOwn() == 0);
+  CHECK(s.Events("submit_throttled_user") == 1);
+  CHECK(s.Events("submit_throttled") == 1);  // the study's own share (20 of 30 trials) is said too
+  s.clock.Advance(5);
+  s.Tick();  // no count within a minute, and nothing goes in: not even the uncounted part
+  CHECK(UserCounts(s.slurm) == 1);
+  CHECK(s.slurm.HeldOwn() == 0);
+
+  for (int i = 0; i < 5; ++i) s.slurm.End(others[i], "COMPLETED");
+  s.slurm.PurgeEnded();
+  s.clock.Advance(56);
+  s.Tick();
+  CHECK(UserCounts(s.slurm) == 2);
+  CHECK(s.slurm.HeldOwn() == 5);  // what the user's other jobs leave
+  for (const auto& id : others) s.slurm.End(id, "COMPLETED");
+  s.slurm.PurgeEnded();  // gone: 20 for the study, but not before the next count
+  s.clock.Advance(30);
+  s.Tick();
+  CHECK(UserCounts(s.slurm) == 2);
+  CHECK(s.slurm.HeldOwn() == 5);
+  s.clock.Advance(31);
+  s.Tick();
+  CHECK(UserCounts(s.slurm) == 3);
+  CHECK(s.slurm.HeldOwn() == 20);
+  CHECK(s.Events("submit_throttled_user") == 1);
+
+  // The count cannot be read from now on.
+  {
+    s.slurm.count_exit = 1;
+    for (const auto& id : s.slurm.job_ids()) {
+      if (s.slurm.job(id).state == "PENDING") s.slurm.Start(id);
+      s.slurm.End(id, "COMPLETED");
+    }
+    s.slurm.PurgeEnded();
+    int held_max = 0;
+    s.slurm.after_sbatch = [&](testing::FakeSlurm& slurm) { held_max = std::max(held_max, slurm.HeldOwn()); };
+    s.slurm.on_squeue = [](testing::FakeSlurm& slurm) {
+      for (const auto& id : slurm.job_ids()) {
+        if (slurm.job(id).state != "PENDING") continue;
+        slurm.Start(id);
+        slurm.End(id, "COMPLETED");
+      }
+      slurm.PurgeEnded();
+    };
+    for (int i = 0; i < 200 && !s.Tick().done; ++i) s.clock.Advance(20);
+    INFO(s.log());
+    for (const auto& t : s.Trials()) CHECK(t.state == "completed");
+    CHECK(held_max == 2);
+    CHECK(s.Events("user_jobs_unread") == 1);
   }
 }
