@@ -162,6 +162,8 @@ class Runner {
   Status RefuseUnknownLiveJobs();
   void Event(std::optional<int64_t> trial_id, const std::string& kind, const std::string& message);
   bool StopRequested();
+  // Frees the stopping series once the loop has ended (Run).
+  void ReleaseLoopMemory();
   // A failure of the cluster to answer, seen by Run: an outage is waited out; a login only a human
   // can give (Cause::kReauthNeeded) is waited for study.cluster.reauth_wait_s, then the run stops
   // with "re-authentication needed", the jobs left on Slurm and the way on (that Status; else OK).

@@ -162,6 +162,8 @@ void StoppingState::Append(int64_t trial_id, int gpus, const std::vector<CurvePo
 
 void StoppingState::Forget(int64_t trial_id) { series_.erase(trial_id); }
 
+void StoppingState::ForgetAll() { series_.clear(); }
+
 std::vector<StopDecision> StoppingState::Evaluate(const std::vector<TrialProgress>& trials, RulePath path) {
   static const Series* const kNone = new Series(StoppingConfig{}, 1);  // a trial without points
   std::vector<const Series*> series;

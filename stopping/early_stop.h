@@ -164,6 +164,8 @@ class StoppingState {
               const std::vector<CurvePoint>& nan_iters);
   // Drops the trial's series (its points were reset, or their write rolled back).
   void Forget(int64_t trial_id);
+  // Drops every series (the run loop has ended; Append builds them again from the stored curves).
+  void ForgetAll();
   // EvaluateStopping(config, trials) with each trial's curves being those appended for its id;
   // the `loss` and `nan_iters` of `trials` are not read (a trial never appended has no points).
   std::vector<StopDecision> Evaluate(const std::vector<TrialProgress>& trials, RulePath path = RulePath::kIndexed);

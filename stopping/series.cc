@@ -121,10 +121,8 @@ void Series::AppendLoss(const CurvePoint& p) {
     double d2 = std::abs(v - 2 * raw1_ + raw2_);
     if (exact_) {
       d2_median_.Add(d2);
-      d2_bins_.push_back(static_cast<uint16_t>(LogHistogram::Bin(d2)));
-    } else {
-      d2_hist_.Add(d2);
     }
+    d2_hist_.Add(d2);  // read once the curve leaves exact; counted from the first point
     if (recent_.size() < kRecent) recent_.push_back(d2);
     else recent_[recent_next_] = d2;
     recent_next_ = (recent_next_ + 1) % kRecent;
@@ -218,9 +216,7 @@ void Series::Push(double at, int64_t n, double smoothed, double area) {
 // from every exact point, so the result does not depend on when the switch happened.
 void Series::LeaveExact() {
   exact_ = false;
-  for (uint16_t b : d2_bins_) d2_hist_.AddToBin(b);
   d2_hist_.Compact();
-  std::vector<uint16_t>().swap(d2_bins_);
   d2_median_.Release(), per_median_.Release();
   std::vector<double> per = PerInterval(t, step.ToVector());
   per_ref_ = MedianOf(per);

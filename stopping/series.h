@@ -30,11 +30,12 @@ namespace sweep::stopping {
 //  - the noise at earlier times (NoiseAt): a float at each of its marks, 16 per doubling of the
 //    points (about 200 at 40k points).
 // Lowest smoothed value and NaN-iteration total run over every point.
-// Up to kExactPoints a point costs the rules' four values (t, step, s, area_to) and two bytes more
-// (its second difference's histogram bin, for when the curve passes kExactPoints): the medians of
-// the second differences and of the seconds per iteration are kept by RunningMedian, which holds
-// only the values that can still be a median before kExactPoints (23 of them at 1,000 points).
-// About 34 KB a trial at 1,000 points (45 KB when every second difference was kept). The knots' room
+// Up to kExactPoints a point costs the rules' four values (t, step, s, area_to); its second difference
+// is counted in the histogram from the first point (read once the curve passes kExactPoints); the
+// medians of the second differences and of the seconds per iteration are kept by RunningMedian, which
+// holds only the values that can still be a median before kExactPoints (23 of them at 1,000 points).
+// About 33 KB a trial at 1,000 points (45 KB when every second difference was kept; 34 KB with each
+// one's histogram bin kept, two bytes, until kExactPoints). The knots' room
 // (kMaxKnots + 2) is taken once, at half that, and thinning is done in place: past 1,024 points a series
 // held 47 KB while the doubling vectors had room for 2,048 knots and the histograms every bin.
 
@@ -182,9 +183,8 @@ struct Series {
   size_t MemoryBytes() const {
     return (t.capacity() + s.capacity() + area_to.capacity() + window_.capacity() + recent_.capacity()) *
                sizeof(double) +
-           step.MemoryBytes() + d2_bins_.capacity() * sizeof(d2_bins_[0]) + d2_median_.MemoryBytes() +
-           per_median_.MemoryBytes() + d2_hist_.MemoryBytes() + per_hist_.MemoryBytes() +
-           slow_.capacity() * sizeof(slow_[0]) + marks_.capacity() * sizeof(marks_[0]);
+           step.MemoryBytes() + d2_median_.MemoryBytes() + per_median_.MemoryBytes() + d2_hist_.MemoryBytes() +
+           per_hist_.MemoryBytes() + slow_.capacity() * sizeof(slow_[0]) + marks_.capacity() * sizeof(marks_[0]);
   }
 
  private:
@@ -207,16 +207,15 @@ struct Series {
   double last_at_ = 0, last_s_ = 0, area_ = 0;
   int64_t last_step_ = 0;
   // Exact: the median of the absolute second differences of the raw values (at most kExactPoints - 2 of
-  // them while exact), and each one's LogHistogram bin for d2_hist_ when the curve leaves exact.
+  // them while exact); d2_hist_ counts them all from the first, for when the curve leaves exact.
   RunningMedian d2_median_{kExactPoints - 2};
-  std::vector<uint16_t> d2_bins_;
   // Exact: the median of the seconds per iteration of the intervals whose step advances.
   RunningMedian per_median_{kExactPoints - 1};
   bool per_built_ = false;  // per_median_ holds every interval's (built at the first Refresh)
   static constexpr size_t kRecent = 256;
   std::vector<double> recent_;  // the last kRecent of them, a ring from recent_next_
   size_t recent_next_ = 0, d2_count_ = 0;
-  // Past kExactPoints:
+  // Past kExactPoints (d2_hist_ filled from the first point):
   LogHistogram d2_hist_, per_hist_;
   double per_n_ = 0, per_mean_ = 0, per_m2_ = 0;  // Welford over the per-interval seconds per iteration
   double per_ref_ = 0;                            // median seconds per iteration of the exact points

@@ -77,7 +77,7 @@ double Lerp(const Xs& xs, const Ys& ys, double x) {
 class LogHistogram {
  public:
   void Add(double v) { AddToBin(Bin(v)); }
-  // Add(v) as Bin(v) and AddToBin: a curve keeps two bytes of a value it may add later, not eight.
+  // Add(v) as Bin(v) and AddToBin.
   void AddToBin(size_t bin) {
     ++total_;
     if (bin == 0) {
@@ -87,13 +87,21 @@ class LogHistogram {
     // Only the log bins from the lowest to the highest used are held (a loss's second differences
     // span a few decades: a few hundred bins of the 1,280, about 1 KB instead of 5; issue 42's
     // 10,000 curves hold two each).
+    // Grown to what is needed and a few bins more, not doubled: a curve's extremes come rarely.
+    constexpr size_t kSpare = 8;
     if (counts_.empty()) {
       lo_ = bin;
+      counts_.reserve(kSpare);
       counts_.push_back(0);
     } else if (bin < lo_) {
-      counts_.insert(counts_.begin(), lo_ - bin, 0);
+      std::vector<uint32_t> grown;
+      grown.reserve(lo_ - bin + counts_.size() + kSpare);
+      grown.assign(lo_ - bin, 0);
+      grown.insert(grown.end(), counts_.begin(), counts_.end());
+      counts_.swap(grown);
       lo_ = bin;
     } else if (bin >= lo_ + counts_.size()) {
+      if (bin - lo_ + 1 > counts_.capacity()) counts_.reserve(bin - lo_ + 1 + kSpare);
       counts_.resize(bin - lo_ + 1, 0);
     }
     ++counts_[bin - lo_];
@@ -115,7 +123,6 @@ class LogHistogram {
   // The bin of a value: kBins + 1 of them (zero's, then the log bins).
   static constexpr int kBinsPerOctave = 16, kMinOctave = -48, kMaxOctave = 32;
   static constexpr size_t kBins = static_cast<size_t>((kMaxOctave - kMinOctave) * kBinsPerOctave);
-  static_assert(kBins <= 0xffff, "a bin fits in two bytes (Series keeps them)");
   static size_t Bin(double v) {
     if (!(v > 0)) return 0;
     double x = (std::log2(v) - kMinOctave) * kBinsPerOctave;
