@@ -253,6 +253,7 @@ void Series::Refresh() {
     }
   }
   se = noise * SmoothedFraction(smoothing, points);
+  d2_median_.Trim(), per_median_.Trim();
 }
 
 // RateRse and StallPeriod of PerInterval(t, step), as they compute them (the same operations in the
