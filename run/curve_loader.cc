@@ -7,7 +7,7 @@
 namespace sweep::run {
 
 CurveLoader::CurveLoader(RunContext& ctx, stopping::StoppingState& stopping)
-    : ctx_(ctx), stopping_(stopping), then_s_(std::max(kFirstSliceS, ctx.study.cluster.poll_interval_s / 2)) {}
+    : ctx_(ctx), stopping_(stopping), then_s_(std::max(kLeastSliceS, ctx.study.cluster.poll_interval_s / 2)) {}
 
 Result<size_t> CurveLoader::Load(const std::vector<int64_t>& ids) {
   // The wall clock, not ctx_.clock: the slice bounds real time spent reading, which a test clock does not pass.

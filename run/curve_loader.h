@@ -21,7 +21,7 @@ namespace sweep::run {
 
 class CurveLoader {
  public:
-  // The slice after the first tick: half the study's poll interval (at least kFirstSliceS), so that a
+  // The slice after the first tick: half the study's poll interval (at least kLeastSliceS), so that a
   // restarted run reads for at most about as long as it waits between ticks.
   CurveLoader(RunContext& ctx, stopping::StoppingState& stopping);
 
@@ -42,7 +42,9 @@ class CurveLoader {
 
   RunContext& ctx_;
   stopping::StoppingState& stopping_;
-  static constexpr double kFirstSliceS = 0.25;
+  // The first tick reads a twentieth of a second's worth (all of a study of a few hundred trials; it is
+  // there to show the queue and the logs at once), the next ones at least a quarter of a second's.
+  static constexpr double kFirstSliceS = 0.05, kLeastSliceS = 0.25;
   double first_s_ = kFirstSliceS, then_s_;
   int64_t rows_ = std::numeric_limits<int64_t>::max();
   bool first_ = true;
