@@ -168,6 +168,15 @@ TEST_CASE(
     std::map<int64_t, std::string> cut;                   // the rest of a line cut in two
     auto stopping = std::make_unique<stopping::StoppingState>(run.study().stopping);
     auto ingester = std::make_unique<Ingester>(run.ctx(), *stopping);
+    // A tick's reads of every trial's log, and every trial to ingest them into.
+    std::vector<store::TrialRecord*> all;
+    auto read_all = [&] {
+      Ingester::Reads reads = ingester->Read(trials, Jobs(run, trials));
+      REQUIRE(ingester->HoldForeignLogs(trials, reads).ok());
+      all.clear();
+      for (auto& t : trials) all.push_back(&t);
+      return reads;
+    };
     int64_t points = 0;
     for (int tick = 0; tick < 40; ++tick) {
       trials = run.Trials();
@@ -186,11 +195,7 @@ TEST_CASE(
         }
         run.slurm.AppendLog(t.job_id, text);
       }
-      auto jobs = Jobs(run, trials);
-      Ingester::Reads reads = ingester->Read(trials, jobs);
-      REQUIRE(ingester->HoldForeignLogs(trials, reads).ok());
-      std::vector<store::TrialRecord*> all;
-      for (auto& t : trials) all.push_back(&t);
+      Ingester::Reads reads = read_all();
       TickReport report;
       int fate = pick(0, 5);
       if (fate == 0) {
@@ -213,11 +218,7 @@ TEST_CASE(
     // The rest of every cut line, then a last tick with nothing left behind.
     trials = run.Trials();
     for (const auto& t : trials) run.slurm.AppendLog(t.job_id, cut[t.id]);
-    auto jobs = Jobs(run, trials);
-    Ingester::Reads reads = ingester->Read(trials, jobs);
-    REQUIRE(ingester->HoldForeignLogs(trials, reads).ok());
-    std::vector<store::TrialRecord*> all;
-    for (auto& t : trials) all.push_back(&t);
+    Ingester::Reads reads = read_all();
     TickReport report;
     REQUIRE(ingester->IngestAll(all, reads, report).ok());
     points += report.points;

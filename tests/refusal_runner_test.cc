@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -23,6 +24,23 @@ size_t UserCounts(const testing::FakeSlurm& slurm) {
   auto sq = slurm.issued("squeue");
   return std::count_if(sq.begin(), sq.end(),
                        [](const std::string& c) { return c.find(" --me -t all ") != std::string::npos; });
+}
+
+// The space of a study of n trials: lr = 1, 2, ..., n.
+std::string LrSpace(int n) {
+  std::string lr;
+  for (int i = 1; i <= n; ++i) lr += (i > 1 ? ", " : "") + std::to_string(i);
+  return "[space]\nlr = [" + lr + "]\n";
+}
+
+// slurmctld's purge, on its own time: an ended job is forgotten MinJobAge to a minute (`late`) after it ends.
+void PurgeEnded(FakeSweep& s, std::map<std::string, double>& purge_at, int min_job_age,
+                const std::function<int()>& late) {
+  for (const auto& id : s.slurm.job_ids()) {
+    auto& j = s.slurm.job(id);
+    if (j.state == "COMPLETED" && !purge_at.count(id)) purge_at[id] = j.end + min_job_age + late();
+    if (purge_at.count(id) && s.clock.Now() >= purge_at[id]) j.purged = true;
+  }
 }
 
 }  // namespace
@@ -188,22 +206,13 @@ TEST_CASE("a study keeps at most its share of MaxJobCount in the controller; eve
     bool arrays = draw(0, 1) == 1;
     int min_job_age = draw(0, 1) == 1 ? 0 : 120;
     int share = std::max(1, max_job_count / 2);
-    std::string lr;
-    for (int i = 1; i <= n; ++i) lr += (i > 1 ? ", " : "") + std::to_string(i);
-    FakeSweep s("[space]\nlr = [" + lr + "]\n", max_concurrent, arrays ? "" : "arrays = false");
+    FakeSweep s(LrSpace(n), max_concurrent, arrays ? "" : "arrays = false");
     s.slurm.max_job_count = max_job_count;
     s.slurm.min_job_age = min_job_age;
     INFO("round " << round << ": " << n << " trials, max_concurrent " << max_concurrent << ", arrays " << arrays
                   << ", MaxJobCount " << max_job_count << ", MinJobAge " << min_job_age);
-    // slurmctld's purge, on its own time: an ended job is forgotten MinJobAge to a minute later.
     std::map<std::string, double> purge_at;
-    auto purge = [&] {
-      for (const auto& id : s.slurm.job_ids()) {
-        auto& j = s.slurm.job(id);
-        if (j.state == "COMPLETED" && !purge_at.count(id)) purge_at[id] = j.end + min_job_age + draw(0, 59);
-        if (purge_at.count(id) && s.clock.Now() >= purge_at[id]) j.purged = true;
-      }
-    };
+    auto purge = [&] { PurgeEnded(s, purge_at, min_job_age, [&] { return draw(0, 59); }); };
     int peak = 0;
     s.slurm.on_squeue = [&](testing::FakeSlurm& slurm) {
       int running = 0;
@@ -264,21 +273,13 @@ TEST_CASE("the user's jobs stay within the share of MaxJobCount beside jobs outs
     int min_job_age = draw(0, 1) == 1 ? 0 : 120;
     int share = std::max(1, max_job_count / 2);
     int uncounted = std::max(1, static_cast<int>(share * run::kUncountedShare));
-    std::string lr;
-    for (int i = 1; i <= n; ++i) lr += (i > 1 ? ", " : "") + std::to_string(i);
-    FakeSweep s("[space]\nlr = [" + lr + "]\n", max_concurrent, arrays ? "" : "arrays = false");
+    FakeSweep s(LrSpace(n), max_concurrent, arrays ? "" : "arrays = false");
     s.slurm.max_job_count = max_job_count;
     s.slurm.min_job_age = min_job_age;
     INFO("round " << round << ": " << n << " trials, max_concurrent " << max_concurrent << ", arrays " << arrays
                   << ", MaxJobCount " << max_job_count << ", MinJobAge " << min_job_age);
     std::map<std::string, double> purge_at;
-    auto purge = [&] {
-      for (const auto& id : s.slurm.job_ids()) {
-        auto& j = s.slurm.job(id);
-        if (j.state == "COMPLETED" && !purge_at.count(id)) purge_at[id] = j.end + min_job_age + draw(0, 59);
-        if (purge_at.count(id) && s.clock.Now() >= purge_at[id]) j.purged = true;
-      }
-    };
+    auto purge = [&] { PurgeEnded(s, purge_at, min_job_age, [&] { return draw(0, 59); }); };
     s.slurm.on_squeue = [&](testing::FakeSlurm& slurm) {
       int running = 0;
       for (const auto& id : slurm.job_ids()) {
