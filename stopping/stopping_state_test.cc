@@ -44,6 +44,16 @@ std::vector<CurvePoint> NanIters(const std::vector<CurvePoint>& loss) {
   return out;
 }
 
+// Trial i of a property study as the rules see it: named t<i>, each `repeats` of them one configuration.
+TrialProgress ProgressOf(int i, TrialPhase phase, int repeats) {
+  TrialProgress p;
+  p.id = i;
+  p.name = "t" + std::to_string(i);
+  p.phase = phase;
+  if (repeats > 1) p.configuration = "c" + std::to_string(i / repeats);
+  return p;
+}
+
 // The indexed path's decisions are the reference path's, one for one: trial, rule, reason, value.
 void CheckSameDecisions(const std::vector<StopDecision>& indexed, const std::vector<StopDecision>& reference) {
   REQUIRE(indexed.size() == reference.size());
@@ -264,12 +274,8 @@ TEST_CASE("stopping state: the indexed rules decide as the reference rules on ra
         if (phase[i] == TrialPhase::kRunning && tick == ticks - 1 && rng() % 5 == 0) phase[i] = TrialPhase::kCompleted;
         state.Append(i, 1, Slice(curves[i], shown[i], upto), {});
         shown[i] = upto;
-        TrialProgress p;
-        p.id = i;
-        p.name = "t" + std::to_string(i);
-        p.phase = phase[i];
+        TrialProgress p = ProgressOf(i, phase[i], repeats);
         p.params = {{"model", std::to_string((i / repeats) % 4)}, {"mbs", std::to_string((i / repeats) % 2)}};
-        if (repeats > 1) p.configuration = "c" + std::to_string(i / repeats);
         meta.push_back(p);
       }
       auto reference = state.Evaluate(meta, RulePath::kReference);
@@ -334,12 +340,7 @@ TEST_CASE("stopping state: the median rule's batches decide as the reference nea
         size_t upto = phase[i] == TrialPhase::kRunning ? points * tick / ticks - rng() % 3 : shown[i];
         state.Append(i, 1, Slice(curves[i], shown[i], upto), {});
         shown[i] = std::max(shown[i], upto);
-        TrialProgress p;
-        p.id = i;
-        p.name = "t" + std::to_string(i);
-        p.phase = phase[i];
-        if (repeats > 1) p.configuration = "c" + std::to_string(i / repeats);
-        meta.push_back(p);
+        meta.push_back(ProgressOf(i, phase[i], repeats));
       }
       auto reference = state.Evaluate(meta, RulePath::kReference);
       auto indexed = state.Evaluate(meta, RulePath::kIndexed);

@@ -43,6 +43,29 @@ void PurgeEnded(FakeSweep& s, std::map<std::string, double>& purge_at, int min_j
   }
 }
 
+// A random round of the MaxJobCount tests: a study of n trials and the site's limits (drawn in this order).
+struct ShareRound {
+  int n, max_concurrent, max_job_count, min_job_age, share;
+  bool arrays;
+};
+ShareRound DrawShareRound(const std::function<int(int, int)>& draw, int most_trials, int least_count, int most_count) {
+  ShareRound r;
+  r.n = draw(5, most_trials), r.max_concurrent = draw(1, r.n), r.max_job_count = draw(least_count, most_count);
+  r.arrays = draw(0, 1) == 1;
+  r.min_job_age = draw(0, 1) == 1 ? 0 : 120;
+  r.share = std::max(1, r.max_job_count / 2);
+  return r;
+}
+
+// The round's site limits on the fake Slurm, and what the round was, for a failure's message.
+std::string SetLimits(FakeSweep& s, const ShareRound& r) {
+  s.slurm.max_job_count = r.max_job_count;
+  s.slurm.min_job_age = r.min_job_age;
+  return std::to_string(r.n) + " trials, max_concurrent " + std::to_string(r.max_concurrent) + ", arrays " +
+         std::to_string(r.arrays) + ", MaxJobCount " + std::to_string(r.max_job_count) + ", MinJobAge " +
+         std::to_string(r.min_job_age);
+}
+
 }  // namespace
 
 TEST_CASE("a submit-quota refusal puts the trials back to new: no 'interrupted submission' follows", "[runner]") {
@@ -202,17 +225,13 @@ TEST_CASE("a study keeps at most its share of MaxJobCount in the controller; eve
   std::mt19937 rng(42);
   auto draw = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   for (int round = 0; round < 8; ++round) {
-    int n = draw(5, 60), max_concurrent = draw(1, n), max_job_count = draw(2, 40);
-    bool arrays = draw(0, 1) == 1;
-    int min_job_age = draw(0, 1) == 1 ? 0 : 120;
-    int share = std::max(1, max_job_count / 2);
+    const ShareRound r = DrawShareRound(draw, 60, 2, 40);
+    const int n = r.n, max_concurrent = r.max_concurrent, share = r.share;
+    const bool arrays = r.arrays;
     FakeSweep s(LrSpace(n), max_concurrent, arrays ? "" : "arrays = false");
-    s.slurm.max_job_count = max_job_count;
-    s.slurm.min_job_age = min_job_age;
-    INFO("round " << round << ": " << n << " trials, max_concurrent " << max_concurrent << ", arrays " << arrays
-                  << ", MaxJobCount " << max_job_count << ", MinJobAge " << min_job_age);
+    INFO("round " << round << ": " << SetLimits(s, r));
     std::map<std::string, double> purge_at;
-    auto purge = [&] { PurgeEnded(s, purge_at, min_job_age, [&] { return draw(0, 59); }); };
+    auto purge = [&] { PurgeEnded(s, purge_at, r.min_job_age, [&] { return draw(0, 59); }); };
     int peak = 0;
     s.slurm.on_squeue = [&](testing::FakeSlurm& slurm) {
       int running = 0;
@@ -268,18 +287,13 @@ TEST_CASE("the user's jobs stay within the share of MaxJobCount beside jobs outs
   std::mt19937 rng(4242);
   auto draw = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   for (int round = 0; round < 12; ++round) {
-    int n = draw(5, 80), max_concurrent = draw(1, n), max_job_count = draw(4, 80);
-    bool arrays = draw(0, 1) == 1;
-    int min_job_age = draw(0, 1) == 1 ? 0 : 120;
-    int share = std::max(1, max_job_count / 2);
-    int uncounted = std::max(1, static_cast<int>(share * run::kUncountedShare));
-    FakeSweep s(LrSpace(n), max_concurrent, arrays ? "" : "arrays = false");
-    s.slurm.max_job_count = max_job_count;
-    s.slurm.min_job_age = min_job_age;
-    INFO("round " << round << ": " << n << " trials, max_concurrent " << max_concurrent << ", arrays " << arrays
-                  << ", MaxJobCount " << max_job_count << ", MinJobAge " << min_job_age);
+    const ShareRound r = DrawShareRound(draw, 80, 4, 80);
+    const int n = r.n, share = r.share;
+    const int uncounted = std::max(1, static_cast<int>(share * run::kUncountedShare));
+    FakeSweep s(LrSpace(n), r.max_concurrent, r.arrays ? "" : "arrays = false");
+    INFO("round " << round << ": " << SetLimits(s, r));
     std::map<std::string, double> purge_at;
-    auto purge = [&] { PurgeEnded(s, purge_at, min_job_age, [&] { return draw(0, 59); }); };
+    auto purge = [&] { PurgeEnded(s, purge_at, r.min_job_age, [&] { return draw(0, 59); }); };
     s.slurm.on_squeue = [&](testing::FakeSlurm& slurm) {
       int running = 0;
       for (const auto& id : slurm.job_ids()) {
@@ -290,7 +304,7 @@ TEST_CASE("the user's jobs stay within the share of MaxJobCount beside jobs outs
       }
       purge();
       for (const auto& id : slurm.job_ids()) {
-        if (!slurm.job(id).outside && slurm.job(id).state == "PENDING" && running < max_concurrent) {
+        if (!slurm.job(id).outside && slurm.job(id).state == "PENDING" && running < r.max_concurrent) {
           slurm.Start(id);
           ++running;
         }
