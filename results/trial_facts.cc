@@ -170,7 +170,7 @@ Result<std::optional<int64_t>> SustainedReachInBuckets(store::Store& store, int6
 }  // namespace
 
 // The final objective (base/final_objective.h) of a trial that logged `objective`, from its last
-// kFinalWindow points alone (read through the store's index by metric).
+// kFinalWindow points alone (the trial's last rows).
 Result<std::optional<FinalObjective>> FinalFromTail(store::Store& store, int64_t trial_id,
                                                     const store::TrialSummary& summary, const std::string& objective) {
   const store::MetricSummary* m = summary.Find(objective);

@@ -52,7 +52,7 @@ Result<TrialFacts> SummaryFacts(store::Store& store, int64_t trial_id, const sto
                                 const FactsContext& ctx);
 
 // The final objective (base/final_objective.h) of a trial that logged `objective`, from its last
-// kFinalWindow points alone (read through the store's index by metric): what `status` shows.
+// kFinalWindow points alone (the trial's last rows): what `status` shows.
 Result<std::optional<FinalObjective>> FinalFromTail(store::Store& store, int64_t trial_id,
                                                     const store::TrialSummary& summary, const std::string& objective);
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <unordered_set>
 
 #include "slurm/sbatch_script.h"
 
@@ -270,10 +271,11 @@ Result<std::map<std::string, JobInfo>> SlurmClient::Query(const std::vector<std:
   }
   // Array tasks are asked for by their array's id, one line per task (-r): the command stays short
   // however many tasks an array has.
-  std::vector<std::string> bases;
+  std::vector<std::string> bases;  // in the order first asked for
+  std::unordered_set<std::string> seen;   // a lookup per id, not a scan of the bases (10,000 jobs a tick)
   for (const auto& id : job_ids) {
     std::string base = ArrayBaseId(id);
-    if (std::find(bases.begin(), bases.end(), base) == bases.end()) bases.push_back(base);
+    if (seen.insert(base).second) bases.push_back(std::move(base));
   }
   auto sq = RunSlurm(fmt::format("squeue -h -r -t all -j {} -O {}", JoinIds(bases), ShellQuote(kSqueueFormat)),
                      &stats_.squeue);
@@ -297,8 +299,9 @@ Result<std::map<std::string, JobInfo>> SlurmClient::Query(const std::vector<std:
     if (sa->err.find("disabled") != std::string::npos) sacct_unavailable_ = true;
     return found;
   }
+  std::unordered_set<std::string> asked(missing.begin(), missing.end());
   for (auto& j : ParseSacct(sa->out)) {
-    if (std::find(missing.begin(), missing.end(), j.job_id) != missing.end()) found[j.job_id] = std::move(j);
+    if (asked.count(j.job_id)) found[j.job_id] = std::move(j);
   }
   return found;
 }

@@ -18,7 +18,7 @@ inline constexpr const char* kSqlConnectionPragmas =
     "PRAGMA busy_timeout = 5000; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; "
     "PRAGMA wal_autocheckpoint = 10000;";
 // The page cache: what `run` holds beside its stopping curves (issue 42: 512 MB at 10,000 trials).
-// The writer's 8 MB keeps the metrics' index pages a tick touches; a reader (`status`, `report`,
+// The writer's 8 MB keeps the pages a tick touches near the metrics' key ends; a reader (`status`, `report`,
 // the run's report refresher beside the loop) reads each page about once, so SQLite's default 2 MB.
 inline constexpr const char* kSqlWriterCache = "PRAGMA cache_size = -8192";
 inline constexpr const char* kSqlReaderCache = "PRAGMA cache_size = -2000";
@@ -99,7 +99,8 @@ inline constexpr const char* kSqlMetricSeries =
 inline constexpr const char* kSqlMetricTail =
     "SELECT value FROM metrics WHERE trial_id = ?1 AND name_id = (SELECT id FROM metric_names WHERE name = ?2) "
     "ORDER BY step DESC LIMIT ?3";
-// Through metrics_by_name: the points of one metric in a step range, and the few before it.
+// A step range of the trial's primary key, one metric's rows kept: the points of one metric in a step range, and
+// the few before it.
 inline constexpr const char* kSqlMetricRange =
     "SELECT step, time_s, value FROM metrics WHERE trial_id = ?1 AND name_id = (SELECT id FROM metric_names WHERE "
     "name = ?2) AND step BETWEEN ?3 AND ?4 ORDER BY step";
@@ -111,12 +112,12 @@ inline constexpr const char* kSqlLastMetric =
     "SELECT last_step, last_time_s, ?2, last_value FROM metric_summaries "
     "WHERE trial_id = ?1 AND name_id = (SELECT id FROM metric_names WHERE name = ?2)";
 inline constexpr const char* kSqlCountMetrics = "SELECT count(*) FROM metrics WHERE trial_id = ?1";
-// Through metrics_by_name: one metric's rows only.
+// The trial's rows in key (step) order, one metric's kept.
 inline constexpr const char* kSqlSeriesById =
     "SELECT step, time_s, value FROM metrics WHERE trial_id = ?1 AND name_id = ?2 ORDER BY step";
-// Every row, by trial and metric: the migration that builds the summaries reads each series once.
+// Every row in key order (trial, step, metric): the migration that builds the summaries reads each trial once.
 inline constexpr const char* kSqlAllSeries =
-    "SELECT trial_id, name_id, step, time_s, value FROM metrics ORDER BY trial_id, name_id, step";
+    "SELECT trial_id, name_id, step, time_s, value FROM metrics ORDER BY trial_id, step, name_id";
 
 // A summary row's columns after (trial_id, name_id), in the order ReadSummary and BindSummary use.
 #define SWEEP_SUMMARY_COLUMNS                                                                               \

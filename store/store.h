@@ -17,7 +17,6 @@
 //     curve's range smooth_min/smooth_max): what ingestion keeps about
 //     each metric (store/metric_summary.h), written in AppendMetrics' transaction; derived, so a
 //     migration or an out-of-order row rebuilds them from the metrics
-//   index metrics_by_name(trial_id, name_id, step): one metric's rows without the others'
 //   events(id, study_id, trial_id, at, kind, message)
 //   controller_lease(id = 1, token, host, pid, boot_id, started_at, heartbeat_at): who runs the
 //     study (run/lease.h)
@@ -196,13 +195,12 @@ class Store {
   // Every row of the trial, one MetricColumns per metric, by name; each column reserved to the
   // metric's size (from its summary) and filled in one pass over the trial's rows.
   virtual Result<std::vector<MetricColumns>> MetricTable(int64_t trial_id) = 0;
-  // One metric of one trial in step order, read through the index by metric (metrics_by_name):
-  // the trial's other metrics are not read, and a metric the trial never logged costs one lookup.
+  // One metric of one trial in step order: the trial's rows in key order, the other metrics' skipped (no index by
+  // metric: it cost a page per metric and trial in every tick, migration 10).
   virtual Result<std::vector<MetricRow>> MetricSeries(int64_t trial_id, const std::string& name) = 0;
   // Several metrics of one trial, each in step order (empty for one it never logged), in one pass over
-  // the trial's rows in key order: no lookup per row, as MetricSeries' index costs (a restarted run's
-  // stopping curves: 10,000 trials x 1,000 points read ~6x faster). Reads the trial's other metrics'
-  // rows too, so a trial logging many metrics is better read by MetricSeries. Default: MetricSeries each.
+  // the trial's rows in key order (a restarted run's stopping curves: one pass instead of one per metric).
+  // Default: MetricSeries each.
   virtual Result<std::vector<std::vector<CurvePoint>>> MetricCurves(int64_t trial_id,
                                                                     const std::vector<std::string>& names) {
     std::vector<std::vector<CurvePoint>> curves(names.size());
@@ -214,11 +212,11 @@ class Store {
     }
     return curves;
   }
-  // The values of the last `n` points of one metric (fewer if it has fewer), in step order, through
-  // metrics_by_name: a final value costs `n` rows, not the series.
+  // The values of the last `n` points of one metric (fewer if it has fewer), in step order: the trial's rows read
+  // back from its last step until `n` are found, so a final value of a metric logged every line costs `n` lines.
   virtual Result<std::vector<double>> MetricTail(int64_t trial_id, const std::string& name, size_t n) = 0;
   // One metric's points with first_step <= step <= last_step, preceded by up to `before` points
-  // before first_step, in step order, through metrics_by_name: a bucket of the summary's series
+  // before first_step, in step order, from the key's step range: a bucket of the summary's series
   // read back point by point (the smoothed curve's window reaches `before` points back).
   virtual Result<std::vector<CurvePoint>> MetricRange(int64_t trial_id, const std::string& name, int64_t first_step,
                                                       int64_t last_step, size_t before) = 0;

@@ -274,7 +274,7 @@ TEST_CASE("Summary: a database from before summaries (schema 5) gets them on ope
     REQUIRE(
         sqlite3_exec(
             db,
-            "DROP TABLE metric_summaries; DROP TABLE metric_buckets; DROP INDEX metrics_by_name; "
+            "DROP TABLE metric_summaries; DROP TABLE metric_buckets; DROP INDEX IF EXISTS metrics_by_name; "
             "ALTER TABLE trials DROP COLUMN telemetry_offset; DROP TABLE controller_lease; PRAGMA user_version = 5;",
             nullptr, nullptr, nullptr) == SQLITE_OK);
     sqlite3_close(db);
