@@ -17,7 +17,9 @@
 #         written by build/bin/stopping_tick_bench --write-study, and a stand-in squeue first on PATH
 #         reports every job running and logs one more iteration in each trial's log per call (a
 #         tick's new points); scancel is a no-op. SLURMSWEEP_BIN_BEFORE=/path/to/an/older/slurmsweep
-#         measures that binary on a copy of the same database too. SLURMSWEEP_STOP_TRIALS and
+#         measures that binary on a copy of the same database too; when its schema is older, give its
+#         stopping_tick_bench as SLURMSWEEP_TICK_BENCH_BEFORE and it writes the same study for it
+#         (an older slurmsweep refuses a newer database). SLURMSWEEP_STOP_TRIALS and
 #         SLURMSWEEP_STOP_STORED change the study's size (issue 42: 10000 and 1000; limit then 512 MB).
 # e2e:    issue 42: a study of SLURMSWEEP_E2E_TRIALS (default 10,000) trivial trials run to its end on the
 #         lab, every trial queued at once (max_concurrent = trials; arrays split by the site's MaxArraySize,
@@ -51,6 +53,12 @@ if [[ $what == stopping ]]; then
   MIN_TICKS=$(( STORED < 1025 ? 1025 - STORED + 2 : 3 ))
   export MIN_TICKS
   cp -a "$WORK/study" "$WORK/pristine"
+  if [[ -n ${SLURMSWEEP_TICK_BENCH_BEFORE:-} ]]; then
+    rm -rf "$WORK/study"
+    "$SLURMSWEEP_TICK_BENCH_BEFORE" --write-study "$WORK/study" --trials "$TRIALS" --stored "$STORED"
+    printf '\n[report]\nrefresh_minutes = 0.1\n' >>"$WORK/study/study.toml"
+    mv "$WORK/study" "$WORK/pristine-before"
+  fi
   mkdir -p "$WORK/stub"
   cat >"$WORK/stub/squeue" <<'STUB'
 #!/bin/bash
@@ -105,10 +113,10 @@ print(f"first={first or 0:.3f} resumed_tick={resumed_tick or 0} resumed={resumed
       f"waited={int(waited)} kb={ru.ru_maxrss} cpu={ru.ru_utime + ru.ru_stime:.2f} wall={time.monotonic() - start:.2f} rc={rc} "
       f"at={','.join(f'{x:.3f}' for x in at)}")
 PY
-  # measure LABEL BINARY: the study as written, afresh for each binary (a run records its stop requests).
+  # measure LABEL BINARY [PRISTINE]: the study as written, afresh for each binary (a run records its stop requests).
   measure() {
     rm -rf "$WORK/study"
-    cp -a "$WORK/pristine" "$WORK/study"
+    cp -a "$WORK/${3:-pristine}" "$WORK/study"
     local first resumed_tick resumed ticks waited kb cpu wall rc at
     eval "$(PATH="$WORK/stub:$PATH" python3 "$WORK/timed.py" "$WORK/$1.log" "$2" run --max-ticks 1000 \
       "$WORK/study/study.toml")"
@@ -128,7 +136,9 @@ PY
       awk 'NR > 1 && $1 != "" { printf " %.2f", $1 - prev - 1 - $2 } { prev = $1 } END { print " s" }'
   }
   measure this "$BIN"
-  [[ -n ${SLURMSWEEP_BIN_BEFORE:-} ]] && measure before "$SLURMSWEEP_BIN_BEFORE"
+  if [[ -n ${SLURMSWEEP_BIN_BEFORE:-} ]]; then
+    measure before "$SLURMSWEEP_BIN_BEFORE" "$([[ -d $WORK/pristine-before ]] && echo pristine-before || echo pristine)"
+  fi
   exit 0
 fi
 

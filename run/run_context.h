@@ -31,7 +31,7 @@ struct TickReport {
   int ended = 0;
   int changed = 0;            // trials whose state or reason changed
   int64_t points = 0;         // metric rows ingested
-  int slurm_queries = 0;      // squeue + sacct calls this tick
+  int slurm_queries = 0;      // squeue + sacct calls this tick, all of them (the batched query, counts)
   int64_t cluster_calls = 0;  // commands, file writes and reads sent to the cluster this tick
   bool done = false;          // every trial has ended
   bool unavailable = false;   // the cluster could not be reached; nothing was marked

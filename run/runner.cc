@@ -220,6 +220,9 @@ Result<TickReport> Runner::Tick() {
   ++tick_;
   TickReport report;
   int64_t calls_before = transport_.counts().total();
+  // Every squeue and sacct of the tick: the batched query, and a count of the user's jobs or a look for
+  // the study's live jobs when it submits.
+  auto queries_before = client_.stats();
   auto trials = store_.ListTrials(ctx_.study_id);
   if (!trials.ok()) return trials.status();
 
@@ -250,6 +253,8 @@ Result<TickReport> Runner::Tick() {
                   return IsFinalTrialState(t.state) || !ctx_.specs.count(t.trial_key);
                 });
   report.cluster_calls = transport_.counts().total() - calls_before;
+  report.slurm_queries =
+      (client_.stats().squeue - queries_before.squeue) + (client_.stats().sacct - queries_before.sacct);
   for (const auto& t : *trials) {
     if (t.job_id.empty() || IsFinalTrialState(t.state)) continue;
     if (t.state == slurm::JobStateName(slurm::JobState::kRunning)) ++report.running;
@@ -368,9 +373,7 @@ Status Runner::QueryAndIngest(std::vector<store::TrialRecord>& trials, TickRepor
   }
   report.active = static_cast<int>(ids.size());
   if (ids.empty()) return Status::OK();
-  auto before = client_.stats();
   auto jobs = client_.Query(ids);
-  report.slurm_queries = (client_.stats().squeue - before.squeue) + (client_.stats().sacct - before.sacct);
   if (!jobs.ok()) return jobs.status();
 
   // Every log that has news, with its telemetry and start marks, in one ReadMany.

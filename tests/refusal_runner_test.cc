@@ -251,15 +251,20 @@ TEST_CASE("a study keeps at most its share of MaxJobCount in the controller; eve
     int ticks = 0;
     for (; ticks < 2000; ++ticks) {
       size_t squeues = s.slurm.issued("squeue").size(), counts_before = UserCounts(s.slurm);
+      size_t saccts = s.slurm.issued("sacct").size();
       purge();
-      bool done = s.Tick().done;
+      run::TickReport report = s.Tick();
+      bool done = report.done;
       peak = std::max(peak, s.slurm.Held());
       REQUIRE(s.slurm.Held() <= share);
       // One squeue a tick; the first submitting tick also looks for live jobs of the study's name, and
-      // a tick that submits near the share may count the user's jobs once more.
+      // a tick that submits near the share may count the user's jobs once more. The tick's line says
+      // them all, the counts too.
       size_t counts = UserCounts(s.slurm) - counts_before;
       CHECK(counts <= 1);
       CHECK(s.slurm.issued("squeue").size() - squeues - counts <= (ticks == 0 ? 2u : 1u));
+      CHECK(static_cast<size_t>(report.slurm_queries) ==
+            s.slurm.issued("squeue").size() - squeues + s.slurm.issued("sacct").size() - saccts);
       if (done) break;
       s.clock.Advance(draw(1, 30));
     }
