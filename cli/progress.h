@@ -8,7 +8,9 @@
 // or, where either is unknown, after the median duration of the completed trials less what it
 // has run; each queued trial then takes the earliest free slot of max_concurrent for that
 // median duration (or, before any trial completed, for the mean full-run time of the running
-// trials whose rate and total are known). The ETA is when the last slot frees. Unknown (null)
+// trials whose rate and total are known). The ETA is when the last slot frees. While Slurm holds
+// some of the study's jobs pending beside fewer than max_concurrent running, the cluster is the
+// bound: the slots are the trials running now (at least one). Unknown (null)
 // while a trial has no estimate at all: nothing is guessed.
 // Layer cli/ (namespace sweep::cli): the command line; parses, calls run/ and results/, prints.
 #pragma once

@@ -3,6 +3,7 @@
 #include "cli/progress.h"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <random>
@@ -102,10 +103,44 @@ TEST_CASE("the ETA comes from each running trial's rate and remaining iterations
   CHECK(*p.eta_s == Approx(250));
   CHECK(p.elapsed_s == Approx(100));
 
-  // More slots than trials: the queued ones start at once, the ETA is the longest run.
+  // More slots than trials, and no job pending on the cluster (q1 not submitted yet either): the queued
+  // ones start at once, the ETA is the longest run.
   o.max_concurrent = 8;
+  trials[2].state = "new";
   p = ComputeProgress(trials, o, clock.Now());
   CHECK(*p.eta_s == Approx(150));
+}
+
+TEST_CASE("while the cluster keeps jobs pending beside fewer running than max_concurrent, the ETA has its slots",
+          "[progress]") {
+  testing::FakeClock clock;
+  double t0 = clock.Now();
+  clock.Advance(100);
+  ProgressOptions o;
+  o.max_concurrent = 100;
+  // 3 running (each 10 s left by its rate), 3 completed in 60 s each, 12 pending on the cluster: the
+  // cluster runs 3 at a time, so the 12 go in 4 rounds of 60 s after the first 10 s: 250 s.
+  std::vector<ProgressTrial> trials;
+  for (int i = 0; i < 3; ++i) trials.push_back(Completed(fmt::format("c{}", i), t0, 60, 2.0));
+  for (int i = 0; i < 3; ++i) trials.push_back(Running(fmt::format("r{}", i), t0 + 40, 500, 600, 10.0));
+  for (int i = 0; i < 12; ++i) trials.push_back(Trial(fmt::format("p{}", i), "pending"));
+  Progress p = ComputeProgress(trials, o, clock.Now());
+  REQUIRE(p.eta_s);
+  CHECK(*p.eta_s == Approx(10 + 4 * 60));
+  CHECK_THAT(p.eta_basis, Catch::Contains("3 at a time, as the cluster runs them now"));
+  // Not submitted yet (held back by the study itself): max_concurrent's slots, all 12 at once (60 s).
+  for (auto& t : trials) {
+    if (t.state == "pending") t.state = "new";
+  }
+  p = ComputeProgress(trials, o, clock.Now());
+  CHECK(*p.eta_s == Approx(60));
+  CHECK_THAT(p.eta_basis, !Catch::Contains("at a time"));
+  // As many running as max_concurrent: the study's bound, whatever is pending.
+  o.max_concurrent = 3;
+  trials.back().state = "pending";
+  p = ComputeProgress(trials, o, clock.Now());
+  CHECK(*p.eta_s == Approx(10 + 4 * 60));
+  CHECK_THAT(p.eta_basis, !Catch::Contains("at a time"));
 }
 
 TEST_CASE("without rates, the ETA comes from the median duration of completed trials", "[progress]") {
