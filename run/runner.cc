@@ -638,17 +638,24 @@ Status Runner::ApplyStopping(std::vector<store::TrialRecord>& trials, TickReport
   if (!read.ok()) return read.status();
   NoteCurvesRead(*read, ids.size());
   if (*read < ids.size()) return Status::OK();
-  std::vector<std::string> jobs;
   // A repeat is never judged against its siblings (stopping/siblings.h).
-  for (const stopping::StopDecision& d :
-       stopping::EvaluateApartFromSiblings(stopping_, std::move(progress), config_of)) {
-    store::TrialRecord& t = *by_id.at(d.trial_id);
-    t.stop_request = fmt::format("pruned by the {} rule: {}", d.rule, d.reason);
-    SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
-    Event(t.id, "prune", t.stop_request);
-    jobs.push_back(t.job_id);
-    ++report.changed;
-  }
+  std::vector<stopping::StopDecision> decisions =
+      stopping::EvaluateApartFromSiblings(stopping_, std::move(progress), config_of);
+  if (decisions.empty()) return Status::OK();
+  // The tick's stop requests and their events in one transaction, before any scancel: a commit each was
+  // 6 s when a restart's first decision pruned 9,950 trials at once (bench/scale_bench.sh stopping).
+  std::vector<std::string> jobs;
+  SWEEP_RETURN_IF_ERROR(store_.InTransaction([&]() -> Status {
+    for (const stopping::StopDecision& d : decisions) {
+      store::TrialRecord& t = *by_id.at(d.trial_id);
+      t.stop_request = fmt::format("pruned by the {} rule: {}", d.rule, d.reason);
+      SWEEP_RETURN_IF_ERROR(store_.UpdateTrial(t));
+      Event(t.id, "prune", t.stop_request);
+      jobs.push_back(t.job_id);
+    }
+    return Status::OK();
+  }));
+  report.changed += static_cast<int>(jobs.size());
   return client_.Cancel(jobs);
 }
 
