@@ -261,11 +261,15 @@ TEST_CASE("Summary: a database from before summaries (schema 5) gets them on ope
   std::string path = dir.file("old.db");
   auto lines = MakeLines(5000, 9);
   auto rows_of = [&](size_t from, size_t to) { return RowsOf(lines, from, to); };
-  int64_t trial = 0;
+  int64_t trial = 0, other = 0;
   {
     auto store = MustOpen(path);
     trial = OneTrial(*store);
     REQUIRE(store->AppendMetrics(trial, rows_of(0, 4500), 4500).ok());
+    // The second trial too: the summaries are rebuilt trial by trial from the rows in key order.
+    other = trial + 1;
+    REQUIRE(store->GetTrial(other)->trial_key == "b");
+    REQUIRE(store->AppendMetrics(other, RowsOf(MakeLines(700, 19), 0, 700), 700).ok());
   }
   {
     // Schema 5 exactly: what migrations 1-5 made, which a slurmsweep of before summaries wrote.
@@ -285,7 +289,9 @@ TEST_CASE("Summary: a database from before summaries (schema 5) gets them on ope
 
   auto store = MustOpen(path);
   CheckAgainstRecomputation(*store, trial, kNames);
+  CheckAgainstRecomputation(*store, other, kNames);
   CHECK(store->Summary(trial, {}).value().Find("loss")->points == 4500);
+  CHECK(store->Summary(other, {}).value().Find("loss")->points == 700);
   // Ingestion goes on from the migrated summary as if it had always been kept.
   REQUIRE(store->AppendMetrics(trial, rows_of(4496, 5000), 5000).ok());
   CheckAgainstRecomputation(*store, trial, kNames);
