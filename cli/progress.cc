@@ -120,7 +120,8 @@ Progress ComputeProgress(const std::vector<ProgressTrial>& trials, const Progres
   // cluster, not the study, bounds how many run at once, and the queued trials get the slots it grants now
   // (10,000 trials at once on a cluster that runs 30: ETA 4 s with 664 waiting, from max_concurrent's slots).
   int capacity = std::max(1, options.max_concurrent);
-  bool pending = std::any_of(queued.begin(), queued.end(), [](const ProgressTrial* t) { return t->state == "pending"; });
+  bool pending =
+      std::any_of(queued.begin(), queued.end(), [](const ProgressTrial* t) { return t->state == "pending"; });
   bool cluster_bound = pending && static_cast<int>(running.size()) < capacity;
   if (cluster_bound) capacity = std::max<int>(1, static_cast<int>(running.size()));
   while (static_cast<int>(slots.size()) < capacity) slots.push(0);

@@ -271,8 +271,8 @@ Result<std::map<std::string, JobInfo>> SlurmClient::Query(const std::vector<std:
   }
   // Array tasks are asked for by their array's id, one line per task (-r): the command stays short
   // however many tasks an array has.
-  std::vector<std::string> bases;  // in the order first asked for
-  std::unordered_set<std::string> seen;   // a lookup per id, not a scan of the bases (10,000 jobs a tick)
+  std::vector<std::string> bases;        // in the order first asked for
+  std::unordered_set<std::string> seen;  // a lookup per id, not a scan of the bases (10,000 jobs a tick)
   for (const auto& id : job_ids) {
     std::string base = ArrayBaseId(id);
     if (seen.insert(base).second) bases.push_back(std::move(base));

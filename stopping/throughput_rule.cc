@@ -278,7 +278,7 @@ class ThroughputModel {
     }
   };
   mutable std::unordered_map<PooledKey, std::optional<double>, PooledHash> pooled_;
-  mutable std::vector<std::optional<double>> upper_;                        // UpperBoundAtBudget at budget_s, per trial
+  mutable std::vector<std::optional<double>> upper_;  // UpperBoundAtBudget at budget_s, per trial
   double fastest_ = -kInf;
   mutable std::optional<double> lowest_;
   bool noise_known_ = true;
