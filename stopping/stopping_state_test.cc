@@ -423,6 +423,11 @@ TEST_CASE("stopping state: the throughput rule's pruned comparisons decide as th
     }
     const size_t trials = meta.size();
     StoppingState state(config);
+    // The same study with the rule's cache of group pairs started again every two pairs: a cache, so the
+    // same decisions.
+    StoppingConfig small_cache = config;
+    small_cache.throughput.max_cached_gaps = 2;
+    StoppingState crossing(small_cache);
     std::vector<size_t> shown(trials, 0);
     for (int tick = 1; tick <= ticks; ++tick) {
       // Equal wall time: the points each trial logged by then (a completed one logs no more).
@@ -433,6 +438,7 @@ TEST_CASE("stopping state: the throughput rule's pruned comparisons decide as th
           ++upto;
         }
         state.Append(meta[i].id, 1, Slice(curves[i], shown[i], upto), {});
+        crossing.Append(meta[i].id, 1, Slice(curves[i], shown[i], upto), {});
         shown[i] = upto;
         if (meta[i].phase == TrialPhase::kRunning && tick < ticks && rng() % 8 == 0) {
           meta[i].phase = TrialPhase::kCompleted;
@@ -442,6 +448,7 @@ TEST_CASE("stopping state: the throughput rule's pruned comparisons decide as th
       auto indexed = state.Evaluate(meta, RulePath::kIndexed);
       INFO("study " << study << ", tick " << tick << ", " << trials << " trials in " << groups << " groups");
       CheckSameDecisions(indexed, reference);
+      CheckSameDecisions(crossing.Evaluate(meta, RulePath::kIndexed), reference);
       for (const StopDecision& d : indexed) {
         meta[static_cast<size_t>(d.trial_id)].phase = TrialPhase::kStopped;
         for (const char* part : {"differs only in throughput", "improved", "predicted value at the budget",

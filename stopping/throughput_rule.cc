@@ -176,7 +176,7 @@ class ThroughputModel {
     if (apart && gaps_of_ != judged) gaps_apart_.clear(), gaps_of_ = judged;
     // A cache, bounded: pairs of groups grow as the square of the groups (10,000 trials in 2,500 groups
     // of converged curves held 4M pairs, 340 MB, in one tick; issue 42's 512 MB for run).
-    if (gaps_.size() >= kMaxGaps) gaps_.clear();
+    if (gaps_.size() >= c_.config.throughput.max_cached_gaps) gaps_.clear();
     auto [it, fresh] = (apart ? gaps_apart_ : gaps_).try_emplace({a, b});
     if (fresh) it->second = Gap(a, b, judged);
     return it->second;
@@ -258,11 +258,10 @@ class ThroughputModel {
 
  private:
   const Context& c_;
-  std::vector<int> group_;                             // per trial
-  std::vector<std::optional<double>> rate_;            // per trial: iterations per axis second
-  std::vector<std::vector<size_t>> members_;           // per group: trials with a curve
-  std::vector<double> min_step_, max_step_;            // per group
-  static constexpr size_t kMaxGaps = size_t{1} << 17;  // about 10 MB
+  std::vector<int> group_;                    // per trial
+  std::vector<std::optional<double>> rate_;   // per trial: iterations per axis second
+  std::vector<std::vector<size_t>> members_;  // per group: trials with a curve
+  std::vector<double> min_step_, max_step_;   // per group
   mutable std::map<std::pair<int, int>, std::optional<std::pair<double, double>>> gaps_;
   mutable std::map<std::pair<int, int>, std::optional<std::pair<double, double>>> gaps_apart_;  // of gaps_of_
   mutable size_t gaps_of_ = 0;
