@@ -8,6 +8,7 @@
 #include <charconv>
 #include <unordered_set>
 
+#include "base/terminal.h"
 #include "slurm/sbatch_script.h"
 
 namespace sweep::slurm {
@@ -340,12 +341,17 @@ Result<int> SlurmClient::CountMyJobs() {
   if (sq->exit_code != 0) {
     return Status::FailedPrecondition(fmt::format("squeue exited {}: {}", sq->exit_code, Trim(sq->err)));
   }
+  // Every line a job id, or the count is not one: a line of anything else (a warning on stdout, another
+  // format) refuses it rather than be counted or skipped.
   int jobs = 0;
-  std::string_view rest = sq->out;
-  while (!rest.empty()) {
-    size_t nl = rest.find('\n');
-    if (!Trim(rest.substr(0, nl)).empty()) ++jobs;
-    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+  std::string_view bad;
+  ForEachLine(sq->out, [&](std::string_view line) {
+    std::string_view id = Trim(line);
+    if (std::all_of(id.begin(), id.end(), IsJobIdChar)) ++jobs;
+    else if (bad.empty()) bad = id;
+  });
+  if (!bad.empty()) {
+    return Status::FailedPrecondition(fmt::format("squeue --me printed '{}', not a job id", TerminalSafe(bad)));
   }
   return jobs;
 }

@@ -78,6 +78,7 @@ class FakeSlurm final : public slurm::Transport {
   // `squeue --me -t all` (the user's jobs counted for MaxJobCount) exits with this and says `count_err`.
   int count_exit = 0;
   std::string count_err = "squeue: error: Invalid user: --me\n";
+  std::string count_extra;  // printed after the ids by that squeue (a line that is no job id: not a count)
   // Called after each sbatch slurmctld took: the jobs it holds then (a test checks a bound there).
   std::function<void(FakeSlurm&)> after_sbatch;
   // Called before each squeue answer: a test's scheduler, moving jobs on as time passes.
@@ -372,6 +373,7 @@ class FakeSlurm final : public slurm::Transport {
       for (const auto& [id, j] : jobs_) {
         if (!j.purged) out.out += id + "\n";
       }
+      out.out += count_extra;
       return out;
     }
     // "squeue --me -t PENDING,RUNNING,...": every job of ours that has not ended.

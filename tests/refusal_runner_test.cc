@@ -427,9 +427,12 @@ TEST_CASE("the user's other jobs shrink the study's room, said once; a count tha
   CHECK(s.slurm.HeldOwn() == 20);
   CHECK(s.Events("submit_throttled_user") == 1);
 
-  // The count cannot be read from now on.
+  // The count cannot be read from now on: squeue refuses, or answers a line that is no job id.
+  SECTION("squeue refuses the count") { s.slurm.count_exit = 1; }
+  SECTION("squeue answers a line that is no job id") {
+    s.slurm.count_extra = "squeue: warning: slurmctld is in maintenance\n";
+  }
   {
-    s.slurm.count_exit = 1;
     for (const auto& id : s.slurm.job_ids()) {
       if (s.slurm.job(id).state == "PENDING") s.slurm.Start(id);
       s.slurm.End(id, "COMPLETED");
