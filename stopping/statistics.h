@@ -76,9 +76,8 @@ double Lerp(const Xs& xs, const Ys& ys, double x) {
 // histogram however they arrived.
 class LogHistogram {
  public:
-  void Add(double v) { AddToBin(Bin(v)); }
-  // Add(v) as Bin(v) and AddToBin.
-  void AddToBin(size_t bin) {
+  void Add(double v) {
+    const size_t bin = Bin(v);
     ++total_;
     if (bin == 0) {
       ++zeros_;
