@@ -16,7 +16,7 @@ declare -A SOURCES=(
                 study/loader.cc study/loader_space.cc study/template_vars.cc study/toml_table.cc study/space.cc study/stopping_config.cc study/repeats.cc study/repeats_load.cc study/trial_key.cc study/names.cc study/keys.cc"
   [expr_fuzz]="base/status.cc study/expr.cc"
   [metrics_fuzz]="base/metric_format.cc base/text.cc logs/metrics_parser.cc logs/framework_logs.cc logs/parse_util.cc"
-  [slurm_fuzz]="base/status.cc base/text.cc base/params.cc slurm/sbatch_script.cc slurm/shell_context.cc slurm/shell_commands.cc slurm/slurm_client.cc slurm/job_state.cc"
+  [slurm_fuzz]="base/status.cc base/text.cc base/params.cc base/terminal.cc slurm/sbatch_script.cc slurm/shell_context.cc slurm/shell_commands.cc slurm/slurm_client.cc slurm/job_state.cc"
 )
 
 usage() {
